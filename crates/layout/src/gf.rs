@@ -1,0 +1,1 @@
+//! Finite fields GF(p^m) for the RAID+ Latin squares (being written).

@@ -1,0 +1,169 @@
+//! Command-line style parameters and the one place that turns them into a scheme.
+
+use std::sync::Arc;
+
+use crate::{
+    Classic, ClassicKind, Grouped, GroupedKind, HashPlacement, LayoutError, RaidH, RaidPlus,
+    RaidPlusPool, RandomPlacement, Rm2, S2Raid, Scheme,
+};
+
+/// Every scheme raidforge knows, by its command-line name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchemeKind {
+    Raid0,
+    Raid1,
+    Raid10,
+    Raid4,
+    Raid5,
+    Raid6,
+    Raid50,
+    Raid5c,
+    Random,
+    Hash,
+    S2Raid5,
+    S2Raid10,
+    RaidPlus,
+    Rm2,
+    RaidH,
+}
+
+impl SchemeKind {
+    pub const ALL: [(&'static str, SchemeKind); 15] = [
+        ("raid0", SchemeKind::Raid0),
+        ("raid1", SchemeKind::Raid1),
+        ("raid10", SchemeKind::Raid10),
+        ("raid4", SchemeKind::Raid4),
+        ("raid5", SchemeKind::Raid5),
+        ("raid6", SchemeKind::Raid6),
+        ("raid50", SchemeKind::Raid50),
+        ("raid5c", SchemeKind::Raid5c),
+        ("random", SchemeKind::Random),
+        ("hash", SchemeKind::Hash),
+        ("s2raid5", SchemeKind::S2Raid5),
+        ("s2raid10", SchemeKind::S2Raid10),
+        ("raidplus", SchemeKind::RaidPlus),
+        ("rm2", SchemeKind::Rm2),
+        ("raidh", SchemeKind::RaidH),
+    ];
+
+    pub fn parse(s: &str) -> Result<SchemeKind, LayoutError> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|(_, k)| *k)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|(n, _)| *n).collect();
+                LayoutError::param(
+                    "scheme",
+                    format!("unknown scheme '{s}'; choose one of {}", names.join(" ")),
+                )
+            })
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(_, k)| *k == self).unwrap().0
+    }
+}
+
+/// Stripe ordering inside a RAID+ template (seed 001 section 4.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Order {
+    /// Stripes in the order the Latin squares produce them.
+    #[default]
+    Native,
+    /// Consecutive stripes on disjoint disk sets where possible, for parallel sequential reads.
+    Read,
+    /// Ordering that favours full-stripe sequential writes.
+    Write,
+}
+
+impl Order {
+    pub fn parse(s: &str) -> Result<Order, LayoutError> {
+        match s {
+            "native" => Ok(Order::Native),
+            "read" => Ok(Order::Read),
+            "write" => Ok(Order::Write),
+            _ => Err(LayoutError::param(
+                "order",
+                format!("unknown order '{s}'; choose native, read or write"),
+            )),
+        }
+    }
+}
+
+/// Parameters of a layout, as given on the command line. Unused ones are ignored by schemes that
+/// do not need them; a needed one that is missing is an error naming it.
+#[derive(Clone, Debug, Default)]
+pub struct Params {
+    /// Number of member disks, spares included.
+    pub disks: Option<usize>,
+    /// Stripe width including parity (group width for raid50/raid5c).
+    pub width: Option<usize>,
+    /// Dedicated spare disks (the last `spares` disks).
+    pub spares: usize,
+    /// 5 or 6 (RAID+, random, hash).
+    pub level: Option<u8>,
+    /// S2-RAID group size G (prime).
+    pub group: Option<usize>,
+    /// S2-RAID partitions per disk K.
+    pub partitions: Option<usize>,
+    /// RAIDH per-device weights.
+    pub weights: Option<Vec<u32>>,
+    /// RAID+ stripe order.
+    pub order: Order,
+    /// Seed for random placement.
+    pub seed: u64,
+    /// Stripes per cycle for random and hash placement (default n(n-1), one RAID+ template).
+    pub stripes: Option<usize>,
+    /// RAID+ pool volumes, e.g. `3:5,4:6` (width:level each).
+    pub volumes: Option<String>,
+}
+
+impl Params {
+    pub(crate) fn need_disks(&self) -> Result<usize, LayoutError> {
+        self.disks
+            .ok_or_else(|| LayoutError::param("disks", "the number of disks is required"))
+    }
+    pub(crate) fn need_width(&self) -> Result<usize, LayoutError> {
+        self.width
+            .ok_or_else(|| LayoutError::param("width", "the stripe width is required"))
+    }
+    pub(crate) fn level_or(&self, default: u8) -> Result<u8, LayoutError> {
+        match self.level.unwrap_or(default) {
+            l @ (5 | 6) => Ok(l),
+            l => Err(LayoutError::param(
+                "level",
+                format!("level {l} is not supported here; use 5 or 6"),
+            )),
+        }
+    }
+}
+
+/// Builds the scheme `kind` from `p`, checking every constraint of its construction.
+pub fn build(kind: SchemeKind, p: &Params) -> Result<Arc<dyn Scheme>, LayoutError> {
+    Ok(match kind {
+        SchemeKind::Raid0 => Arc::new(Classic::new(ClassicKind::Raid0, p)?),
+        SchemeKind::Raid1 => Arc::new(Classic::new(ClassicKind::Raid1, p)?),
+        SchemeKind::Raid10 => Arc::new(Classic::new(ClassicKind::Raid10, p)?),
+        SchemeKind::Raid4 => Arc::new(Classic::new(ClassicKind::Raid4, p)?),
+        SchemeKind::Raid5 => Arc::new(Classic::new(ClassicKind::Raid5, p)?),
+        SchemeKind::Raid6 => Arc::new(Classic::new(ClassicKind::Raid6, p)?),
+        SchemeKind::Raid50 => Arc::new(Grouped::new(GroupedKind::Raid50, p)?),
+        SchemeKind::Raid5c => Arc::new(Grouped::new(GroupedKind::Raid5c, p)?),
+        SchemeKind::Random => Arc::new(RandomPlacement::new(p)?),
+        SchemeKind::Hash => Arc::new(HashPlacement::new(p)?),
+        SchemeKind::S2Raid5 => Arc::new(S2Raid::new(false, p)?),
+        SchemeKind::S2Raid10 => Arc::new(S2Raid::new(true, p)?),
+        SchemeKind::RaidPlus => match &p.volumes {
+            Some(v) => Arc::new(RaidPlusPool::new(p.need_disks()?, v, p.order)?),
+            None => Arc::new(RaidPlus::new(
+                p.need_disks()?,
+                p.need_width()?,
+                p.level_or(5)?,
+                p.order,
+            )?),
+        },
+        SchemeKind::Rm2 => Arc::new(Rm2::new(p)?),
+        SchemeKind::RaidH => Arc::new(RaidH::new(p)?),
+    })
+}

@@ -1,0 +1,306 @@
+//! Random (RAID_R) and hash (RAID_H) placement, the declustered baselines of the RAID+ paper.
+//!
+//! Both place each k-wide stripe on k distinct disks out of n and keep no spare disks: a lost unit
+//! is rebuilt onto a surviving disk outside its stripe, in space after the cycle's data rows
+//! (distributed spare space). Offsets on a disk are handed out in stripe order, so disks that
+//! receive more units than others have more rows: that imbalance is the point of the comparison.
+
+use std::collections::HashMap;
+
+use crate::{Code, Cycle, Disk, LayoutError, Loc, Params, Relocation, Role, Scheme, Stripe, Unit};
+
+/// SplitMix64: a tiny, well-studied generator whose output is fixed by its definition, so a
+/// layout built from a seed is the same on every machine and every version. Written here
+/// because no crate promises that stability for its default generators.
+#[derive(Clone, Debug)]
+pub(crate) struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub(crate) fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..bound` (Lemire's multiply-shift; the bias is below 2^-32 for our sizes).
+    pub(crate) fn below(&mut self, bound: usize) -> usize {
+        ((self.next_u64() >> 32) * bound as u64 >> 32) as usize
+    }
+}
+
+/// Bob Jenkins' 96-bit mix, as CRUSH's rjenkins1 hash uses it. Written here because it is a
+/// dozen lines and must match the published function exactly.
+fn jenkins_mix(mut a: u32, mut b: u32, mut c: u32) -> (u32, u32, u32) {
+    a = a.wrapping_sub(b).wrapping_sub(c) ^ (c >> 13);
+    b = b.wrapping_sub(c).wrapping_sub(a) ^ (a << 8);
+    c = c.wrapping_sub(a).wrapping_sub(b) ^ (b >> 13);
+    a = a.wrapping_sub(b).wrapping_sub(c) ^ (c >> 12);
+    b = b.wrapping_sub(c).wrapping_sub(a) ^ (a << 16);
+    c = c.wrapping_sub(a).wrapping_sub(b) ^ (b >> 5);
+    a = a.wrapping_sub(b).wrapping_sub(c) ^ (c >> 3);
+    b = b.wrapping_sub(c).wrapping_sub(a) ^ (a << 10);
+    c = c.wrapping_sub(a).wrapping_sub(b) ^ (b >> 15);
+    (a, b, c)
+}
+
+/// CRUSH's three-input rjenkins1 hash.
+pub(crate) fn jenkins_hash3(a: u32, b: u32, c: u32) -> u32 {
+    let mut h: u32 = 1_315_423_911 ^ a ^ b ^ c;
+    let (mut a, mut b, mut c) = (a, b, c);
+    let (mut x, mut y): (u32, u32) = (231_232, 1_232);
+    (a, b, h) = jenkins_mix(a, b, h);
+    (c, x, h) = jenkins_mix(c, x, h);
+    (y, a, h) = jenkins_mix(y, a, h);
+    (b, x, h) = jenkins_mix(b, x, h);
+    (y, c, h) = jenkins_mix(y, c, h);
+    let _ = (a, b, c, x, y);
+    h
+}
+
+struct Common {
+    n: usize,
+    k: usize,
+    level: u8,
+    stripes: usize,
+}
+
+fn common(p: &Params, what: &str) -> Result<Common, LayoutError> {
+    let n = p.need_disks()?;
+    let k = p.need_width()?;
+    let level = p.level_or(5)?;
+    let parity = if level == 6 { 2 } else { 1 };
+    if p.spares > 0 {
+        return Err(LayoutError::param(
+            "spares",
+            format!("{what} placement uses distributed spare space, not spare disks"),
+        ));
+    }
+    if k <= parity || k >= n {
+        return Err(LayoutError::param(
+            "width",
+            format!(
+                "{what} placement needs {} <= width < disks; got width {k} over {n} disks",
+                parity + 1
+            ),
+        ));
+    }
+    let stripes = p.stripes.unwrap_or(n * (n - 1));
+    if stripes == 0 {
+        return Err(LayoutError::param("stripes", "need at least one stripe per cycle"));
+    }
+    Ok(Common {
+        n,
+        k,
+        level,
+        stripes,
+    })
+}
+
+/// Builds a cycle from per-stripe disk choices: offsets handed out in stripe order per disk.
+fn build_cycle(n: usize, level: u8, choices: &[Vec<usize>]) -> Cycle {
+    let parity = if level == 6 { 2 } else { 1 };
+    let mut next = vec![0u64; n];
+    let stripes: Vec<Stripe> = choices
+        .iter()
+        .map(|disks| {
+            let k = disks.len();
+            let units = disks
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| {
+                    let role = if i < k - parity {
+                        Role::Data
+                    } else if i == k - parity {
+                        Role::P
+                    } else {
+                        Role::Q
+                    };
+                    let off = next[d];
+                    next[d] += 1;
+                    Unit {
+                        disk: d as Disk,
+                        offset: off,
+                        role,
+                    }
+                })
+                .collect();
+            Stripe {
+                units,
+                code: if level == 6 { Code::PQ } else { Code::Xor },
+            }
+        })
+        .collect();
+    let rows = next.iter().copied().max().unwrap_or(0).max(1);
+    Cycle::from_stripes(n, rows, stripes)
+}
+
+/// Places lost units on surviving disks outside their stripe, chosen by `pick`, at offsets after
+/// the data rows (each target disk fills its spare space in order).
+fn relocate_with(
+    cycle: &Cycle,
+    failed: &[Disk],
+    mut pick: impl FnMut(usize, usize, &dyn Fn(usize) -> bool) -> Option<usize>,
+) -> Result<Relocation, LayoutError> {
+    let mut moves: HashMap<Loc, Loc> = HashMap::new();
+    let mut spare_next = vec![cycle.rows; cycle.disks];
+    for (si, s) in cycle.stripes.iter().enumerate() {
+        let mut used: Vec<usize> = s.units.iter().map(|u| u.disk as usize).collect();
+        for (ui, u) in s.units.iter().enumerate() {
+            if !failed.contains(&u.disk) {
+                continue;
+            }
+            let ok = |d: usize| !failed.contains(&(d as Disk)) && !used.contains(&d);
+            let d = pick(si, ui, &ok).ok_or_else(|| {
+                LayoutError::NoSpareSpace(format!(
+                    "stripe {si} has no surviving disk outside it to rebuild onto"
+                ))
+            })?;
+            debug_assert!(ok(d));
+            used.push(d);
+            moves.insert(
+                u.loc(),
+                Loc {
+                    disk: d as Disk,
+                    offset: spare_next[d],
+                },
+            );
+            spare_next[d] += 1;
+        }
+    }
+    Ok(moves)
+}
+
+/// RAID_R: each stripe on k disks drawn uniformly at random (seeded).
+#[derive(Debug)]
+pub struct RandomPlacement {
+    seed: u64,
+    level: u8,
+    cycle: Cycle,
+}
+
+impl RandomPlacement {
+    pub fn new(p: &Params) -> Result<RandomPlacement, LayoutError> {
+        let c = common(p, "random")?;
+        let mut rng = SplitMix64::new(p.seed);
+        let choices: Vec<Vec<usize>> = (0..c.stripes)
+            .map(|_| {
+                // Partial Fisher-Yates: the first k of a shuffled 0..n.
+                let mut all: Vec<usize> = (0..c.n).collect();
+                for i in 0..c.k {
+                    let j = i + rng.below(c.n - i);
+                    all.swap(i, j);
+                }
+                all.truncate(c.k);
+                all
+            })
+            .collect();
+        Ok(RandomPlacement {
+            seed: p.seed,
+            level: c.level,
+            cycle: build_cycle(c.n, c.level, &choices),
+        })
+    }
+}
+
+impl Scheme for RandomPlacement {
+    fn name(&self) -> &'static str {
+        "random"
+    }
+    fn cycle(&self) -> &Cycle {
+        &self.cycle
+    }
+    fn tolerance(&self) -> usize {
+        if self.level == 6 {
+            2
+        } else {
+            1
+        }
+    }
+    fn relocate(&self, failed: &[Disk]) -> Result<Relocation, LayoutError> {
+        let n = self.cycle.disks;
+        let mut rng = SplitMix64::new(self.seed ^ 0x5245_4255_494C_44); // "REBUILD"
+        relocate_with(&self.cycle, failed, |_, _, ok| {
+            let cands: Vec<usize> = (0..n).filter(|d| ok(*d)).collect();
+            (!cands.is_empty()).then(|| cands[rng.below(cands.len())])
+        })
+    }
+}
+
+/// RAID_H: CRUSH-style placement; position r of stripe s goes to disk
+/// `hash(s, r', seed) mod n`, where r' starts at r and is bumped past collisions.
+#[derive(Debug)]
+pub struct HashPlacement {
+    seed: u32,
+    level: u8,
+    cycle: Cycle,
+}
+
+/// The CRUSH retry: the `r`-th distinct choice for stripe `s` that `ok` accepts, trying
+/// successive hash inputs. `None` if no disk is acceptable.
+fn crush_choose(n: usize, s: usize, start: u32, seed: u32, ok: &dyn Fn(usize) -> bool) -> Option<usize> {
+    if !(0..n).any(ok) {
+        return None;
+    }
+    let mut r = start;
+    loop {
+        let d = (jenkins_hash3(s as u32, r, seed) % n as u32) as usize;
+        if ok(d) {
+            return Some(d);
+        }
+        r += 1;
+    }
+}
+
+impl HashPlacement {
+    pub fn new(p: &Params) -> Result<HashPlacement, LayoutError> {
+        let c = common(p, "hash")?;
+        let seed = p.seed as u32;
+        let choices: Vec<Vec<usize>> = (0..c.stripes)
+            .map(|s| {
+                let mut chosen: Vec<usize> = Vec::with_capacity(c.k);
+                let mut r = 0u32;
+                while chosen.len() < c.k {
+                    let d = (jenkins_hash3(s as u32, r, seed) % c.n as u32) as usize;
+                    if !chosen.contains(&d) {
+                        chosen.push(d);
+                    }
+                    r += 1;
+                }
+                chosen
+            })
+            .collect();
+        Ok(HashPlacement {
+            seed,
+            level: c.level,
+            cycle: build_cycle(c.n, c.level, &choices),
+        })
+    }
+}
+
+impl Scheme for HashPlacement {
+    fn name(&self) -> &'static str {
+        "hash"
+    }
+    fn cycle(&self) -> &Cycle {
+        &self.cycle
+    }
+    fn tolerance(&self) -> usize {
+        if self.level == 6 {
+            2
+        } else {
+            1
+        }
+    }
+    fn relocate(&self, failed: &[Disk]) -> Result<Relocation, LayoutError> {
+        let n = self.cycle.disks;
+        let k = self.cycle.stripes.first().map_or(0, |s| s.units.len()) as u32;
+        relocate_with(&self.cycle, failed, |s, ui, ok| {
+            // Continue the stripe's hash sequence past its k placements.
+            crush_choose(n, s, k + 64 * ui as u32, self.seed, ok)
+        })
+    }
+}

@@ -62,7 +62,12 @@ fn raid6_ls_row(n: usize, row: u64) -> Stripe {
     }
 }
 
-fn spares_ok(disks: usize, spares: usize, min_active: usize, what: &str) -> Result<usize, LayoutError> {
+fn spares_ok(
+    disks: usize,
+    spares: usize,
+    min_active: usize,
+    what: &str,
+) -> Result<usize, LayoutError> {
     if spares >= disks || disks - spares < min_active {
         return Err(LayoutError::param(
             "disks",

@@ -37,18 +37,18 @@ mod check;
 mod classic;
 pub mod gf;
 mod params;
-mod random;
 mod raidh;
 mod raidplus;
+mod random;
 mod rm2;
 mod s2raid;
 
 pub use check::{check, cov, CheckReport, WindowStats};
 pub use classic::{Classic, ClassicKind, Grouped, GroupedKind};
 pub use params::{build, Order, Params, SchemeKind};
-pub use random::{HashPlacement, RandomPlacement};
 pub use raidh::RaidH;
 pub use raidplus::{RaidPlus, RaidPlusPool, VolumeSpec};
+pub use random::{HashPlacement, RandomPlacement};
 pub use rm2::Rm2;
 pub use s2raid::{S2Raid, S2Subarray};
 

@@ -90,7 +90,10 @@ fn common(p: &Params, what: &str) -> Result<Common, LayoutError> {
     }
     let stripes = p.stripes.unwrap_or(n * (n - 1));
     if stripes == 0 {
-        return Err(LayoutError::param("stripes", "need at least one stripe per cycle"));
+        return Err(LayoutError::param(
+            "stripes",
+            "need at least one stripe per cycle",
+        ));
     }
     Ok(Common {
         n,
@@ -241,7 +244,13 @@ pub struct HashPlacement {
 
 /// The CRUSH retry: the `r`-th distinct choice for stripe `s` that `ok` accepts, trying
 /// successive hash inputs. `None` if no disk is acceptable.
-fn crush_choose(n: usize, s: usize, start: u32, seed: u32, ok: &dyn Fn(usize) -> bool) -> Option<usize> {
+fn crush_choose(
+    n: usize,
+    s: usize,
+    start: u32,
+    seed: u32,
+    ok: &dyn Fn(usize) -> bool,
+) -> Option<usize> {
     if !(0..n).any(ok) {
         return None;
     }

@@ -47,7 +47,7 @@ pub use check::{check, cov, CheckReport, WindowStats};
 pub use classic::{Classic, ClassicKind, Grouped, GroupedKind};
 pub use params::{build, Order, Params, SchemeKind};
 pub use raidh::RaidH;
-pub use raidplus::{RaidPlus, RaidPlusPool, VolumeSpec};
+pub use raidplus::{RaidPlus, RaidPlusPool, Template, VolumeSpec};
 pub use random::{HashPlacement, RandomPlacement};
 pub use rm2::Rm2;
 pub use s2raid::{S2Raid, S2Subarray};

@@ -71,9 +71,11 @@ pub enum Order {
     /// Stripes in the order the Latin squares produce them.
     #[default]
     Native,
-    /// Consecutive stripes on disjoint disk sets where possible, for parallel sequential reads.
+    /// Read-friendly: each stripe starts on the disk where the previous one ends (head = previous
+    /// tail), so a sequential read touches every disk evenly.
     Read,
-    /// Ordering that favours full-stripe sequential writes.
+    /// Write-friendly: each stripe starts one disk past the previous one's tail, so consecutive
+    /// full-stripe writes do not share a disk.
     Write,
 }
 

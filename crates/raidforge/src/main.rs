@@ -29,7 +29,17 @@ enum Command {
     Bench(bench_cmd::BenchCommand),
 }
 
+/// Output piped into `head` and the like should end the program quietly, as it does for other
+/// command-line tools, instead of panicking on the broken pipe.
+fn restore_default_sigpipe() {
+    // SAFETY: called first thing in main, before any thread exists; SIG_DFL is a valid handler.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Layout(c) => layout_cmd::run(c),

@@ -1,0 +1,817 @@
+//! A mechanical hard disk in the DiskSim tradition: command overhead, a fitted seek curve,
+//! rotational latency, zoned transfer rate and a segmented read-ahead cache.
+//!
+//! # Geometry
+//!
+//! The model does not need the drive's real cylinder count (data sheets stopped publishing it);
+//! it derives one from what they do publish. Each cylinder holds `heads` tracks and a track takes
+//! one revolution to read, so at sustained rate `r` a cylinder holds `heads * rev * r` bytes. With
+//! the rate falling linearly (or in `zones` equal steps) from `bytes_per_sec_outer` at cylinder 0
+//! to `bytes_per_sec_inner` at the last cylinder, the capacity fixes the number of cylinders. A
+//! byte offset maps to a continuous cylinder position `x`; `floor(x)` is the cylinder, the
+//! fraction of `x` says which track of the cylinder and where on it. Reading from `x0` to `x1`
+//! takes exactly `(x1 - x0) * heads * rev`: the sustained rate already includes head and cylinder
+//! switches, so the model has no separate switch times.
+//!
+//! # Seek curve
+//!
+//! A seek of `d >= 1` cylinders takes `a*sqrt(d-1) + b*(d-1) + c` (Ruemmler and Wilkes' shape,
+//! as DiskSim's three-point fit): `c` is the single-track time, the curve passes through the
+//! full-stroke time at the largest distance, and `a`, `b` are chosen so that the *mean over all
+//! seeks* equals the data sheet's average. Drive vendors define the average seek as "the weighted
+//! average of all possible seek combinations": distance `n` weighted by `max + 1 - n`, which is
+//! the distribution of `|i - j|` for two uniformly random cylinders (mean `max/3`). We fit to that
+//! exact mean, not to `seek(max/3) = average`: the curve is concave, so the latter would make the
+//! mean seek several percent shorter than published. A write pays `seek_ms_write_extra` more on
+//! any non-zero seek (writes settle more tightly; data sheets give a separate write average).
+//!
+//! Because outer cylinders hold more bytes, seeks between uniformly random *byte offsets* are
+//! slightly shorter on average than seeks between random cylinders (under 1 % for the drives in
+//! [`Drive`](super::Drive)); both are tested.
+//!
+//! # Rotation
+//!
+//! [`Rotation::Angular`] (the default) follows the platter: its angle is a function of simulated
+//! time, the target sector's angle a function of its position on the track, so back-to-back
+//! sequential transfers lose nothing and a request that arrives just too late loses a whole
+//! revolution. [`Rotation::Random`] draws the latency uniformly from `[0, rev)` with the seeded
+//! generator; [`Rotation::Expected`] always charges half a revolution. All three are
+//! deterministic.
+//!
+//! # Streaming and cache
+//!
+//! A command that starts exactly where the previous media transfer ended, and that was submitted
+//! no later than that transfer's end (it was queued, as with NCQ and a write-back cache), continues
+//! the transfer with no overhead, seek or rotation. After a read miss the drive keeps reading
+//! ahead into a cache segment at media speed (filling the rest of the segment, and at least half
+//! of it) until the next command needs the head; a read whose
+//! first byte has already been read ahead is a hit and costs the command overhead plus the
+//! interface transfer, or the wait for the read-ahead to reach its last byte, whichever is later.
+//! A write invalidates cached data it overlaps. Write-back caching of random writes is not
+//! modelled: a write completes when it is on the platter.
+
+use std::sync::Arc;
+
+use super::{Disk, DiskIo, DiskParamError, Service};
+use crate::rng::SplitMix64;
+use crate::Op;
+
+/// How the rotational latency of a positioned access is found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Rotation {
+    /// From the platter's angle at the time the seek ends and the target sector's angle.
+    #[default]
+    Angular,
+    /// Uniform in `[0, one revolution)`, drawn from the drive's seeded generator.
+    Random,
+    /// Always half a revolution (the expected value).
+    Expected,
+}
+
+/// The figures that describe a hard disk. Units are in the names; `_ms` fields are
+/// milliseconds as data sheets give them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HddParams {
+    /// Model number or label.
+    pub name: String,
+    /// Usable capacity in bytes.
+    pub capacity_bytes: u64,
+    /// Spindle speed in revolutions per minute.
+    pub rpm: u32,
+    /// Recording surfaces (heads); with the rates and capacity it fixes the cylinder count.
+    pub heads: u32,
+    /// Single-track (track-to-track) read seek.
+    pub seek_ms_track_to_track: f64,
+    /// Average read seek, as defined by the vendors (mean over all seek distances).
+    pub seek_ms_avg: f64,
+    /// Full-stroke read seek.
+    pub seek_ms_full_stroke: f64,
+    /// Added to every non-zero seek of a write (average write seek minus average read seek).
+    pub seek_ms_write_extra: f64,
+    /// Sustained media rate at the outermost cylinder.
+    pub bytes_per_sec_outer: u64,
+    /// Sustained media rate at the innermost cylinder.
+    pub bytes_per_sec_inner: u64,
+    /// 0: the rate falls linearly with the cylinder; `n >= 1`: in `n` steps of equal cylinder
+    /// count, the first at the outer rate, the last at the inner rate.
+    pub zones: u32,
+    /// Command processing time charged to every command, hit or miss.
+    pub overhead_ms: f64,
+    /// Host interface rate, used for cache hits.
+    pub interface_bytes_per_sec: u64,
+    /// Cache size; 0 disables the read-ahead cache.
+    pub cache_bytes: u64,
+    /// Number of cache segments (each holds one sequential stream); 0 disables the cache.
+    pub cache_segments: u32,
+    /// Keep reading ahead after a read miss (otherwise the cache only holds what was read).
+    pub read_ahead: bool,
+    /// How rotational latency is found.
+    pub rotation: Rotation,
+}
+
+impl HddParams {
+    /// The same drive with another rotational latency mode.
+    pub fn with_rotation(mut self, rotation: Rotation) -> HddParams {
+        self.rotation = rotation;
+        self
+    }
+
+    /// The same drive with its cache disabled.
+    pub fn without_cache(mut self) -> HddParams {
+        self.cache_bytes = 0;
+        self.cache_segments = 0;
+        self.read_ahead = false;
+        self
+    }
+
+    /// One revolution in milliseconds (8.33 ms at 7200 rpm).
+    pub fn revolution_ms(&self) -> f64 {
+        60_000.0 / f64::from(self.rpm)
+    }
+}
+
+/// Most zones a stepped zone table may have.
+const ZONES_MAX: u32 = 1024;
+/// Most cache segments (the cache is searched linearly).
+const CACHE_SEGMENTS_MAX: u32 = 256;
+
+/// A simulated hard disk: immutable derived model (shared between clones) plus mutable state.
+#[derive(Clone, Debug)]
+pub struct Hdd {
+    model: Arc<HddModel>,
+    state: HddState,
+}
+
+#[derive(Debug)]
+struct HddModel {
+    params: HddParams,
+    geometry: Geometry,
+    seek: SeekCurve,
+    rev_ns: f64,
+    /// Time to read one whole cylinder at the sustained rate: `heads * rev_ns`.
+    cylinder_ns: f64,
+    overhead_ns: u64,
+    write_extra_ns: u64,
+    interface_ns_per_byte: f64,
+    /// 0 when the cache is disabled.
+    segment_bytes: u64,
+}
+
+#[derive(Clone, Debug)]
+struct HddState {
+    busy_until_ns: u64,
+    /// Continuous cylinder position of the head.
+    head_x: f64,
+    /// Where the last media transfer ended, while the head is still there.
+    stream_end: Option<u64>,
+    rng: SplitMix64,
+    segments: Vec<Segment>,
+    lru_clock: u64,
+}
+
+/// One cache segment: bytes `start..filled_end` were in the cache at `fill_ns`; while `active`,
+/// read-ahead keeps adding bytes at media speed up to `limit_end`.
+#[derive(Clone, Debug)]
+struct Segment {
+    start: u64,
+    filled_end: u64,
+    fill_ns: u64,
+    limit_end: u64,
+    active: bool,
+    last_used: u64,
+}
+
+impl Hdd {
+    /// Check `params`, fit the seek curve and build an idle drive at time 0 with its head on
+    /// cylinder 0 and an empty cache. `seed` drives [`Rotation::Random`].
+    pub fn new(params: HddParams, seed: u64) -> Result<Hdd, DiskParamError> {
+        let model = HddModel::new(params)?;
+        let state = HddState {
+            busy_until_ns: 0,
+            head_x: 0.0,
+            stream_end: None,
+            rng: SplitMix64::new(seed),
+            segments: Vec::with_capacity(model.params.cache_segments as usize),
+            lru_clock: 0,
+        };
+        Ok(Hdd {
+            model: Arc::new(model),
+            state,
+        })
+    }
+
+    /// The parameters the drive was built from.
+    pub fn params(&self) -> &HddParams {
+        &self.model.params
+    }
+
+    /// Number of cylinders derived from capacity, heads, rpm and rates.
+    pub fn cylinders(&self) -> u64 {
+        self.model.geometry.cylinders
+    }
+
+    /// The cylinder holding byte `offset_bytes`.
+    pub fn cylinder_of(&self, offset_bytes: u64) -> u64 {
+        self.model.geometry.cylinder_of(offset_bytes)
+    }
+
+    /// The first byte of cylinder `cylinder`.
+    ///
+    /// # Panics
+    /// If `cylinder >= self.cylinders()`.
+    pub fn offset_of_cylinder(&self, cylinder: u64) -> u64 {
+        let g = &self.model.geometry;
+        assert!(
+            cylinder < g.cylinders,
+            "cylinder {cylinder} beyond {}",
+            g.cylinders
+        );
+        g.offset_at_ceil(cylinder as f64)
+    }
+
+    /// Read seek time over `distance` cylinders (0 for 0).
+    pub fn seek_ns(&self, distance: u64) -> u64 {
+        self.model.seek.at(distance).round() as u64
+    }
+
+    /// Coefficients `(a, b, c)` of the fitted seek curve `a*sqrt(d-1) + b*(d-1) + c`, in ms.
+    pub fn seek_curve_ms(&self) -> (f64, f64, f64) {
+        let s = &self.model.seek;
+        (s.a_ns / 1e6, s.b_ns / 1e6, s.c_ns / 1e6)
+    }
+
+    /// One revolution in nanoseconds (not rounded).
+    pub fn revolution_ns(&self) -> f64 {
+        self.model.rev_ns
+    }
+
+    /// Sustained media rate at byte `offset_bytes`.
+    pub fn sustained_bytes_per_sec_at(&self, offset_bytes: u64) -> f64 {
+        let g = &self.model.geometry;
+        g.bytes_per_cylinder_at(g.x_of(offset_bytes)) / (self.model.cylinder_ns / 1e9)
+    }
+
+    /// The cylinder the head is over now (read-ahead in progress not counted).
+    pub fn head_cylinder(&self) -> u64 {
+        self.state.head_x.floor() as u64
+    }
+}
+
+impl Disk for Hdd {
+    fn capacity_bytes(&self) -> u64 {
+        self.model.params.capacity_bytes
+    }
+
+    fn busy_until_ns(&self) -> u64 {
+        self.state.busy_until_ns
+    }
+
+    fn estimate(&self, now_ns: u64, io: DiskIo) -> Service {
+        let mut state = self.state.clone();
+        self.model.serve(&mut state, now_ns, io)
+    }
+
+    fn submit(&mut self, now_ns: u64, io: DiskIo) -> Service {
+        self.model.serve(&mut self.state, now_ns, io)
+    }
+}
+
+impl HddModel {
+    fn new(params: HddParams) -> Result<HddModel, DiskParamError> {
+        let invalid = |param: &'static str, reason: &str| DiskParamError::Invalid {
+            drive: params.name.clone(),
+            param,
+            reason: reason.to_string(),
+        };
+        let finite_nonneg = |x: f64| x.is_finite() && x >= 0.0;
+        if params.capacity_bytes == 0 {
+            return Err(invalid("capacity_bytes", "must be positive"));
+        }
+        if params.rpm == 0 {
+            return Err(invalid("rpm", "must be positive"));
+        }
+        if params.heads == 0 {
+            return Err(invalid("heads", "must be positive"));
+        }
+        let (t1, avg, full) = (
+            params.seek_ms_track_to_track,
+            params.seek_ms_avg,
+            params.seek_ms_full_stroke,
+        );
+        if !(finite_nonneg(t1) && t1 > 0.0 && t1 < avg && avg < full && full.is_finite()) {
+            return Err(invalid(
+                "seek_ms_*",
+                "must satisfy 0 < track-to-track < average < full stroke",
+            ));
+        }
+        if !finite_nonneg(params.seek_ms_write_extra) {
+            return Err(invalid(
+                "seek_ms_write_extra",
+                "must be finite and not negative",
+            ));
+        }
+        if params.bytes_per_sec_inner == 0
+            || params.bytes_per_sec_inner > params.bytes_per_sec_outer
+        {
+            return Err(invalid(
+                "bytes_per_sec_inner",
+                "must be positive and at most the outer rate",
+            ));
+        }
+        if params.zones > ZONES_MAX {
+            return Err(invalid("zones", "must be at most 1024"));
+        }
+        if !finite_nonneg(params.overhead_ms) {
+            return Err(invalid("overhead_ms", "must be finite and not negative"));
+        }
+        if params.interface_bytes_per_sec == 0 {
+            return Err(invalid("interface_bytes_per_sec", "must be positive"));
+        }
+        if params.cache_segments > CACHE_SEGMENTS_MAX {
+            return Err(invalid("cache_segments", "must be at most 256"));
+        }
+        let segment_bytes = if params.cache_bytes > 0 && params.cache_segments > 0 {
+            params.cache_bytes / u64::from(params.cache_segments)
+        } else {
+            0
+        };
+
+        let rev_ns = 60e9 / f64::from(params.rpm);
+        let cylinder_ns = f64::from(params.heads) * rev_ns;
+        let geometry = Geometry::new(&params, cylinder_ns / 1e9);
+        if geometry.cylinders < 3 {
+            return Err(invalid("capacity_bytes", "gives fewer than 3 cylinders"));
+        }
+        let seek = SeekCurve::fit(t1, avg, full, geometry.cylinders - 1).ok_or_else(|| {
+            DiskParamError::SeekCurve {
+                drive: params.name.clone(),
+                track_to_track_ms: t1,
+                avg_ms: avg,
+                full_stroke_ms: full,
+            }
+        })?;
+        Ok(HddModel {
+            overhead_ns: (params.overhead_ms * 1e6).round() as u64,
+            write_extra_ns: (params.seek_ms_write_extra * 1e6).round() as u64,
+            interface_ns_per_byte: 1e9 / params.interface_bytes_per_sec as f64,
+            segment_bytes,
+            params,
+            geometry,
+            seek,
+            rev_ns,
+            cylinder_ns,
+        })
+    }
+
+    fn serve(&self, st: &mut HddState, now_ns: u64, io: DiskIo) -> Service {
+        let end = io.end_bytes();
+        assert!(
+            end <= self.params.capacity_bytes,
+            "request {io:?} beyond the capacity {} of {}",
+            self.params.capacity_bytes,
+            self.params.name
+        );
+        let start_ns = now_ns.max(st.busy_until_ns);
+        // Submitted before the previous command finished: it was waiting in the drive's queue.
+        let queued = now_ns <= st.busy_until_ns;
+
+        if io.op == Op::Read && self.segment_bytes > 0 {
+            if let Some(service) = self.serve_from_cache(st, now_ns, start_ns, io) {
+                service.assert_consistent();
+                return service;
+            }
+        }
+
+        self.stop_read_ahead(st, start_ns);
+        if io.op == Op::Write {
+            st.segments
+                .retain(|s| s.start >= end || s.filled_end.max(s.limit_end) <= io.offset_bytes);
+        }
+
+        let g = &self.geometry;
+        let x_start = g.x_of(io.offset_bytes);
+        let x_end = g.x_of(end);
+        let streaming = queued && st.stream_end == Some(io.offset_bytes);
+        let (overhead_ns, seek_ns, rotation_ns) = if streaming {
+            (0, 0, 0)
+        } else {
+            let from = st.head_x.floor() as u64;
+            let to = x_start.floor() as u64;
+            let distance = from.abs_diff(to);
+            let mut seek_ns = self.seek.at(distance).round() as u64;
+            if io.op == Op::Write && distance > 0 {
+                seek_ns += self.write_extra_ns;
+            }
+            let ready_ns = start_ns + self.overhead_ns + seek_ns;
+            let rotation_ns = match self.params.rotation {
+                Rotation::Angular => {
+                    let platter = (ready_ns as f64 / self.rev_ns).fract();
+                    let target = (x_start.fract() * f64::from(self.params.heads)).fract();
+                    ((target - platter).rem_euclid(1.0) * self.rev_ns).round() as u64
+                }
+                Rotation::Random => (st.rng.next_f64() * self.rev_ns).round() as u64,
+                Rotation::Expected => (self.rev_ns / 2.0).round() as u64,
+            };
+            (self.overhead_ns, seek_ns, rotation_ns)
+        };
+        let transfer_ns = ((x_end - x_start) * self.cylinder_ns).round() as u64;
+        let completion_ns = start_ns + overhead_ns + seek_ns + rotation_ns + transfer_ns;
+
+        st.head_x = x_end;
+        st.stream_end = Some(end);
+        st.busy_until_ns = completion_ns;
+        if io.op == Op::Read && self.segment_bytes > 0 {
+            self.fill_segment(st, io.offset_bytes, end, completion_ns);
+        }
+
+        let service = Service {
+            arrival_ns: now_ns,
+            start_ns,
+            completion_ns,
+            overhead_ns,
+            seek_ns,
+            rotation_ns,
+            transfer_ns,
+            cache_hit: false,
+        };
+        service.assert_consistent();
+        service
+    }
+
+    /// Bytes of `seg` in the cache at time `t_ns` (read-ahead runs at media speed).
+    fn valid_end(&self, seg: &Segment, t_ns: u64) -> u64 {
+        if !seg.active || t_ns <= seg.fill_ns {
+            return seg.filled_end;
+        }
+        let g = &self.geometry;
+        let x = g.x_of(seg.filled_end) + (t_ns - seg.fill_ns) as f64 / self.cylinder_ns;
+        g.offset_at_floor(x).clamp(seg.filled_end, seg.limit_end)
+    }
+
+    fn serve_from_cache(
+        &self,
+        st: &mut HddState,
+        now_ns: u64,
+        start_ns: u64,
+        io: DiskIo,
+    ) -> Option<Service> {
+        let end = io.end_bytes();
+        let index = st.segments.iter().position(|s| {
+            // A hit needs the first byte already read; the rest may still be on its way.
+            let valid = self.valid_end(s, start_ns);
+            let reachable = if s.active { s.limit_end } else { s.filled_end };
+            s.start <= io.offset_bytes && io.offset_bytes <= valid && end <= reachable
+        })?;
+        let segment_bytes = self.segment_bytes;
+        let capacity = self.params.capacity_bytes;
+        let g = &self.geometry;
+        let valid = self.valid_end(&st.segments[index], start_ns);
+        let seg = &mut st.segments[index];
+        let ready_ns = if end <= valid {
+            start_ns
+        } else {
+            let to_read = g.x_of(end) - g.x_of(seg.filled_end);
+            seg.fill_ns + (to_read * self.cylinder_ns).ceil() as u64
+        };
+        let host_ns = (io.len_bytes as f64 * self.interface_ns_per_byte).round() as u64;
+        let completion_ns = (start_ns + self.overhead_ns + host_ns).max(ready_ns);
+        if seg.active {
+            // Sequential reading continues: keep reading ahead of it.
+            let ahead = self.read_ahead_bytes(io.len_bytes);
+            seg.limit_end = seg.limit_end.max(end.saturating_add(ahead).min(capacity));
+            seg.start = seg.start.max(seg.limit_end.saturating_sub(segment_bytes));
+        }
+        st.lru_clock += 1;
+        seg.last_used = st.lru_clock;
+        st.busy_until_ns = completion_ns;
+        Some(Service {
+            arrival_ns: now_ns,
+            start_ns,
+            completion_ns,
+            overhead_ns: self.overhead_ns,
+            seek_ns: 0,
+            rotation_ns: 0,
+            transfer_ns: completion_ns - start_ns - self.overhead_ns,
+            cache_hit: true,
+        })
+    }
+
+    /// A command needs the head: read-ahead stops where it has got to, and the head is there.
+    fn stop_read_ahead(&self, st: &mut HddState, t_ns: u64) {
+        let mut stopped = 0;
+        for i in 0..st.segments.len() {
+            if !st.segments[i].active {
+                continue;
+            }
+            stopped += 1;
+            let valid = self.valid_end(&st.segments[i], t_ns);
+            let seg = &mut st.segments[i];
+            if valid != seg.filled_end {
+                st.stream_end = None;
+            }
+            seg.filled_end = valid;
+            seg.fill_ns = t_ns;
+            seg.limit_end = valid;
+            seg.active = false;
+            st.head_x = self.geometry.x_of(valid);
+        }
+        assert!(stopped <= 1, "more than one segment was reading ahead");
+    }
+
+    /// How far to read ahead of a read of `len_bytes`: fill the rest of its segment, keeping the
+    /// data just read, but at least half a segment so that large sequential reads stay ahead.
+    fn read_ahead_bytes(&self, len_bytes: u64) -> u64 {
+        let half = self.segment_bytes / 2;
+        if len_bytes <= half {
+            self.segment_bytes - len_bytes
+        } else {
+            half
+        }
+    }
+
+    /// After a read miss: cache what was read and, with read-ahead, keep reading.
+    fn fill_segment(&self, st: &mut HddState, start: u64, end: u64, completion_ns: u64) {
+        let capacity = self.params.capacity_bytes;
+        let limit_end = if self.params.read_ahead {
+            end.saturating_add(self.read_ahead_bytes(end - start))
+                .min(capacity)
+        } else {
+            end
+        };
+        st.lru_clock += 1;
+        let seg = Segment {
+            start: start.max(limit_end.saturating_sub(self.segment_bytes)),
+            filled_end: end,
+            fill_ns: completion_ns,
+            limit_end,
+            active: limit_end > end,
+            last_used: st.lru_clock,
+        };
+        if st.segments.len() < self.params.cache_segments as usize {
+            st.segments.push(seg);
+        } else {
+            let lru = (0..st.segments.len())
+                .min_by_key(|&i| st.segments[i].last_used)
+                .unwrap();
+            st.segments[lru] = seg;
+        }
+    }
+}
+
+/// Maps byte offsets to continuous cylinder positions and back.
+#[derive(Debug)]
+struct Geometry {
+    capacity_bytes: u64,
+    cylinders: u64,
+    zoning: Zoning,
+}
+
+#[derive(Debug)]
+enum Zoning {
+    /// Bytes before position `x`: `beta*x - alpha*x^2` (bytes per cylinder fall linearly).
+    Linear { alpha: f64, beta: f64 },
+    /// Equal-width zones of constant bytes per cylinder.
+    Stepped {
+        cylinders_per_zone: f64,
+        zones: Vec<Zone>,
+    },
+}
+
+#[derive(Debug)]
+struct Zone {
+    start_x: f64,
+    start_bytes: f64,
+    bytes_per_cylinder: f64,
+}
+
+impl Geometry {
+    fn new(params: &HddParams, cylinder_s: f64) -> Geometry {
+        let outer = params.bytes_per_sec_outer as f64;
+        let inner = params.bytes_per_sec_inner as f64;
+        let capacity = params.capacity_bytes as f64;
+        let rates: Vec<f64> = match params.zones {
+            0 => Vec::new(),
+            1 => vec![outer],
+            n => (0..n)
+                .map(|z| outer - (outer - inner) * f64::from(z) / f64::from(n - 1))
+                .collect(),
+        };
+        let mean_rate = if rates.is_empty() {
+            (outer + inner) / 2.0
+        } else {
+            rates.iter().sum::<f64>() / rates.len() as f64
+        };
+        let cylinders = (capacity / (cylinder_s * mean_rate)).round().max(1.0) as u64;
+        let c = cylinders as f64;
+        // Rounding the cylinder count changes bytes per cylinder by a relative 1/(2c) at most;
+        // scale so the cylinders hold exactly the capacity.
+        let zoning = if rates.is_empty() {
+            let k = capacity / (c * mean_rate);
+            Zoning::Linear {
+                alpha: k * (outer - inner) / (2.0 * c),
+                beta: k * outer,
+            }
+        } else {
+            let cylinders_per_zone = c / rates.len() as f64;
+            let k = capacity / (cylinders_per_zone * rates.iter().sum::<f64>());
+            let mut start_bytes = 0.0;
+            let zones = rates
+                .iter()
+                .enumerate()
+                .map(|(i, &r)| {
+                    let zone = Zone {
+                        start_x: i as f64 * cylinders_per_zone,
+                        start_bytes,
+                        bytes_per_cylinder: k * r,
+                    };
+                    start_bytes += k * r * cylinders_per_zone;
+                    zone
+                })
+                .collect();
+            Zoning::Stepped {
+                cylinders_per_zone,
+                zones,
+            }
+        };
+        Geometry {
+            capacity_bytes: params.capacity_bytes,
+            cylinders,
+            zoning,
+        }
+    }
+
+    /// Continuous cylinder position of byte `offset`.
+    fn x_of(&self, offset: u64) -> f64 {
+        let b = offset.min(self.capacity_bytes) as f64;
+        let x = match &self.zoning {
+            Zoning::Linear { alpha, beta } => {
+                // Root of alpha x^2 - beta x + b = 0 in [0, c], in the cancellation-free form.
+                let disc = (beta * beta - 4.0 * alpha * b).max(0.0);
+                2.0 * b / (beta + disc.sqrt())
+            }
+            Zoning::Stepped { zones, .. } => {
+                let i = zones
+                    .partition_point(|z| z.start_bytes <= b)
+                    .saturating_sub(1);
+                let z = &zones[i];
+                z.start_x + (b - z.start_bytes) / z.bytes_per_cylinder
+            }
+        };
+        x.clamp(0.0, self.cylinders as f64)
+    }
+
+    /// Bytes before position `x`, not rounded.
+    fn bytes_before(&self, x: f64) -> f64 {
+        let x = x.clamp(0.0, self.cylinders as f64);
+        match &self.zoning {
+            Zoning::Linear { alpha, beta } => beta * x - alpha * x * x,
+            Zoning::Stepped {
+                cylinders_per_zone,
+                zones,
+            } => {
+                let i = ((x / cylinders_per_zone) as usize).min(zones.len() - 1);
+                let z = &zones[i];
+                z.start_bytes + (x - z.start_x) * z.bytes_per_cylinder
+            }
+        }
+    }
+
+    fn offset_at_floor(&self, x: f64) -> u64 {
+        (self.bytes_before(x).floor() as u64).min(self.capacity_bytes)
+    }
+
+    fn offset_at_ceil(&self, x: f64) -> u64 {
+        (self.bytes_before(x).ceil() as u64).min(self.capacity_bytes)
+    }
+
+    fn cylinder_of(&self, offset: u64) -> u64 {
+        (self.x_of(offset).floor() as u64).min(self.cylinders - 1)
+    }
+
+    fn bytes_per_cylinder_at(&self, x: f64) -> f64 {
+        match &self.zoning {
+            Zoning::Linear { alpha, beta } => beta - 2.0 * alpha * x,
+            Zoning::Stepped {
+                cylinders_per_zone,
+                zones,
+            } => zones[((x / cylinders_per_zone) as usize).min(zones.len() - 1)].bytes_per_cylinder,
+        }
+    }
+}
+
+/// `seek(d) = a*sqrt(d-1) + b*(d-1) + c` for `d >= 1`, `seek(0) = 0`, in nanoseconds.
+#[derive(Debug)]
+struct SeekCurve {
+    a_ns: f64,
+    b_ns: f64,
+    c_ns: f64,
+}
+
+impl SeekCurve {
+    /// Fit through `seek(1) = t1`, `seek(max) = full` and the vendors' weighted mean
+    /// `sum_n (max + 1 - n) seek(n) / sum_n (max + 1 - n) = avg`. `None` if the result is not
+    /// increasing in `d`.
+    fn fit(t1_ms: f64, avg_ms: f64, full_ms: f64, max_distance: u64) -> Option<SeekCurve> {
+        assert!(max_distance >= 2);
+        let m = max_distance as f64;
+        // Weighted means of sqrt(n-1) and (n-1) over n = 1..=max with weights max+1-n.
+        let weight_total = m * (m + 1.0) / 2.0;
+        let mut sum_sqrt = 0.0;
+        for n in 1..=max_distance {
+            sum_sqrt += (max_distance + 1 - n) as f64 * ((n - 1) as f64).sqrt();
+        }
+        // sum over u = 0..m-1 of (m - u) u = m * sum(u) - sum(u^2).
+        let sum_lin = m * (m - 1.0) * m / 2.0 - (m - 1.0) * m * (2.0 * m - 1.0) / 6.0;
+        let (e_sqrt, e_lin) = (sum_sqrt / weight_total, sum_lin / weight_total);
+        let u_max = m - 1.0;
+        let (rise_full, rise_avg) = (full_ms - t1_ms, avg_ms - t1_ms);
+        let det = u_max.sqrt() * e_lin - u_max * e_sqrt;
+        let a = (rise_full * e_lin - u_max * rise_avg) / det;
+        let b = (u_max.sqrt() * rise_avg - e_sqrt * rise_full) / det;
+        let increasing = a >= 0.0 && (b >= 0.0 || a / (2.0 * u_max.sqrt()) + b >= 0.0);
+        if !(a.is_finite() && b.is_finite() && increasing) {
+            return None;
+        }
+        Some(SeekCurve {
+            a_ns: a * 1e6,
+            b_ns: b * 1e6,
+            c_ns: t1_ms * 1e6,
+        })
+    }
+
+    fn at(&self, distance: u64) -> f64 {
+        if distance == 0 {
+            return 0.0;
+        }
+        let u = (distance - 1) as f64;
+        self.a_ns * u.sqrt() + self.b_ns * u + self.c_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::Drive;
+
+    fn drive(d: Drive) -> Hdd {
+        match d.params() {
+            crate::disk::DriveParams::Hdd(p) => Hdd::new(p, 1).unwrap(),
+            crate::disk::DriveParams::Ssd(_) => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn geometry_round_trips_and_is_monotonic() {
+        for d in Drive::ALL.iter().copied().filter(|d| d.is_hdd()) {
+            let hdd = drive(d);
+            let g = &hdd.model.geometry;
+            let cap = hdd.capacity_bytes();
+            assert!((g.x_of(cap) - g.cylinders as f64).abs() < 1e-6, "{d:?}");
+            assert_eq!(g.x_of(0), 0.0);
+            let mut last = -1.0;
+            for i in 0..=1000u64 {
+                let off = cap / 1000 * i;
+                let x = g.x_of(off);
+                assert!(x > last, "{d:?}");
+                last = x;
+                let back = g.bytes_before(x);
+                assert!((back - off as f64).abs() < 2.0, "{d:?} {off} {back}");
+            }
+            for c in [0, 1, g.cylinders / 2, g.cylinders - 1] {
+                assert_eq!(hdd.cylinder_of(hdd.offset_of_cylinder(c)), c, "{d:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn stepped_zones_hit_both_rates() {
+        let mut p = match Drive::SeagateSt3500320as.params() {
+            crate::disk::DriveParams::Hdd(p) => p,
+            _ => unreachable!(),
+        };
+        p.zones = 16;
+        let hdd = Hdd::new(p.clone(), 0).unwrap();
+        let outer = hdd.sustained_bytes_per_sec_at(0);
+        let inner = hdd.sustained_bytes_per_sec_at(p.capacity_bytes - 1);
+        assert!(
+            (outer / p.bytes_per_sec_outer as f64 - 1.0).abs() < 0.01,
+            "{outer}"
+        );
+        assert!(
+            (inner / p.bytes_per_sec_inner as f64 - 1.0).abs() < 0.01,
+            "{inner}"
+        );
+        let g = &hdd.model.geometry;
+        for i in 0..=1000u64 {
+            let off = p.capacity_bytes / 1000 * i;
+            assert!((g.bytes_before(g.x_of(off)) - off as f64).abs() < 2.0);
+        }
+    }
+
+    #[test]
+    fn seek_curve_rejects_impossible_figures() {
+        // An average almost at the full-stroke time needs a convex curve.
+        assert!(SeekCurve::fit(1.0, 19.5, 20.0, 100_000).is_none());
+        assert!(SeekCurve::fit(0.8, 8.5, 17.0, 100_000).is_some());
+    }
+}

@@ -1,0 +1,807 @@
+//! Trace readers on the real sample traces (when present) and on inline fixtures.
+
+use std::io::{BufReader, Read};
+use std::path::PathBuf;
+
+use sim::trace::open;
+use sim::{
+    BlkEvent, Fold, Op, ReadOptions, Request, TimeOrder, TraceError, TraceFormat, TraceReader,
+};
+
+/// `/work/shared/traces`, found from this crate: `crates/sim/../../../shared/traces`.
+fn traces_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIPPED: sample traces not found at {} (they live outside the repository); \
+             real-trace checks not run",
+            dir.display()
+        );
+        None
+    }
+}
+
+struct Stats {
+    count: u64,
+    reads: u64,
+    bytes: u64,
+    times: Vec<u64>,
+    requests: Vec<Request>,
+}
+
+impl Stats {
+    fn read_fraction(&self) -> f64 {
+        self.reads as f64 / self.count as f64
+    }
+
+    fn mean_kib(&self) -> f64 {
+        self.bytes as f64 / self.count as f64 / 1024.0
+    }
+
+    fn monotonic(&self) -> bool {
+        self.times.windows(2).all(|w| w[0] <= w[1])
+    }
+}
+
+fn collect(reader: impl Iterator<Item = Result<Request, TraceError>>) -> Stats {
+    let mut s = Stats {
+        count: 0,
+        reads: 0,
+        bytes: 0,
+        times: Vec::new(),
+        requests: Vec::new(),
+    };
+    for r in reader {
+        let r = r.unwrap_or_else(|e| panic!("unexpected trace error: {e}"));
+        s.count += 1;
+        s.reads += u64::from(r.op == Op::Read);
+        s.bytes += r.len_bytes;
+        s.times.push(r.time_ns);
+        if s.requests.len() < 10 {
+            s.requests.push(r);
+        }
+    }
+    s
+}
+
+/// A real sample: detected format, request count, read fraction (percentage points) and mean
+/// size (KiB) from the traces' README.
+struct Sample {
+    file: &'static str,
+    format: TraceFormat,
+    requests: u64,
+    read_fraction: f64,
+    mean_kib: f64,
+    sorted: bool,
+}
+
+const SAMPLES: [Sample; 6] = [
+    Sample {
+        file: "websearch-head.mqsim",
+        format: TraceFormat::MqSim,
+        requests: 24_783,
+        read_fraction: 1.0,
+        mean_kib: 15.1,
+        sorted: true,
+    },
+    Sample {
+        file: "tpcc-small.mqsim",
+        format: TraceFormat::MqSim,
+        requests: 6_999,
+        read_fraction: 0.626,
+        mean_kib: 8.3,
+        sorted: true,
+    },
+    Sample {
+        file: "msr-hm_0-head1000.csv",
+        format: TraceFormat::Msr,
+        requests: 1_000,
+        read_fraction: 0.508,
+        mean_kib: 9.5,
+        sorted: true,
+    },
+    Sample {
+        file: "tencent-cbs-sample.csv",
+        format: TraceFormat::Tencent,
+        requests: 50_000,
+        read_fraction: 0.490,
+        mean_kib: 29.7,
+        sorted: false,
+    },
+    // The README gives the SYSTOR mean sizes in whole KiB.
+    Sample {
+        file: "systor17-sample-a.csv",
+        format: TraceFormat::Systor,
+        requests: 999,
+        read_fraction: 0.827,
+        mean_kib: 38.0,
+        sorted: false,
+    },
+    Sample {
+        file: "systor17-sample-b.csv",
+        format: TraceFormat::Systor,
+        requests: 999,
+        read_fraction: 0.701,
+        mean_kib: 20.0,
+        sorted: false,
+    },
+];
+
+#[test]
+fn real_samples_match_their_published_statistics() {
+    let Some(dir) = traces_dir() else { return };
+    for sample in &SAMPLES {
+        let path = dir.join(sample.file);
+        // Format detected from content.
+        let reader = open(&path, None, ReadOptions::default()).unwrap();
+        assert_eq!(reader.format(), sample.format, "{}", sample.file);
+        let stats = collect(reader);
+        println!(
+            "{}: {} requests, {:.1} % reads, mean {:.2} KiB",
+            sample.file,
+            stats.count,
+            100.0 * stats.read_fraction(),
+            stats.mean_kib()
+        );
+        assert_eq!(stats.count, sample.requests, "{}", sample.file);
+        assert!(
+            (stats.read_fraction() - sample.read_fraction).abs() < 0.005,
+            "{}",
+            sample.file
+        );
+        let kib_tolerance = if sample.format == TraceFormat::Systor {
+            0.6
+        } else {
+            0.06
+        };
+        assert!(
+            (stats.mean_kib() - sample.mean_kib).abs() < kib_tolerance,
+            "{}: {}",
+            sample.file,
+            stats.mean_kib()
+        );
+        assert_eq!(stats.times[0], 0, "{}: time starts at 0", sample.file);
+        // The default order clamps: times never go backwards.
+        assert!(stats.monotonic(), "{}", sample.file);
+        // Sorted traces are the same with AsRecorded.
+        if sample.sorted {
+            let options = ReadOptions {
+                order: TimeOrder::AsRecorded,
+                ..ReadOptions::default()
+            };
+            let raw = collect(open(&path, Some(sample.format), options).unwrap());
+            assert_eq!(raw.times, stats.times, "{}", sample.file);
+        }
+    }
+}
+
+#[test]
+fn real_sample_prefixes_are_bounded() {
+    let Some(dir) = traces_dir() else { return };
+    for (file, format, read_fraction) in [
+        ("websearch-head.mqsim", TraceFormat::MqSim, (0.99, 1.0)),
+        ("tpcc-small.mqsim", TraceFormat::MqSim, (0.5, 0.75)),
+        ("tencent-cbs-sample.csv", TraceFormat::Tencent, (0.35, 0.65)),
+    ] {
+        let options = ReadOptions {
+            limit: Some(2_000),
+            ..ReadOptions::default()
+        };
+        let stats = collect(open(&dir.join(file), Some(format), options).unwrap());
+        assert_eq!(stats.count, 2_000, "{file}");
+        let f = stats.read_fraction();
+        assert!(f >= read_fraction.0 && f <= read_fraction.1, "{file}: {f}");
+    }
+}
+
+#[test]
+fn msr_times_are_relative_100ns_ticks() {
+    let Some(dir) = traces_dir() else { return };
+    let stats = collect(
+        open(
+            &dir.join("msr-hm_0-head1000.csv"),
+            None,
+            ReadOptions::default(),
+        )
+        .unwrap(),
+    );
+    let r = &stats.requests;
+    // 128166385295514878 - 128166385295514663 ticks of 100 ns.
+    assert_eq!(r[1].time_ns, 215 * 100);
+    assert_eq!(
+        (r[0].op, r[0].offset_bytes, r[0].len_bytes, r[0].volume),
+        (Op::Write, 9_056_014_336, 2048, 0)
+    );
+}
+
+/// Tencent's sample is stamped in whole seconds and not sorted: its first line says second
+/// ...200, the next hundreds say ...199. A sort window restores the order.
+#[test]
+fn tencent_unsorted_seconds() {
+    let Some(dir) = traces_dir() else { return };
+    let path = dir.join("tencent-cbs-sample.csv");
+
+    let as_recorded = ReadOptions {
+        order: TimeOrder::AsRecorded,
+        ..ReadOptions::default()
+    };
+    let raw = collect(open(&path, None, as_recorded).unwrap());
+    // Relative to the first line (second 200); earlier stamps saturate at 0.
+    assert!(raw.times.iter().all(|&t| t == 0));
+
+    let clamp = collect(open(&path, None, ReadOptions::default()).unwrap());
+    assert!(clamp.monotonic());
+    assert!(clamp.times.iter().all(|&t| t == 0));
+
+    let window = ReadOptions {
+        order: TimeOrder::Window(65_536),
+        ..ReadOptions::default()
+    };
+    let sorted = collect(open(&path, None, window).unwrap());
+    assert_eq!(sorted.count, 50_000);
+    assert!(sorted.monotonic());
+    let late = sorted.times.iter().filter(|&&t| t == 1_000_000_000).count();
+    let early = sorted.times.iter().filter(|&&t| t == 0).count();
+    println!("tencent sorted: {early} requests in second 199, {late} in second 200");
+    assert_eq!(early + late, 50_000);
+    assert!(early > 0 && late > 0);
+    // A small window still never goes backwards.
+    let small = ReadOptions {
+        order: TimeOrder::Window(256),
+        ..ReadOptions::default()
+    };
+    let small = collect(open(&path, None, small).unwrap());
+    assert!(small.monotonic());
+    assert_eq!(small.count, 50_000);
+}
+
+#[test]
+fn speedup_and_fold_on_a_real_trace() {
+    let Some(dir) = traces_dir() else { return };
+    let path = dir.join("tpcc-small.mqsim");
+    let normal = collect(open(&path, None, ReadOptions::default()).unwrap());
+    let fast = collect(
+        open(
+            &path,
+            None,
+            ReadOptions {
+                speedup: 2.0,
+                ..ReadOptions::default()
+            },
+        )
+        .unwrap(),
+    );
+    for (a, b) in normal.times.iter().zip(&fast.times) {
+        assert!((*a as f64 / 2.0 - *b as f64).abs() <= 0.5 + 1e-9, "{a} {b}");
+    }
+    let fold = Fold {
+        capacity_bytes: 1 << 30,
+        align_bytes: 4096,
+    };
+    let options = ReadOptions {
+        fold: Some(fold),
+        ..ReadOptions::default()
+    };
+    let mut n = 0;
+    for r in open(&path, None, options).unwrap() {
+        let r = r.unwrap();
+        assert!(
+            r.offset_bytes % 4096 == 0 && r.offset_bytes + r.len_bytes <= 1 << 30,
+            "{r:?}"
+        );
+        n += 1;
+    }
+    assert_eq!(n, 6_999);
+}
+
+// --- Inline fixtures -------------------------------------------------------------------------
+
+fn read_all(
+    format: TraceFormat,
+    text: &str,
+    options: ReadOptions,
+) -> Vec<Result<Request, TraceError>> {
+    TraceReader::new(text.as_bytes(), format, options)
+        .unwrap()
+        .with_file_name("fixture")
+        .collect()
+}
+
+fn ok_all(format: TraceFormat, text: &str) -> Vec<Request> {
+    read_all(format, text, ReadOptions::default())
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+/// SPC lines in the style of Financial1 (ASU, LBA, size, opcode, seconds).
+const SPC_FIXTURE: &str = "\
+0,303567,3584,w,0.000000
+1,55590,3072,w,0.000000
+0,303574,3584,W,0.026214
+3,2180,512,r,0.026214,extra,fields
+2,198888,8192,R,1.000001
+";
+
+#[test]
+fn spc_fixture() {
+    let r = ok_all(TraceFormat::Spc, SPC_FIXTURE);
+    assert_eq!(r.len(), 5);
+    assert_eq!(
+        r[0],
+        Request {
+            time_ns: 0,
+            offset_bytes: 303_567 * 512,
+            len_bytes: 3584,
+            op: Op::Write,
+            volume: 0
+        }
+    );
+    assert_eq!(r[2].time_ns, 26_214_000);
+    assert_eq!((r[3].op, r[3].volume, r[3].len_bytes), (Op::Read, 3, 512));
+    assert_eq!(r[4].time_ns, 1_000_001_000);
+    assert_eq!(
+        TraceFormat::detect(None, SPC_FIXTURE.as_bytes()),
+        Some(TraceFormat::Spc)
+    );
+}
+
+/// blkparse default output: Q, G, I, D, C events for two I/Os, a flush, a discard, a message
+/// and the summary that blkparse prints at the end.
+const BLKPARSE_FIXTURE: &str = "\
+  8,0    3        1     0.000000000  4162  Q  WS 3417048 + 8 [kjournald]
+  8,0    3        2     0.000002409  4162  G  WS 3417048 + 8 [kjournald]
+  8,0    3        3     0.000003527  4162  I  WS 3417048 + 8 [kjournald]
+  8,0    0        0     0.000004000     0  m   N cfq4162 insert_request
+  8,0    1        4     0.000100000  5000  Q   R 1000 + 256 [cat]
+  8,0    3        5     0.000150000  4162  D  WS 3417048 + 8 [kjournald]
+  8,0    1        6     0.000160000  5000  D   R 1000 + 256 [cat]
+  8,0    1        7     0.000170000  5000  Q FWS [jbd2/sda1-8]
+  8,0    1        8     0.000180000  5000  Q   D 5000 + 2048 [fstrim]
+  8,0    3        9     0.000500000     0  C  WS 3417048 + 8 [0]
+  8,16   2       10     0.000600000  6000  Q   W 77 + 16 [dd]
+CPU0 (8,0):
+ Reads Queued:           1,      128KiB\t Writes Queued:           1,        4KiB
+ Read Dispatches:        1,      128KiB\t Write Dispatches:        1,        4KiB
+Total (8,0):
+ Reads Queued:           1,      128KiB\t Writes Queued:           1,        4KiB
+
+Throughput (R/W): 256000KiB/s / 8000KiB/s
+Events (8,0): 11 entries
+Skips: 0 forward (0 -   0.0%)
+";
+
+#[test]
+fn blkparse_fixture_queue_and_issue_events() {
+    let q = ok_all(TraceFormat::Blkparse(BlkEvent::Queue), BLKPARSE_FIXTURE);
+    assert_eq!(q.len(), 3);
+    assert_eq!(
+        q[0],
+        Request {
+            time_ns: 0,
+            offset_bytes: 3_417_048 * 512,
+            len_bytes: 4096,
+            op: Op::Write,
+            volume: 8 << 20
+        }
+    );
+    assert_eq!(
+        q[1],
+        Request {
+            time_ns: 100_000,
+            offset_bytes: 512_000,
+            len_bytes: 131_072,
+            op: Op::Read,
+            volume: 8 << 20
+        }
+    );
+    assert_eq!(
+        (q[2].time_ns, q[2].volume, q[2].op),
+        (600_000, (8 << 20) | 16, Op::Write)
+    );
+
+    let d = ok_all(TraceFormat::Blkparse(BlkEvent::Issue), BLKPARSE_FIXTURE);
+    assert_eq!(d.len(), 2);
+    // Times are relative to the first D event.
+    assert_eq!((d[0].time_ns, d[1].time_ns), (0, 10_000));
+    assert_eq!(d[1].len_bytes, 131_072);
+    assert_eq!(
+        TraceFormat::detect(
+            Some(std::path::Path::new("x.txt")),
+            BLKPARSE_FIXTURE.as_bytes()
+        ),
+        Some(TraceFormat::Blkparse(BlkEvent::Queue))
+    );
+}
+
+const FIO_V2_FIXTURE: &str = "\
+fio version 2 iolog
+/dev/sdb add
+/dev/sdc add
+/dev/sdb open
+/dev/sdc open
+/dev/sdb write 0 4096
+/dev/sdb wait 1500 0
+/dev/sdc read 8192 65536
+/dev/sdb sync 0 0
+/dev/sdb trim 0 4096
+/dev/sdb wait 500 0
+/dev/sdb read 4096 4096
+/dev/sdb close
+/dev/sdc close
+";
+
+const FIO_V3_FIXTURE: &str = "\
+fio version 3 iolog
+2 /dev/nvme0n1 add
+872 /dev/nvme0n1 open
+878 /dev/nvme0n1 write 0 16384
+888 /dev/nvme0n1 write 16384 16384
+1891 /dev/nvme0n1 read 0 4096
+10001677 /dev/nvme0n1 close
+";
+
+#[test]
+fn fio_iolog_fixtures() {
+    let mut reader = TraceReader::new(
+        FIO_V2_FIXTURE.as_bytes(),
+        TraceFormat::FioIolog,
+        ReadOptions::default(),
+    )
+    .unwrap();
+    let v2: Vec<Request> = reader.by_ref().map(|r| r.unwrap()).collect();
+    assert_eq!(reader.skipped_lines(), 11);
+    assert_eq!(v2.len(), 3);
+    assert_eq!(
+        v2[0],
+        Request {
+            time_ns: 0,
+            offset_bytes: 0,
+            len_bytes: 4096,
+            op: Op::Write,
+            volume: 0
+        }
+    );
+    assert_eq!(
+        v2[1],
+        Request {
+            time_ns: 1_500_000,
+            offset_bytes: 8192,
+            len_bytes: 65_536,
+            op: Op::Read,
+            volume: 1
+        }
+    );
+    assert_eq!(
+        v2[2],
+        Request {
+            time_ns: 2_000_000,
+            offset_bytes: 4096,
+            len_bytes: 4096,
+            op: Op::Read,
+            volume: 0
+        }
+    );
+
+    let v3 = ok_all(TraceFormat::FioIolog, FIO_V3_FIXTURE);
+    assert_eq!(v3.len(), 3);
+    // Microsecond stamps, relative to the first request (878 us).
+    assert_eq!(
+        v3.iter().map(|r| r.time_ns).collect::<Vec<_>>(),
+        [0, 10_000, 1_013_000]
+    );
+    assert_eq!(
+        TraceFormat::detect(None, FIO_V3_FIXTURE.as_bytes()),
+        Some(TraceFormat::FioIolog)
+    );
+}
+
+#[test]
+fn fold_and_limit_on_fixtures() {
+    let options = ReadOptions {
+        fold: Some(Fold {
+            capacity_bytes: 1 << 20,
+            align_bytes: 4096,
+        }),
+        limit: Some(4),
+        ..ReadOptions::default()
+    };
+    let r: Vec<Request> = read_all(TraceFormat::Spc, SPC_FIXTURE, options)
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(r.len(), 4);
+    assert_eq!(r[0].offset_bytes, (303_567 * 512) % (1 << 20) / 4096 * 4096);
+    for x in &r {
+        assert!(x.offset_bytes % 4096 == 0 && x.offset_bytes + x.len_bytes <= 1 << 20);
+    }
+    // A request that cannot fit is an error, not a panic.
+    let tiny = ReadOptions {
+        fold: Some(Fold {
+            capacity_bytes: 4096,
+            align_bytes: 512,
+        }),
+        ..ReadOptions::default()
+    };
+    let results = read_all(TraceFormat::Spc, SPC_FIXTURE, tiny);
+    assert!(matches!(results[4], Err(TraceError::TooLargeToFold { .. })));
+    assert!(results[..4].iter().all(|r| r.is_ok()));
+}
+
+#[test]
+fn bad_options_are_rejected() {
+    for options in [
+        ReadOptions {
+            speedup: 0.0,
+            ..ReadOptions::default()
+        },
+        ReadOptions {
+            speedup: f64::NAN,
+            ..ReadOptions::default()
+        },
+        ReadOptions {
+            fold: Some(Fold {
+                capacity_bytes: 1000,
+                align_bytes: 512,
+            }),
+            ..ReadOptions::default()
+        },
+        ReadOptions {
+            order: TimeOrder::Window(0),
+            ..ReadOptions::default()
+        },
+    ] {
+        assert!(matches!(
+            TraceReader::new(&b""[..], TraceFormat::Spc, options),
+            Err(TraceError::InvalidOption { .. })
+        ));
+    }
+}
+
+// --- Malformed input -------------------------------------------------------------------------
+
+/// Each malformed line gives an error naming the file, the line and the problem; the reader
+/// continues with the next line.
+#[test]
+fn malformed_lines_are_located_errors() {
+    let cases: [(TraceFormat, &str, &str); 14] = [
+        (TraceFormat::Spc, "0,100,4096,x,0.5", "bad opcode \"x\""),
+        (
+            TraceFormat::Spc,
+            "0,100,4096",
+            "needs at least 5 fields, found 3",
+        ),
+        (TraceFormat::Spc, "0,-5,4096,r,0.5", "bad LBA \"-5\""),
+        (
+            TraceFormat::Spc,
+            "0,100,4096,r,1e-3",
+            "bad timestamp \"1e-3\"",
+        ),
+        (
+            TraceFormat::Spc,
+            "0,36028797018963968,4096,r,1",
+            "does not fit in 64 bits",
+        ),
+        (
+            TraceFormat::Msr,
+            "128166385295514663,hm,0,Erase,0,512,1",
+            "bad type \"Erase\"",
+        ),
+        (TraceFormat::MqSim, "100 0 5 8 2", "bad type \"2\""),
+        (TraceFormat::MqSim, "100 0 5 8", "needs 5 fields, found 4"),
+        (
+            TraceFormat::Tencent,
+            "1538323199,10,8,0,abc",
+            "bad volume \"abc\"",
+        ),
+        (
+            TraceFormat::Systor,
+            "1.0,0.1,R,0,0",
+            "needs 6 fields, found 5",
+        ),
+        (
+            TraceFormat::Blkparse(BlkEvent::Queue),
+            "  8,0  1  1  0.5  7  Q  R 100 [cat]",
+            "at least 10 (sector + count)",
+        ),
+        (
+            TraceFormat::Blkparse(BlkEvent::Queue),
+            "  8,0  1  1  x.5  7  Q  R 100 + 8 [cat]",
+            "bad time \"x.5\"",
+        ),
+        (
+            TraceFormat::FioIolog,
+            "fio version 9 iolog",
+            "expected \"fio version 2 iolog\"",
+        ),
+        (
+            TraceFormat::Spc,
+            "0,36028797018963967,4096,r,0",
+            "offset + length does not fit in 64 bits",
+        ),
+    ];
+    for (format, bad_line, message) in cases {
+        let good = match format {
+            TraceFormat::Spc => "0,1,512,r,0",
+            TraceFormat::Msr => "128166385295514663,hm,0,Read,0,512,1",
+            TraceFormat::MqSim => "100 0 5 8 1",
+            TraceFormat::Tencent => "1538323199,10,8,0,5",
+            TraceFormat::Systor => "1.0,0.1,R,0,0,512",
+            TraceFormat::Blkparse(_) => "  8,0  1  1  0.5  7  Q  R 100 + 8 [cat]",
+            TraceFormat::FioIolog => "",
+        };
+        let text = if format == TraceFormat::FioIolog {
+            format!("{bad_line}\n/dev/sda read 0 4096\n")
+        } else {
+            format!("{good}\n{bad_line}\n{good}\n")
+        };
+        let results = read_all(format, &text, ReadOptions::default());
+        let errors: Vec<String> = results
+            .iter()
+            .filter_map(|r| r.as_ref().err())
+            .map(|e| e.to_string())
+            .collect();
+        assert!(!errors.is_empty(), "{format}: {bad_line:?} accepted");
+        let expected_line = if format == TraceFormat::FioIolog {
+            1
+        } else {
+            2
+        };
+        let first = &errors[0];
+        assert!(
+            first.starts_with(&format!("fixture:{expected_line}: ")),
+            "{format}: {first}"
+        );
+        assert!(
+            first.contains(message),
+            "{format}: {first:?} lacks {message:?}"
+        );
+        if format != TraceFormat::FioIolog {
+            assert_eq!(
+                results.iter().filter(|r| r.is_ok()).count(),
+                2,
+                "{format}: reader stops after an error"
+            );
+        }
+    }
+}
+
+#[test]
+fn fio_wait_is_not_allowed_in_version_3() {
+    let text = "fio version 3 iolog\n5 /dev/sda wait 100 0\n";
+    let results = read_all(TraceFormat::FioIolog, text, ReadOptions::default());
+    let e = results[0].as_ref().unwrap_err().to_string();
+    assert!(e.contains("bad action \"wait\""), "{e}");
+}
+
+#[test]
+fn long_lines_and_binary_garbage_are_errors() {
+    let mut text = String::from("0,1,512,r,0\n");
+    text.push_str(&"9".repeat(100_000));
+    text.push_str("\n0,2,512,w,1\n");
+    let results = read_all(TraceFormat::Spc, &text, ReadOptions::default());
+    assert!(matches!(results[1], Err(TraceError::LineTooLong { .. })));
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 2);
+
+    let bytes: &[u8] = b"0,1,512,r,0\n\xff\xfe,1,2\n0,2,512,w,1\n";
+    let results: Vec<_> = TraceReader::new(bytes, TraceFormat::Spc, ReadOptions::default())
+        .unwrap()
+        .collect();
+    assert!(matches!(results[1], Err(TraceError::NotText { .. })));
+    assert_eq!(results.len(), 3);
+}
+
+#[test]
+fn io_errors_end_the_stream() {
+    struct Failing(u32);
+    impl Read for Failing {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.0 += 1;
+            if self.0 == 1 {
+                let line = b"0,1,512,r,0\n";
+                buf[..line.len()].copy_from_slice(line);
+                Ok(line.len())
+            } else {
+                Err(std::io::Error::other("disk on fire"))
+            }
+        }
+    }
+    let reader = TraceReader::new(
+        BufReader::new(Failing(0)),
+        TraceFormat::Spc,
+        ReadOptions::default(),
+    )
+    .unwrap();
+    let results: Vec<_> = reader.collect();
+    assert_eq!(results.len(), 2);
+    assert!(results[0].is_ok());
+    let e = results[1].as_ref().unwrap_err().to_string();
+    assert!(e.contains("disk on fire"), "{e}");
+}
+
+#[test]
+fn missing_file_and_undetectable_format_are_errors() {
+    let e = open(
+        std::path::Path::new("/nonexistent/trace.spc"),
+        None,
+        ReadOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(e, TraceError::Io { .. }));
+    let dir = std::env::temp_dir().join(format!("sim-trace-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mystery.txt");
+    std::fs::write(&path, "this is not a trace\n").unwrap();
+    let e = open(&path, None, ReadOptions::default()).err().unwrap();
+    assert!(
+        e.to_string().contains("cannot tell the trace format"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A generated trace of a million lines streams through without being held in memory.
+#[test]
+fn long_traces_stream_in_constant_memory() {
+    struct Generated {
+        line: u64,
+        lines: u64,
+        pending: Vec<u8>,
+        at: usize,
+    }
+    impl Read for Generated {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.at == self.pending.len() {
+                if self.line == self.lines {
+                    return Ok(0);
+                }
+                self.pending = format!(
+                    "{} 0 {} 8 {}\n",
+                    self.line * 1000,
+                    self.line * 8,
+                    self.line % 2
+                )
+                .into_bytes();
+                self.at = 0;
+                self.line += 1;
+            }
+            let n = buf.len().min(self.pending.len() - self.at);
+            buf[..n].copy_from_slice(&self.pending[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+    let lines = 1_000_000;
+    let input = BufReader::new(Generated {
+        line: 0,
+        lines,
+        pending: Vec::new(),
+        at: 0,
+    });
+    let reader = TraceReader::new(input, TraceFormat::MqSim, ReadOptions::default()).unwrap();
+    let (mut n, mut last) = (0u64, 0u64);
+    for r in reader {
+        let r = r.unwrap();
+        assert!(r.time_ns >= last);
+        last = r.time_ns;
+        n += 1;
+    }
+    assert_eq!(n, lines);
+    assert_eq!(last, (lines - 1) * 1000);
+}
+
+#[test]
+fn format_names_round_trip() {
+    for f in TraceFormat::ALL {
+        assert_eq!(TraceFormat::from_name(f.name()), Some(f));
+    }
+    assert_eq!(TraceFormat::from_name("disksim"), Some(TraceFormat::MqSim));
+    assert_eq!(
+        TraceFormat::from_name("blkparse"),
+        Some(TraceFormat::Blkparse(BlkEvent::Queue))
+    );
+    assert_eq!(TraceFormat::from_name("nope"), None);
+}

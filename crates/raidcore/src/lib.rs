@@ -1,0 +1,1 @@
+//! raidcore: the sans-I/O planner (being written).

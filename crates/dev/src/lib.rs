@@ -1,0 +1,487 @@
+//! # dev: the members of a raidforge array on real storage
+//!
+//! A *member* is one disk of an array: something that reads and writes bytes at positions. This
+//! crate provides the members the engine runs plans on, and nothing else: it holds no RAID logic.
+//!
+//! - [`FileMember`]: a regular file or a block device, positional I/O (`pread`/`pwrite`), with
+//!   `O_DIRECT` on request.
+//! - [`MemMember`]: a member in memory, for tests.
+//! - [`Emulated`]: wraps a member and makes it as slow as a disk of a given bandwidth and per-I/O
+//!   latency (`hdd:150MB/s:8ms`), one I/O at a time like a single actuator, so that the benefit of
+//!   spreading rebuild I/O over many members is visible in real time on a small machine.
+//! - [`Faulty`]: wraps a member and injects faults: fail-stop, I/O errors on byte ranges, and a
+//!   slow-down factor.
+//!
+//! Errors are `std::io::Error`s carrying what failed and where; an injected fault uses
+//! `ErrorKind::Other` with a message naming the fault.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+/// One disk of an array.
+pub trait Member: Send + Sync {
+    /// Fills `buf` from byte `offset`.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Writes `buf` at byte `offset`.
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Makes every completed write durable.
+    fn flush(&self) -> io::Result<()>;
+    /// Size in bytes.
+    fn size_bytes(&self) -> u64;
+    /// A short description for messages (path, or "memory").
+    fn describe(&self) -> String;
+}
+
+fn out_of_range(what: &str, offset: u64, len: usize, size: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{what}: {len} bytes at offset {offset} run past the end ({size} bytes)"),
+    )
+}
+
+/// A regular file or block device.
+#[derive(Debug)]
+pub struct FileMember {
+    file: File,
+    path: PathBuf,
+    size_bytes: u64,
+    direct: bool,
+}
+
+/// How to open a [`FileMember`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenOpts {
+    /// Open with `O_DIRECT` (bypass the page cache). Buffers and offsets must then be aligned
+    /// to the device's logical block size.
+    pub direct: bool,
+    /// Create the file (sparse) with this size if it does not exist, or grow it to this size.
+    pub create_bytes: Option<u64>,
+}
+
+impl FileMember {
+    /// Opens `path` for reading and writing.
+    pub fn open(path: &Path, opts: OpenOpts) -> io::Result<FileMember> {
+        let mut o = OpenOptions::new();
+        o.read(true).write(true);
+        if opts.create_bytes.is_some() {
+            o.create(true);
+        }
+        if opts.direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        let file = o.open(path).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot open member {}: {e}", path.display()),
+            )
+        })?;
+        let meta = file.metadata()?;
+        let mut size = if meta.file_type().is_file() {
+            meta.len()
+        } else {
+            // Block devices report length 0 in metadata; ask by seeking to the end.
+            use std::io::Seek;
+            (&file).seek(io::SeekFrom::End(0))?
+        };
+        if let Some(want) = opts.create_bytes {
+            if meta.file_type().is_file() && size < want {
+                file.set_len(want)?;
+                size = want;
+            }
+        }
+        Ok(FileMember {
+            file,
+            path: path.to_path_buf(),
+            size_bytes: size,
+            direct: opts.direct,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+}
+
+impl Member for FileMember {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        if offset + buf.len() as u64 > self.size_bytes {
+            return Err(out_of_range(
+                &self.describe(),
+                offset,
+                buf.len(),
+                self.size_bytes,
+            ));
+        }
+        self.file.read_exact_at(buf, offset).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "read of {} bytes at {offset} from {}: {e}",
+                    buf.len(),
+                    self.path.display()
+                ),
+            )
+        })
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        if offset + buf.len() as u64 > self.size_bytes {
+            return Err(out_of_range(
+                &self.describe(),
+                offset,
+                buf.len(),
+                self.size_bytes,
+            ));
+        }
+        self.file.write_all_at(buf, offset).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "write of {} bytes at {offset} to {}: {e}",
+                    buf.len(),
+                    self.path.display()
+                ),
+            )
+        })
+    }
+    fn flush(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+    fn size_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+/// A member held in memory.
+#[derive(Debug)]
+pub struct MemMember {
+    data: RwLock<Vec<u8>>,
+}
+
+impl MemMember {
+    pub fn new(size_bytes: usize) -> MemMember {
+        MemMember {
+            data: RwLock::new(vec![0; size_bytes]),
+        }
+    }
+    /// A copy of the whole contents.
+    pub fn snapshot(&self) -> Vec<u8> {
+        self.data.read().unwrap().clone()
+    }
+}
+
+impl Member for MemMember {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let d = self.data.read().unwrap();
+        let end = offset as usize + buf.len();
+        if end > d.len() {
+            return Err(out_of_range(
+                "memory member",
+                offset,
+                buf.len(),
+                d.len() as u64,
+            ));
+        }
+        buf.copy_from_slice(&d[offset as usize..end]);
+        Ok(())
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        let mut d = self.data.write().unwrap();
+        let end = offset as usize + buf.len();
+        if end > d.len() {
+            return Err(out_of_range(
+                "memory member",
+                offset,
+                buf.len(),
+                d.len() as u64,
+            ));
+        }
+        d[offset as usize..end].copy_from_slice(buf);
+        Ok(())
+    }
+    fn flush(&self) -> io::Result<()> {
+        Ok(())
+    }
+    fn size_bytes(&self) -> u64 {
+        self.data.read().unwrap().len() as u64
+    }
+    fn describe(&self) -> String {
+        "memory".into()
+    }
+}
+
+/// Speed of an emulated member: one I/O at a time, each taking `latency + len / bandwidth`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Speed {
+    pub bytes_per_sec: f64,
+    pub latency_ns: u64,
+}
+
+/// Why an emulation or fault spec was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// The text does not have the documented shape.
+    #[error("bad speed '{spec}': {reason} (expected KIND:BANDWIDTH:LATENCY, e.g. hdd:150MB/s:8ms or ssd:500MB/s:0.1ms)")]
+    Speed { spec: String, reason: String },
+}
+
+fn parse_number_unit(s: &str, units: &[(&str, f64)]) -> Option<f64> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.parse().ok()?;
+    let mult = units.iter().find(|(u, _)| u.eq_ignore_ascii_case(unit))?.1;
+    Some(v * mult)
+}
+
+impl Speed {
+    /// Parses `KIND:BANDWIDTH:LATENCY`, e.g. `hdd:150MB/s:8ms`, `ssd:500MB/s:0.1ms`, or
+    /// `BANDWIDTH:LATENCY`. Bandwidth units: B/s, KB/s, MB/s, GB/s (powers of 1000), KiB/s,
+    /// MiB/s, GiB/s; latency units: ns, us, ms, s. KIND is informative (hdd or ssd).
+    pub fn parse(spec: &str) -> Result<Speed, SpecError> {
+        let bad = |reason: &str| SpecError::Speed {
+            spec: spec.to_string(),
+            reason: reason.to_string(),
+        };
+        let parts: Vec<&str> = spec.split(':').collect();
+        let (bw, lat) = match parts.as_slice() {
+            [kind, bw, lat] => {
+                if !matches!(*kind, "hdd" | "ssd") {
+                    return Err(bad("kind must be hdd or ssd"));
+                }
+                (*bw, *lat)
+            }
+            [bw, lat] => (*bw, *lat),
+            _ => return Err(bad("wrong number of fields")),
+        };
+        let bytes_per_sec = parse_number_unit(
+            bw,
+            &[
+                ("B/s", 1.0),
+                ("KB/s", 1e3),
+                ("MB/s", 1e6),
+                ("GB/s", 1e9),
+                ("KiB/s", 1024.0),
+                ("MiB/s", 1024.0 * 1024.0),
+                ("GiB/s", 1024.0 * 1024.0 * 1024.0),
+            ],
+        )
+        .ok_or_else(|| bad("bandwidth must be a number with a unit such as MB/s"))?;
+        let latency_s =
+            parse_number_unit(lat, &[("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)])
+                .ok_or_else(|| bad("latency must be a number with a unit such as ms"))?;
+        if bytes_per_sec <= 0.0 || !bytes_per_sec.is_finite() {
+            return Err(bad("bandwidth must be positive"));
+        }
+        if !(0.0..=10.0).contains(&latency_s) {
+            return Err(bad("latency must be between 0 and 10 s"));
+        }
+        Ok(Speed {
+            bytes_per_sec,
+            latency_ns: (latency_s * 1e9).round() as u64,
+        })
+    }
+
+    /// How long one I/O of `len` bytes keeps the member busy.
+    pub fn service_ns(&self, len: usize) -> u64 {
+        self.latency_ns + (len as f64 / self.bytes_per_sec * 1e9).round() as u64
+    }
+}
+
+/// The single-actuator queue of an emulated member, as pure arithmetic on a clock the caller
+/// supplies: an I/O arriving at `now` starts when the member is free and ends `service` later.
+#[derive(Debug, Default)]
+pub struct Actuator {
+    busy_until_ns: u64,
+}
+
+impl Actuator {
+    /// Reserves the member for an I/O arriving at `now_ns` that takes `service_ns`; returns its
+    /// completion time.
+    pub fn reserve(&mut self, now_ns: u64, service_ns: u64) -> u64 {
+        let start = self.busy_until_ns.max(now_ns);
+        self.busy_until_ns = start + service_ns;
+        self.busy_until_ns
+    }
+}
+
+/// A member slowed down to a given [`Speed`]. The data still goes to the inner member; the
+/// caller's thread sleeps until the emulated completion time.
+pub struct Emulated<M: Member> {
+    inner: M,
+    speed: Speed,
+    epoch: Instant,
+    actuator: Mutex<Actuator>,
+    busy_ns: AtomicU64,
+}
+
+impl<M: Member> Emulated<M> {
+    pub fn new(inner: M, speed: Speed) -> Emulated<M> {
+        Emulated {
+            inner,
+            speed,
+            epoch: Instant::now(),
+            actuator: Mutex::new(Actuator::default()),
+            busy_ns: AtomicU64::new(0),
+        }
+    }
+    pub fn speed(&self) -> Speed {
+        self.speed
+    }
+    /// Total emulated busy time so far.
+    pub fn busy(&self) -> Duration {
+        Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed))
+    }
+    fn wait(&self, len: usize) {
+        let service = self.speed.service_ns(len);
+        self.busy_ns.fetch_add(service, Ordering::Relaxed);
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        let done = self.actuator.lock().unwrap().reserve(now, service);
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        if done > now {
+            std::thread::sleep(Duration::from_nanos(done - now));
+        }
+    }
+}
+
+impl<M: Member> Member for Emulated<M> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.inner.read_at(buf, offset)?;
+        self.wait(buf.len());
+        Ok(())
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.inner.write_at(buf, offset)?;
+        self.wait(buf.len());
+        Ok(())
+    }
+    fn flush(&self) -> io::Result<()> {
+        self.inner.flush()
+    }
+    fn size_bytes(&self) -> u64 {
+        self.inner.size_bytes()
+    }
+    fn describe(&self) -> String {
+        format!(
+            "{} (emulated {:.0} MB/s, {:.2} ms)",
+            self.inner.describe(),
+            self.speed.bytes_per_sec / 1e6,
+            self.speed.latency_ns as f64 / 1e6
+        )
+    }
+}
+
+/// Faults to inject into a member.
+#[derive(Debug, Default)]
+pub struct Faults {
+    /// Every I/O fails (the disk is gone).
+    pub fail_stop: AtomicBool,
+    /// Byte ranges `[start, end)` whose reads fail (latent sector errors).
+    pub read_error_ranges: Mutex<Vec<(u64, u64)>>,
+    /// Byte ranges whose writes fail.
+    pub write_error_ranges: Mutex<Vec<(u64, u64)>>,
+}
+
+/// A member with injected faults.
+pub struct Faulty<M: Member> {
+    inner: M,
+    pub faults: Faults,
+}
+
+fn overlaps(ranges: &Mutex<Vec<(u64, u64)>>, offset: u64, len: usize) -> Option<(u64, u64)> {
+    let end = offset + len as u64;
+    ranges
+        .lock()
+        .unwrap()
+        .iter()
+        .copied()
+        .find(|(s, e)| *s < end && offset < *e)
+}
+
+impl<M: Member> Faulty<M> {
+    pub fn new(inner: M) -> Faulty<M> {
+        Faulty {
+            inner,
+            faults: Faults::default(),
+        }
+    }
+    pub fn inner(&self) -> &M {
+        &self.inner
+    }
+    fn check(
+        &self,
+        what: &str,
+        offset: u64,
+        len: usize,
+        ranges: &Mutex<Vec<(u64, u64)>>,
+    ) -> io::Result<()> {
+        if self.faults.fail_stop.load(Ordering::SeqCst) {
+            return Err(io::Error::other(format!(
+                "injected fail-stop: {} is gone",
+                self.inner.describe()
+            )));
+        }
+        if let Some((s, e)) = overlaps(ranges, offset, len) {
+            return Err(io::Error::other(format!(
+                "injected {what} error on {} bytes {s}..{e}",
+                self.inner.describe()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl<M: Member> Member for Faulty<M> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.check("read", offset, buf.len(), &self.faults.read_error_ranges)?;
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.check("write", offset, buf.len(), &self.faults.write_error_ranges)?;
+        self.inner.write_at(buf, offset)
+    }
+    fn flush(&self) -> io::Result<()> {
+        if self.faults.fail_stop.load(Ordering::SeqCst) {
+            return Err(io::Error::other("injected fail-stop"));
+        }
+        self.inner.flush()
+    }
+    fn size_bytes(&self) -> u64 {
+        self.inner.size_bytes()
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+impl Member for Box<dyn Member> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        (**self).write_at(buf, offset)
+    }
+    fn flush(&self) -> io::Result<()> {
+        (**self).flush()
+    }
+    fn size_bytes(&self) -> u64 {
+        (**self).size_bytes()
+    }
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+}

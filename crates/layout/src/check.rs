@@ -118,23 +118,23 @@ pub fn check(
     let spares = scheme.spare_disks();
     let survivor = |d: usize| !failed.contains(&(d as Disk));
     let reader = |d: usize| survivor(d) && !spares.contains(&(d as Disk));
-    // Writes are measured over the disks that can receive them: the live dedicated spares when
-    // the scheme has any, the replacement disks when the rebuild is in place, else the survivors
-    // (distributed spare space).
+    // Writes are measured over the disks that can receive them: every survivor when the scheme
+    // writes rebuilt units onto surviving data disks (distributed spare space: RAID+, random,
+    // hash, S2-RAID free partitions), else the live dedicated spares, else the replacement disks
+    // of an in-place rebuild.
     let live_spares: Vec<usize> = spares
         .iter()
         .map(|s| *s as usize)
         .filter(|s| survivor(*s))
         .collect();
-    let in_place = (0..n).any(|d| !survivor(d) && writes[d] > 0)
-        && (0..n).all(|d| !survivor(d) || writes[d] == 0);
+    let onto_data_disks = (0..n).any(|d| reader(d) && writes[d] > 0);
     let writer = |d: usize| {
-        if !live_spares.is_empty() {
-            live_spares.contains(&d)
-        } else if in_place {
-            !survivor(d)
-        } else {
+        if onto_data_disks {
             survivor(d)
+        } else if !live_spares.is_empty() {
+            live_spares.contains(&d)
+        } else {
+            !survivor(d)
         }
     };
     let read_cov = crate::counts_cov(&reads, reader);

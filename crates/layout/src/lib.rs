@@ -341,6 +341,11 @@ pub trait Scheme: Send + Sync + fmt::Debug {
     fn extra_json(&self) -> Option<String> {
         None
     }
+    /// Extra measured properties for `layout check` (S2-RAID's sub-array overlap), as a JSON
+    /// fragment `"key": value` without braces, or `None`.
+    fn check_extra_json(&self) -> Option<String> {
+        None
+    }
     /// One line describing the parameters, for tables.
     fn describe(&self) -> String {
         format!("{} over {} disks", self.name(), self.cycle().disks)

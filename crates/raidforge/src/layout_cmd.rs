@@ -142,6 +142,16 @@ pub fn run(c: LayoutCommand) -> anyhow::Result<()> {
             if let Some(x) = extra(&*s)? {
                 merge(&mut v, x);
             }
+            if let Some(frag) = s.check_extra_json() {
+                let x: Value = serde_json::from_str(&format!("{{{frag}}}"))
+                    .with_context(|| format!("scheme {} produced bad JSON", s.name()))?;
+                if !json {
+                    for (k, val) in x.as_object().into_iter().flatten() {
+                        println!("{k}: {val}");
+                    }
+                }
+                merge(&mut v, x);
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
@@ -369,10 +379,16 @@ fn compare(n: usize, k: usize, seed: u64, as_json: bool) -> anyhow::Result<()> {
         ..Params::default()
     };
     let mut rows = Vec::new();
+    // Random and hash placement get ten templates' worth of stripes, so the whole-cycle CoV
+    // (which evens out over many stripes) and the local-window CoV (which does not) differ.
+    let long = Params {
+        stripes: Some(10 * window),
+        ..base.clone()
+    };
     let mut candidates: Vec<(&str, SchemeKind, Params)> = vec![
         ("raidplus", SchemeKind::RaidPlus, base.clone()),
-        ("random", SchemeKind::Random, base.clone()),
-        ("hash", SchemeKind::Hash, base.clone()),
+        ("random", SchemeKind::Random, long.clone()),
+        ("hash", SchemeKind::Hash, long),
     ];
     if n - spares >= k {
         let grouped = Params {
@@ -386,7 +402,7 @@ fn compare(n: usize, k: usize, seed: u64, as_json: bool) -> anyhow::Result<()> {
         match layout::build(kind, &p) {
             Ok(s) => {
                 let r = check(&*s, &[], window)?;
-                rows.push((s.describe(), r));
+                rows.push((name.to_string(), s.describe(), r));
             }
             Err(e) => eprintln!("raidforge: skipping {name}: {e}"),
         }
@@ -396,7 +412,7 @@ fn compare(n: usize, k: usize, seed: u64, as_json: bool) -> anyhow::Result<()> {
             "disks": n,
             "width": k,
             "window": window,
-            "schemes": rows.iter().map(|(d, r)| {
+            "schemes": rows.iter().map(|(_, d, r)| {
                 let mut v = report_json(r);
                 merge(&mut v, json!({"description": d}));
                 v
@@ -408,18 +424,22 @@ fn compare(n: usize, k: usize, seed: u64, as_json: bool) -> anyhow::Result<()> {
     println!("Rebuild of one failed disk, {n} disks, stripe width {k}, windows of {window} stripes (one RAID+ template).");
     println!("CoV = standard deviation / mean of rebuild reads over surviving disks; 0 % is perfectly even.");
     println!(
-        "{:<42} {:>11} {:>11} {:>13} {:>12}",
-        "scheme", "disks read", "read CoV %", "window CoV %", "disks written"
+        "{:<10} {:>10} {:>11} {:>13} {:>13} {:>11}",
+        "scheme", "disks read", "read CoV %", "window CoV %", "disks written", "write CoV %"
     );
-    for (d, r) in &rows {
+    for (name, _, r) in &rows {
         println!(
-            "{:<42} {:>11} {:>11.2} {:>13.2} {:>12}",
-            d,
+            "{:<10} {:>10} {:>11.2} {:>13.2} {:>13} {:>11.2}",
+            name,
             r.disks_read,
             r.rebuild_read_cov * 100.0,
             r.windowed.read_cov_max * 100.0,
-            r.disks_written
+            r.disks_written,
+            r.rebuild_write_cov * 100.0
         );
+    }
+    for (_, d, _) in &rows {
+        println!("  {d}");
     }
     Ok(())
 }

@@ -139,3 +139,69 @@ fn bad_parameters_exit_nonzero_with_one_line_naming_the_constraint() {
         assert!(out.stdout.is_empty());
     }
 }
+
+#[test]
+fn s2raid_json_has_subarrays_and_their_overlap() {
+    let v = json_of(&[
+        "layout",
+        "show",
+        "--scheme",
+        "s2raid5",
+        "--disks",
+        "9",
+        "--group",
+        "3",
+        "--partitions",
+        "3",
+        "--json",
+    ]);
+    let subs = v["subarrays"].as_array().unwrap();
+    assert_eq!(subs.len(), 9);
+    for s in subs {
+        assert_eq!(s["members"].as_array().unwrap().len(), 3);
+    }
+    let c = json_of(&[
+        "layout",
+        "check",
+        "--scheme",
+        "s2raid5",
+        "--disks",
+        "9",
+        "--group",
+        "3",
+        "--partitions",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(c["max_disks_shared_by_two_subarrays"], 1);
+    assert_eq!(c["disks_read"], 6);
+}
+
+/// The RAID+ paper's contrast on its evaluation configuration (59 disks, 7-wide stripes):
+/// RAID+ spreads the rebuild exactly evenly within a template, random and hash placement do
+/// not, and RAID-50 confines it to one group.
+#[test]
+fn compare_shows_the_raidplus_contrast() {
+    let v = json_of(&["layout", "compare", "--json"]);
+    let by = |name: &str| {
+        v["schemes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["scheme"] == name)
+            .unwrap_or_else(|| panic!("{name} missing"))
+            .clone()
+    };
+    let rp = by("raidplus");
+    assert_eq!(rp["rebuild_read_cov_window_max"], 0.0);
+    assert_eq!(rp["rebuild_write_cov"], 0.0);
+    assert_eq!(rp["disks_read"], 58);
+    for name in ["random", "hash"] {
+        let s = by(name);
+        assert!(
+            s["rebuild_read_cov_window_max"].as_f64().unwrap() > 0.10,
+            "{name}: {s}"
+        );
+    }
+    assert_eq!(by("raid50")["disks_read"], 6);
+}

@@ -288,3 +288,34 @@ fn too_many_failures_is_an_error_not_a_panic() {
         }
     }
 }
+
+mod no_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        /// Arbitrary (often invalid) parameters and failure lists: building either fails with an
+        /// error or gives a scheme whose checks and recovery either succeed or fail with an
+        /// error. Nothing panics.
+        #[test]
+        fn arbitrary_parameters_never_panic(
+            kind in 0usize..15,
+            disks in prop::option::of(0usize..20),
+            width in prop::option::of(0usize..20),
+            spares in 0usize..4,
+            level in prop::option::of(0u8..8),
+            group in prop::option::of(0usize..8),
+            partitions in prop::option::of(0usize..8),
+            weights in prop::option::of(prop::collection::vec(0u32..4, 0..9)),
+            failed in prop::collection::vec(0u32..22, 0..4),
+        ) {
+            let kind = SchemeKind::ALL[kind].1;
+            let params = Params { disks, width, spares, level, group, partitions, weights, ..Params::default() };
+            if let Ok(s) = build(kind, &params) {
+                let _ = layout::check(&*s, &failed, 16);
+                let _ = recovery_plan(&*s, &failed);
+            }
+        }
+    }
+}

@@ -45,7 +45,7 @@ mod s2raid;
 
 pub use check::{check, cov, CheckReport, WindowStats};
 pub use classic::{Classic, ClassicKind, Grouped, GroupedKind};
-pub use params::{build, Order, Params, SchemeKind};
+pub use params::{build, from_text, to_text, Order, Params, SchemeKind};
 pub use raidh::RaidH;
 pub use raidplus::{RaidPlus, RaidPlusPool, Template, VolumeSpec};
 pub use random::{HashPlacement, RandomPlacement};

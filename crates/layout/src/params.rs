@@ -169,3 +169,120 @@ pub fn build(kind: SchemeKind, p: &Params) -> Result<Arc<dyn Scheme>, LayoutErro
         SchemeKind::RaidH => Arc::new(RaidH::new(p)?),
     })
 }
+
+impl Order {
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Native => "native",
+            Order::Read => "read",
+            Order::Write => "write",
+        }
+    }
+}
+
+/// The text form of a layout (scheme and parameters) stored in member superblocks:
+/// `scheme=raid5;disks=5;spares=0;...`, keys in a fixed order, unset options left out.
+pub fn to_text(kind: SchemeKind, p: &Params) -> String {
+    let mut parts = vec![format!("scheme={}", kind.name())];
+    let mut opt = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            parts.push(format!("{k}={v}"));
+        }
+    };
+    opt("disks", p.disks.map(|v| v.to_string()));
+    opt("width", p.width.map(|v| v.to_string()));
+    opt("spares", Some(p.spares.to_string()));
+    opt("level", p.level.map(|v| v.to_string()));
+    opt("group", p.group.map(|v| v.to_string()));
+    opt("partitions", p.partitions.map(|v| v.to_string()));
+    opt(
+        "weights",
+        p.weights.as_ref().map(|w| {
+            w.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        }),
+    );
+    opt("order", Some(p.order.name().to_string()));
+    opt("seed", Some(p.seed.to_string()));
+    opt("stripes", p.stripes.map(|v| v.to_string()));
+    opt("volumes", p.volumes.clone());
+    parts.join(";")
+}
+
+/// Parses [`to_text`]'s form back. Unknown keys and malformed values are errors naming them.
+pub fn from_text(text: &str) -> Result<(SchemeKind, Params), LayoutError> {
+    let mut kind = None;
+    let mut p = Params::default();
+    for part in text.split(';').filter(|s| !s.is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| LayoutError::param("layout", format!("'{part}' is not key=value")))?;
+        let num = |name: &'static str| -> Result<usize, LayoutError> {
+            v.parse()
+                .map_err(|_| LayoutError::param(name, format!("'{v}' is not a number")))
+        };
+        match k {
+            "scheme" => kind = Some(SchemeKind::parse(v)?),
+            "disks" => p.disks = Some(num("disks")?),
+            "width" => p.width = Some(num("width")?),
+            "spares" => p.spares = num("spares")?,
+            "level" => p.level = Some(num("level")? as u8),
+            "group" => p.group = Some(num("group")?),
+            "partitions" => p.partitions = Some(num("partitions")?),
+            "weights" => {
+                p.weights = Some(
+                    v.split(',')
+                        .map(|w| {
+                            w.parse().map_err(|_| {
+                                LayoutError::param("weights", format!("'{w}' is not a number"))
+                            })
+                        })
+                        .collect::<Result<_, _>>()?,
+                )
+            }
+            "order" => p.order = Order::parse(v)?,
+            "seed" => {
+                p.seed = v
+                    .parse()
+                    .map_err(|_| LayoutError::param("seed", format!("'{v}' is not a number")))?
+            }
+            "stripes" => p.stripes = Some(num("stripes")?),
+            "volumes" => p.volumes = Some(v.to_string()),
+            _ => return Err(LayoutError::param("layout", format!("unknown key '{k}'"))),
+        }
+    }
+    let kind = kind.ok_or_else(|| LayoutError::param("layout", "no scheme= in the layout text"))?;
+    Ok((kind, p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_form_round_trips() {
+        let p = Params {
+            disks: Some(5),
+            width: Some(3),
+            spares: 1,
+            level: Some(6),
+            group: Some(3),
+            partitions: Some(2),
+            weights: Some(vec![0, 0, 1, 1, 2]),
+            order: Order::Write,
+            seed: 42,
+            stripes: Some(20),
+            volumes: Some("3:5,4:6".into()),
+        };
+        let t = to_text(SchemeKind::RaidPlus, &p);
+        let (k, q) = from_text(&t).unwrap();
+        assert_eq!(k, SchemeKind::RaidPlus);
+        assert_eq!(to_text(k, &q), t);
+        assert_eq!(q.weights, p.weights);
+        assert!(from_text("disks=5").unwrap_err().to_string().contains("no scheme"));
+        assert!(from_text("scheme=raid5;colour=red").unwrap_err().to_string().contains("colour"));
+        assert!(from_text("scheme=raid5;disks=x").unwrap_err().to_string().contains("'x'"));
+    }
+}

@@ -15,6 +15,9 @@
 //! Errors are `std::io::Error`s carrying what failed and where; an injected fault uses
 //! `ErrorKind::Other` with a message naming the fault.
 
+pub mod exec;
+pub mod pool;
+
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};

@@ -281,8 +281,17 @@ mod tests {
         assert_eq!(k, SchemeKind::RaidPlus);
         assert_eq!(to_text(k, &q), t);
         assert_eq!(q.weights, p.weights);
-        assert!(from_text("disks=5").unwrap_err().to_string().contains("no scheme"));
-        assert!(from_text("scheme=raid5;colour=red").unwrap_err().to_string().contains("colour"));
-        assert!(from_text("scheme=raid5;disks=x").unwrap_err().to_string().contains("'x'"));
+        assert!(from_text("disks=5")
+            .unwrap_err()
+            .to_string()
+            .contains("no scheme"));
+        assert!(from_text("scheme=raid5;colour=red")
+            .unwrap_err()
+            .to_string()
+            .contains("colour"));
+        assert!(from_text("scheme=raid5;disks=x")
+            .unwrap_err()
+            .to_string()
+            .contains("'x'"));
     }
 }

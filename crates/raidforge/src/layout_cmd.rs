@@ -58,9 +58,9 @@ pub enum LayoutCommand {
     },
 }
 
-/// Scheme and parameters, shared by show and check.
-#[derive(Args, Debug)]
-pub struct SchemeArgs {
+/// Scheme and parameters, shared by every command that builds a layout.
+#[derive(Args, Debug, Clone)]
+pub struct LayoutArgs {
     /// Placement scheme: raid0 raid1 raid10 raid4 raid5 raid6 raid50 raid5c random hash s2raid5
     /// s2raid10 raidplus rm2 raidh.
     #[arg(long)]
@@ -99,6 +99,13 @@ pub struct SchemeArgs {
     /// RAID+ pool with several volumes: width:level pairs, e.g. 3:5,4:6.
     #[arg(long)]
     volumes: Option<String>,
+}
+
+/// Layout parameters plus a failure list, for show and check.
+#[derive(Args, Debug)]
+pub struct SchemeArgs {
+    #[command(flatten)]
+    layout: LayoutArgs,
     /// Failed disks in failure order, e.g. 0 or 0,3.
     #[arg(long, value_delimiter = ',')]
     failed: Vec<Disk>,
@@ -106,6 +113,14 @@ pub struct SchemeArgs {
 
 impl SchemeArgs {
     fn build(&self) -> anyhow::Result<Arc<dyn Scheme>> {
+        let (kind, params) = self.layout.params()?;
+        Ok(layout::build(kind, &params)?)
+    }
+}
+
+impl LayoutArgs {
+    /// The scheme and its parameters, validated by name only (the layout checks the rest).
+    pub fn params(&self) -> anyhow::Result<(SchemeKind, Params)> {
         let kind = SchemeKind::parse(&self.scheme)?;
         let params = Params {
             disks: self
@@ -122,7 +137,7 @@ impl SchemeArgs {
             stripes: self.stripes,
             volumes: self.volumes.clone(),
         };
-        Ok(layout::build(kind, &params)?)
+        Ok((kind, params))
     }
 }
 

@@ -6,12 +6,14 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;
+mod demo;
 mod layout_cmd;
+mod pool_cmd;
 
 /// raidforge: a software RAID engine and disk-array simulator sharing one core.
 ///
-/// Start with `raidforge layout show --scheme raid5 --disks 5` to see where data and parity
-/// live, or `raidforge layout compare` to see why RAID+ rebuilds faster than RAID-50.
+/// Start with `raidforge demo` (pools of emulated disks, a failure, rebuilds side by side), or
+/// `raidforge layout show --scheme raid5 --disks 5` to see where data and parity live.
 #[derive(Parser, Debug)]
 #[command(name = "raidforge", version, about, long_about)]
 struct Cli {
@@ -27,6 +29,59 @@ enum Command {
     /// Measure speed (parity math).
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
+    /// Create a pool over member files or block devices (writes superblocks and POOL, a small
+    /// descriptor file every later command takes).
+    ///
+    /// Example: raidforge create p.json --scheme raid5 --disks 5 --member m0.img --member m1.img
+    /// ... --size 256M
+    Create(pool_cmd::CreateArgs),
+    /// Recreate POOL from member paths alone, reading their superblocks (like mdadm --assemble).
+    Assemble {
+        /// Descriptor file to (re)write.
+        pool: std::path::PathBuf,
+        /// Member paths, in any order.
+        #[arg(long = "member", required = true, num_args = 1..)]
+        members: Vec<std::path::PathBuf>,
+        /// Emulated member speed to record for the members.
+        #[arg(long)]
+        emulate: Option<String>,
+        /// Print the status as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Health, layout, rebuild progress and per-member I/O of a pool.
+    Status(pool_cmd::PoolArg),
+    /// Read or write pool bytes through files.
+    #[command(subcommand)]
+    Io(pool_cmd::IoCommand),
+    /// Mark a member failed, as if it had died (the pool keeps serving, degraded).
+    Fail {
+        pool: std::path::PathBuf,
+        /// Member index (see `raidforge status`).
+        #[arg(long)]
+        member: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put a new, empty member in the place of a failed one (then run `raidforge rebuild`).
+    Replace {
+        pool: std::path::PathBuf,
+        /// Index of the failed member.
+        #[arg(long)]
+        member: usize,
+        /// Path of the new member (a file is created at the pool's member size).
+        #[arg(long)]
+        with: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rebuild lost data into spares or spare space, or copy it back to a replacement.
+    Rebuild(pool_cmd::RebuildArgs),
+    /// Read every stripe and check its parity or mirrors; exits 1 if any disagree.
+    Verify(pool_cmd::PoolArg),
+    /// Build RAID5, RAID+ and S2-RAID pools of emulated disks, fail a member of each, rebuild,
+    /// verify every byte, and print rebuild times side by side. About a minute; no arguments.
+    Demo(demo::DemoArgs),
 }
 
 /// Output piped into `head` and the like should end the program quietly, as it does for other
@@ -44,6 +99,29 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Layout(c) => layout_cmd::run(c),
         Command::Bench(c) => bench_cmd::run(c),
+        Command::Create(a) => pool_cmd::create(a),
+        Command::Assemble {
+            pool,
+            members,
+            emulate,
+            json,
+        } => pool_cmd::assemble(pool, members, emulate, json),
+        Command::Status(a) => pool_cmd::status(a),
+        Command::Io(c) => pool_cmd::io(c),
+        Command::Fail { pool, member, json } => pool_cmd::fail(pool, member, json),
+        Command::Replace {
+            pool,
+            member,
+            with,
+            json,
+        } => pool_cmd::replace(pool, member, with, json),
+        Command::Rebuild(a) => pool_cmd::rebuild(a),
+        Command::Verify(a) => match pool_cmd::verify(a) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::from(1),
+            Err(e) => Err(e),
+        },
+        Command::Demo(a) => demo::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

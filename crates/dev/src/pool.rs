@@ -1,0 +1,1065 @@
+//! Pools: an array of members on files or block devices, its descriptor file and superblocks,
+//! and the operations mdadm users expect (create, assemble, read, write, fail, replace,
+//! rebuild, verify, status). All RAID decisions are raidcore's; this module keeps the state on
+//! disk and runs the plans.
+//!
+//! On disk:
+//! - every member starts with a superblock ([`raidcore::superblock`]) and holds its data area from
+//!   `data_offset_bytes` on;
+//! - the *descriptor* (the POOL path the commands take) is a small JSON file naming the members
+//!   (paths, emulated speed) and their cumulative I/O counters. It is a convenience: `assemble`
+//!   rebuilds it from the members' superblocks alone.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use layout::{Disk, Params, SchemeKind};
+use raidcore::superblock::{
+    ArrayStateTag, Event, Superblock, DEFAULT_DATA_OFFSET_BYTES, SUPERBLOCK_BYTES,
+};
+use raidcore::{plan_read, plan_rebuild_cycle, plan_write, ArrayState, Geometry, WritePolicy};
+use serde::{Deserialize, Serialize};
+
+use crate::exec::{run_plans, Counters, Members};
+use crate::{Emulated, FileMember, Member, OpenOpts, Speed};
+
+/// Everything that can go wrong with a pool, each naming what and where.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PoolError {
+    /// A bad argument (what is wrong and what to do).
+    #[error("{0}")]
+    Usage(String),
+    /// The descriptor file cannot be read or is not a pool descriptor.
+    #[error("pool descriptor {path}: {reason}")]
+    Descriptor { path: PathBuf, reason: String },
+    /// A member's superblock is missing, damaged, or belongs elsewhere.
+    #[error("member {index} ({path}): {reason}")]
+    Member {
+        index: usize,
+        path: PathBuf,
+        reason: String,
+    },
+    /// I/O on a member failed in a way the array could not absorb.
+    #[error("I/O error: {0}")]
+    Io(String),
+    /// The layout refused the parameters.
+    #[error(transparent)]
+    Layout(#[from] layout::LayoutError),
+    /// The planner refused the request or event.
+    #[error(transparent)]
+    Core(#[from] raidcore::CoreError),
+}
+
+type Result<T> = std::result::Result<T, PoolError>;
+
+/// The descriptor file's content.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Descriptor {
+    /// Always "raidforge-pool".
+    pub format: String,
+    pub version: u32,
+    /// Hex array UUID, the same as in every member's superblock.
+    pub uuid: String,
+    pub members: Vec<MemberDesc>,
+}
+
+/// One member in the descriptor.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MemberDesc {
+    pub path: PathBuf,
+    /// Emulated speed (`hdd:150MB/s:8ms`), if any.
+    #[serde(default)]
+    pub emulate: Option<String>,
+    /// Bytes read from this member by all commands so far.
+    #[serde(default)]
+    pub read_bytes: u64,
+    /// Bytes written to this member by all commands so far.
+    #[serde(default)]
+    pub write_bytes: u64,
+}
+
+/// How to create a pool.
+#[derive(Clone, Debug)]
+pub struct CreateOpts {
+    pub scheme: SchemeKind,
+    pub params: Params,
+    pub members: Vec<PathBuf>,
+    /// Member size in bytes (files are created or grown to it); default: the smallest
+    /// existing member.
+    pub size_bytes: Option<u64>,
+    pub chunk_bytes: u64,
+    /// Emulated speed for every member.
+    pub emulate: Option<String>,
+    /// Overwrite members that already hold a raidforge superblock.
+    pub force: bool,
+}
+
+/// How to rebuild.
+#[derive(Clone, Debug)]
+pub struct RebuildOpts {
+    /// Cycles rebuilt together (1 = sequential, like MD).
+    pub parallel_cycles: usize,
+    /// Upper bound on rebuild bytes written per second (None = unlimited).
+    pub speed_max_bytes_per_sec: Option<u64>,
+    /// Batches run at once (2 overlaps one batch's writes with the next one's reads).
+    pub batches_in_flight: usize,
+}
+
+/// Progress of a rebuild, passed to the caller's callback.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct RebuildProgress {
+    pub cycles_done: u64,
+    pub cycles_total: u64,
+    pub bytes_written: u64,
+    pub elapsed_s: f64,
+}
+
+/// Per-member status.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemberStatus {
+    pub index: usize,
+    pub path: PathBuf,
+    /// "active", "failed", "rebuilding" (replaced, not yet rebuilt) or "spare".
+    pub state: String,
+    pub data_offset_bytes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub emulate: Option<String>,
+}
+
+/// What `status` reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct Status {
+    /// "clean", "degraded", "rebuilding" (some cycles not in the target layout) or "failed"
+    /// (data lost).
+    pub state: String,
+    pub scheme: String,
+    pub layout: String,
+    pub uuid: String,
+    pub size_bytes: u64,
+    pub chunk_bytes: u64,
+    pub cycles: u64,
+    pub cycles_clean: u64,
+    pub failed: Vec<Disk>,
+    pub members: Vec<MemberStatus>,
+}
+
+/// Result of `verify`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VerifyReport {
+    pub cycles_checked: u64,
+    pub stripes_checked: u64,
+    /// Stripes whose parity or mirrors disagree: (cycle, stripe).
+    pub inconsistent: Vec<(u64, usize)>,
+    /// Stripes that could not be checked fully because a unit is missing.
+    pub stripes_degraded: u64,
+}
+
+/// An open pool.
+pub struct Pool {
+    desc_path: PathBuf,
+    desc: Descriptor,
+    uuid: [u8; 16],
+    kind: SchemeKind,
+    params: Params,
+    geo: Geometry,
+    state: ArrayState,
+    events: Vec<Event>,
+    sb_generation: u64,
+    data_offset_bytes: u64,
+    data_bytes: u64,
+    created_unix_secs: u64,
+    members: Vec<Option<Arc<dyn Member>>>,
+    counters: Vec<Counters>,
+    policy: WritePolicy,
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<[u8; 16]> {
+    if s.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+fn random_uuid() -> [u8; 16] {
+    let mut u = [0u8; 16];
+    if let Ok(f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = (&f).read_exact(&mut u);
+    }
+    // Fall back to the clock and pid if urandom was unreadable (never expected on Linux).
+    if u == [0u8; 16] {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        u[..16].copy_from_slice(&(t ^ ((std::process::id() as u128) << 64)).to_le_bytes());
+    }
+    u
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn open_member(
+    path: &Path,
+    emulate: &Option<String>,
+    create: Option<u64>,
+) -> std::io::Result<Arc<dyn Member>> {
+    let f = FileMember::open(
+        path,
+        OpenOpts {
+            direct: false,
+            create_bytes: create,
+        },
+    )?;
+    Ok(match emulate {
+        Some(spec) => {
+            let speed = Speed::parse(spec).map_err(|e| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
+            })?;
+            Arc::new(Emulated::new(f, speed))
+        }
+        None => Arc::new(f),
+    })
+}
+
+fn read_superblock(m: &dyn Member) -> std::result::Result<Superblock, String> {
+    let mut b = vec![0u8; SUPERBLOCK_BYTES];
+    m.read_at(&mut b, 0).map_err(|e| e.to_string())?;
+    Superblock::decode(&b).map_err(|e| e.to_string())
+}
+
+impl Pool {
+    /// Creates a new pool: lays out the members, writes their superblocks and the descriptor.
+    pub fn create(desc_path: &Path, opts: CreateOpts) -> Result<Pool> {
+        let n = opts.members.len();
+        let mut params = opts.params.clone();
+        match params.disks {
+            None => params.disks = Some(n),
+            Some(d) if d != n => {
+                return Err(PoolError::Usage(format!(
+                    "--disks {d} but {n} --member paths given: give one --member per disk"
+                )))
+            }
+            _ => {}
+        }
+        if n == 0 {
+            return Err(PoolError::Usage("no --member given".into()));
+        }
+        if desc_path.exists() && !opts.force {
+            return Err(PoolError::Usage(format!(
+                "{} already exists: choose another pool path or pass --force",
+                desc_path.display()
+            )));
+        }
+        let scheme = layout::build(opts.scheme, &params)?;
+        if opts.chunk_bytes == 0 || opts.chunk_bytes % 4096 != 0 {
+            return Err(PoolError::Usage(format!(
+                "--chunk {} must be a positive multiple of 4096 bytes",
+                opts.chunk_bytes
+            )));
+        }
+        // Sizes: given, or the smallest existing member.
+        let size = match opts.size_bytes {
+            Some(s) => s,
+            None => {
+                let mut min = u64::MAX;
+                for p in &opts.members {
+                    let m = FileMember::open(p, OpenOpts::default()).map_err(|e| {
+                        PoolError::Usage(format!("{e}; pass --size to create member files"))
+                    })?;
+                    min = min.min(m.size_bytes());
+                }
+                min
+            }
+        };
+        let data_offset = DEFAULT_DATA_OFFSET_BYTES;
+        if size <= data_offset {
+            return Err(PoolError::Usage(format!(
+                "member size {size} bytes is too small: the first {data_offset} bytes hold metadata"
+            )));
+        }
+        // Whole chunks only.
+        let data_bytes = (size - data_offset) / opts.chunk_bytes * opts.chunk_bytes;
+        let geo = Geometry::new(scheme, opts.chunk_bytes, data_bytes)?;
+        // Refuse to overwrite another pool's member unless forced; start every member zeroed,
+        // which is parity-consistent for every code (all-zero data has all-zero P and Q).
+        let mut members: Vec<Option<Arc<dyn Member>>> = Vec::new();
+        for (i, p) in opts.members.iter().enumerate() {
+            if let Ok(existing) = FileMember::open(p, OpenOpts::default()) {
+                if let Ok(sb) = read_superblock(&existing) {
+                    if !opts.force {
+                        return Err(PoolError::Member {
+                            index: i,
+                            path: p.clone(),
+                            reason: format!(
+                                "already a member of pool {} (pass --force to overwrite it)",
+                                hex(&sb.uuid)
+                            ),
+                        });
+                    }
+                }
+                let meta = std::fs::metadata(p).map_err(|e| PoolError::Io(e.to_string()))?;
+                if meta.is_file() {
+                    // Truncate then grow: a sparse file of zeros.
+                    let f = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(p)
+                        .map_err(|e| PoolError::Io(format!("{}: {e}", p.display())))?;
+                    f.set_len(0)
+                        .and_then(|_| f.set_len(size))
+                        .map_err(|e| PoolError::Io(format!("{}: {e}", p.display())))?;
+                } else {
+                    if existing.size_bytes() < size {
+                        return Err(PoolError::Member {
+                            index: i,
+                            path: p.clone(),
+                            reason: format!(
+                                "device holds {} bytes, need {size}",
+                                existing.size_bytes()
+                            ),
+                        });
+                    }
+                    let zero = vec![0u8; 1 << 20];
+                    let mut off = 0;
+                    while off < size {
+                        let n = zero.len().min((size - off) as usize);
+                        existing
+                            .write_at(&zero[..n], off)
+                            .map_err(|e| PoolError::Io(e.to_string()))?;
+                        off += n as u64;
+                    }
+                }
+            }
+            let m = open_member(p, &opts.emulate, Some(size)).map_err(|e| PoolError::Member {
+                index: i,
+                path: p.clone(),
+                reason: e.to_string(),
+            })?;
+            if m.size_bytes() < size {
+                return Err(PoolError::Member {
+                    index: i,
+                    path: p.clone(),
+                    reason: format!("holds {} bytes, need {size}", m.size_bytes()),
+                });
+            }
+            members.push(Some(m));
+        }
+        let uuid = random_uuid();
+        let desc = Descriptor {
+            format: "raidforge-pool".into(),
+            version: 1,
+            uuid: hex(&uuid),
+            members: opts
+                .members
+                .iter()
+                .map(|p| MemberDesc {
+                    path: std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()),
+                    emulate: opts.emulate.clone(),
+                    read_bytes: 0,
+                    write_bytes: 0,
+                })
+                .collect(),
+        };
+        let state = ArrayState::new(&geo);
+        let mut pool = Pool {
+            desc_path: desc_path.to_path_buf(),
+            desc,
+            uuid,
+            kind: opts.scheme,
+            params,
+            counters: (0..n).map(|_| Counters::default()).collect(),
+            geo,
+            state,
+            events: Vec::new(),
+            sb_generation: 0,
+            data_offset_bytes: data_offset,
+            data_bytes,
+            created_unix_secs: now_unix(),
+            members,
+            policy: WritePolicy::Md,
+        };
+        pool.persist(ArrayStateTag::Clean)?;
+        Ok(pool)
+    }
+
+    /// Opens a pool from its descriptor, checking every member's superblock.
+    pub fn open(desc_path: &Path) -> Result<Pool> {
+        let text = std::fs::read_to_string(desc_path).map_err(|e| PoolError::Descriptor {
+            path: desc_path.to_path_buf(),
+            reason: format!("{e} (create the pool with `raidforge create`, or rebuild this file with `raidforge assemble`)"),
+        })?;
+        let desc: Descriptor = serde_json::from_str(&text).map_err(|e| PoolError::Descriptor {
+            path: desc_path.to_path_buf(),
+            reason: format!("not a raidforge pool descriptor: {e}"),
+        })?;
+        if desc.format != "raidforge-pool" || desc.version != 1 {
+            return Err(PoolError::Descriptor {
+                path: desc_path.to_path_buf(),
+                reason: format!("unknown format {} version {}", desc.format, desc.version),
+            });
+        }
+        Self::from_members(desc_path, desc)
+    }
+
+    /// Recreates the descriptor from member paths alone (like `mdadm --assemble`) and opens
+    /// the pool. Members may be given in any order; their superblocks say where each goes.
+    pub fn assemble(desc_path: &Path, paths: &[PathBuf], emulate: Option<String>) -> Result<Pool> {
+        if paths.is_empty() {
+            return Err(PoolError::Usage("no --member given".into()));
+        }
+        let mut found: Vec<(Superblock, PathBuf)> = Vec::new();
+        for (i, p) in paths.iter().enumerate() {
+            let m = FileMember::open(p, OpenOpts::default()).map_err(|e| PoolError::Member {
+                index: i,
+                path: p.clone(),
+                reason: e.to_string(),
+            })?;
+            let sb = read_superblock(&m).map_err(|reason| PoolError::Member {
+                index: i,
+                path: p.clone(),
+                reason,
+            })?;
+            found.push((sb, p.clone()));
+        }
+        let uuid = found[0].0.uuid;
+        let count = found[0].0.member_count as usize;
+        if let Some((sb, p)) = found.iter().find(|(sb, _)| sb.uuid != uuid) {
+            return Err(PoolError::Member {
+                index: sb.member_index as usize,
+                path: p.clone(),
+                reason: format!(
+                    "belongs to pool {} while {} belongs to pool {}: members of two pools are mixed",
+                    hex(&sb.uuid),
+                    found[0].1.display(),
+                    hex(&uuid)
+                ),
+            });
+        }
+        let mut slots: Vec<Option<PathBuf>> = vec![None; count];
+        for (sb, p) in &found {
+            let i = sb.member_index as usize;
+            if let Some(prev) = &slots[i] {
+                return Err(PoolError::Usage(format!(
+                    "{} and {} both claim to be member {i}",
+                    prev.display(),
+                    p.display()
+                )));
+            }
+            slots[i] = Some(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()));
+        }
+        let desc = Descriptor {
+            format: "raidforge-pool".into(),
+            version: 1,
+            uuid: hex(&uuid),
+            members: slots
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| MemberDesc {
+                    path: p.unwrap_or_else(|| PathBuf::from(format!("<missing member {i}>"))),
+                    emulate: emulate.clone(),
+                    read_bytes: 0,
+                    write_bytes: 0,
+                })
+                .collect(),
+        };
+        let pool = Self::from_members(desc_path, desc)?;
+        pool.save_descriptor()?;
+        Ok(pool)
+    }
+
+    fn from_members(desc_path: &Path, desc: Descriptor) -> Result<Pool> {
+        let uuid = unhex(&desc.uuid).ok_or_else(|| PoolError::Descriptor {
+            path: desc_path.to_path_buf(),
+            reason: format!("bad uuid '{}'", desc.uuid),
+        })?;
+        let n = desc.members.len();
+        let mut opened: Vec<Option<(Arc<dyn Member>, Superblock)>> = Vec::new();
+        for (i, md) in desc.members.iter().enumerate() {
+            let m = match open_member(&md.path, &md.emulate, None) {
+                Ok(m) => m,
+                Err(_) => {
+                    opened.push(None);
+                    continue;
+                }
+            };
+            let sb = read_superblock(&*m).map_err(|reason| PoolError::Member {
+                index: i,
+                path: md.path.clone(),
+                reason,
+            })?;
+            if sb.uuid != uuid {
+                return Err(PoolError::Member {
+                    index: i,
+                    path: md.path.clone(),
+                    reason: format!(
+                        "belongs to pool {}, not {}: a foreign member",
+                        hex(&sb.uuid),
+                        desc.uuid
+                    ),
+                });
+            }
+            if sb.member_index as usize != i || sb.member_count as usize != n {
+                return Err(PoolError::Member {
+                    index: i,
+                    path: md.path.clone(),
+                    reason: format!(
+                        "is member {} of {}, but the descriptor lists it as {i} of {n}",
+                        sb.member_index, sb.member_count
+                    ),
+                });
+            }
+            opened.push(Some((m, sb)));
+        }
+        // The newest superblock is authoritative.
+        let best = opened
+            .iter()
+            .flatten()
+            .map(|(_, sb)| sb.clone())
+            .max_by_key(|sb| sb.generation)
+            .ok_or_else(|| PoolError::Usage("no member of the pool could be opened".into()))?;
+        let (kind, params) = layout::from_text(&best.layout)?;
+        let scheme = layout::build(kind, &params)?;
+        let geo = Geometry::new(scheme, best.chunk_bytes, best.data_bytes)?;
+        let mut state = ArrayState::new(&geo);
+        for e in &best.events {
+            match *e {
+                Event::Fail(d) => {
+                    state.fail(&geo, d)?;
+                }
+                Event::Replace(d) => {
+                    state.replace(&geo, d)?;
+                }
+            }
+        }
+        for (i, &(start, gen)) in best.runs.iter().enumerate() {
+            let end = best.runs.get(i + 1).map_or(geo.cycles(), |r| r.0);
+            for c in start..end.min(geo.cycles()) {
+                state.mark_rebuilt(c, gen);
+            }
+        }
+        let mut members = Vec::new();
+        let mut events = best.events.clone();
+        for (i, o) in opened.into_iter().enumerate() {
+            let failed = state.failed().contains(&(i as Disk));
+            match o {
+                Some((m, sb)) if !failed => {
+                    if sb.generation != best.generation {
+                        return Err(PoolError::Member {
+                            index: i,
+                            path: desc.members[i].path.clone(),
+                            reason: format!(
+                                "is stale (generation {} but the pool is at {}): it missed updates; \
+                                 fail it and replace it with `raidforge replace`",
+                                sb.generation, best.generation
+                            ),
+                        });
+                    }
+                    members.push(Some(m));
+                }
+                Some(_) => members.push(None),
+                None if failed => members.push(None),
+                None => {
+                    // A member vanished without being failed: assemble degraded, recording it.
+                    state.fail(&geo, i as Disk)?;
+                    events.push(Event::Fail(i as u32));
+                    members.push(None);
+                }
+            }
+        }
+        let mut pool = Pool {
+            desc_path: desc_path.to_path_buf(),
+            counters: (0..n).map(|_| Counters::default()).collect(),
+            desc,
+            uuid,
+            kind,
+            params,
+            geo,
+            state,
+            events,
+            sb_generation: best.generation,
+            data_offset_bytes: best.data_offset_bytes,
+            data_bytes: best.data_bytes,
+            created_unix_secs: best.created_unix_secs,
+            members,
+            policy: WritePolicy::Md,
+        };
+        if pool.events.len() != best.events.len() {
+            pool.persist(ArrayStateTag::Degraded)?;
+        }
+        Ok(pool)
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+    pub fn state(&self) -> &ArrayState {
+        &self.state
+    }
+    pub fn capacity_bytes(&self) -> u64 {
+        self.geo.capacity_bytes()
+    }
+    pub fn set_policy(&mut self, policy: WritePolicy) {
+        self.policy = policy;
+    }
+
+    /// Changes (or removes, with `None`) the emulated speed of every member, now and in the
+    /// descriptor.
+    pub fn set_emulation(&mut self, spec: Option<String>) -> Result<()> {
+        if let Some(s) = &spec {
+            Speed::parse(s).map_err(|e| PoolError::Usage(e.to_string()))?;
+        }
+        for (i, md) in self.desc.members.iter_mut().enumerate() {
+            md.emulate = spec.clone();
+            if self.members[i].is_some() {
+                let m = open_member(&md.path, &spec, None).map_err(|e| PoolError::Member {
+                    index: i,
+                    path: md.path.clone(),
+                    reason: e.to_string(),
+                })?;
+                self.members[i] = Some(m);
+            }
+        }
+        Ok(())
+    }
+
+    fn runs(&self) -> Vec<(u64, u32)> {
+        self.state.layout_runs()
+    }
+
+    fn tag(&self) -> ArrayStateTag {
+        if !self.state.failed().is_empty() {
+            ArrayStateTag::Degraded
+        } else if !self.state.all_clean() {
+            ArrayStateTag::Rebuilding
+        } else {
+            ArrayStateTag::Clean
+        }
+    }
+
+    /// Writes the superblock to every present member and the descriptor.
+    fn persist(&mut self, tag: ArrayStateTag) -> Result<()> {
+        self.sb_generation += 1;
+        let layout_text = layout::to_text(self.kind, &self.params);
+        let runs = self.runs();
+        for (i, m) in self.members.iter().enumerate() {
+            let Some(m) = m else { continue };
+            let sb = Superblock {
+                uuid: self.uuid,
+                member_index: i as u32,
+                member_count: self.members.len() as u32,
+                generation: self.sb_generation,
+                state: tag,
+                data_offset_bytes: self.data_offset_bytes,
+                data_bytes: self.data_bytes,
+                chunk_bytes: self.geo.chunk_bytes(),
+                created_unix_secs: self.created_unix_secs,
+                layout: layout_text.clone(),
+                events: self.events.clone(),
+                runs: runs.clone(),
+            };
+            let b = sb.encode().map_err(|e| PoolError::Io(e.to_string()))?;
+            m.write_at(&b, 0)
+                .and_then(|_| m.flush())
+                .map_err(|e| PoolError::Io(format!("superblock of member {i}: {e}")))?;
+        }
+        self.save_descriptor()
+    }
+
+    fn save_descriptor(&self) -> Result<()> {
+        let mut d = self.desc.clone();
+        for (md, c) in d.members.iter_mut().zip(&self.counters) {
+            md.read_bytes += c.read_bytes.load(Ordering::Relaxed);
+            md.write_bytes += c.write_bytes.load(Ordering::Relaxed);
+        }
+        let text = serde_json::to_string_pretty(&d).expect("descriptor serializes");
+        let tmp = self.desc_path.with_extension("tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, &self.desc_path))
+            .map_err(|e| PoolError::Descriptor {
+                path: self.desc_path.clone(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// Saves counters and marks the pool's state; call when a command ends.
+    pub fn close(mut self) -> Result<()> {
+        let tag = self.tag();
+        self.persist(tag)
+    }
+
+    fn members_view(&self) -> Members<'_> {
+        Members {
+            members: &self.members,
+            counters: &self.counters,
+            data_offset_bytes: self.data_offset_bytes,
+        }
+    }
+
+    fn fail_members(&mut self, which: &[u32]) -> Result<()> {
+        for &d in which {
+            if self.members[d as usize].is_some() {
+                self.members[d as usize] = None;
+                self.state.fail(&self.geo, d)?;
+                self.events.push(Event::Fail(d));
+            }
+        }
+        let tag = self.tag();
+        self.persist(tag)
+    }
+
+    fn check_range(&self, offset: u64, len: u64) -> Result<()> {
+        let cap = self.capacity_bytes();
+        if offset.checked_add(len).is_none_or(|end| end > cap) {
+            return Err(PoolError::Usage(format!(
+                "range {offset}+{len} is beyond the end of the pool ({cap} bytes)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads `len` bytes at `offset`. A member that fails is failed and the read re-planned.
+    pub fn read(&mut self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.check_range(offset, len)?;
+        let mut out = vec![0u8; len as usize];
+        loop {
+            let plans = plan_read(&self.geo, &self.state, offset, len)?;
+            let mut users: Vec<&mut [u8]> = Vec::new();
+            let mut rest: &mut [u8] = &mut out;
+            let mut at = 0u64;
+            for p in &plans {
+                assert_eq!(p.user_offset, at, "plans cover the request in order");
+                let (head, tail) = rest.split_at_mut(p.buffers[0]);
+                users.push(head);
+                rest = tail;
+                at += p.buffers[0] as u64;
+            }
+            match run_plans(&plans, &mut users, &self.members_view()) {
+                Ok(()) => return Ok(out),
+                Err(e) => {
+                    let failed = e.failed_members();
+                    self.fail_members(&failed)?;
+                }
+            }
+        }
+    }
+
+    /// Writes `data` at `offset`. Plans run a batch at a time (one plan per cycle touched).
+    pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        self.check_range(offset, data.len() as u64)?;
+        loop {
+            let plans = plan_write(
+                &self.geo,
+                &self.state,
+                offset,
+                data.len() as u64,
+                &self.policy,
+            )?;
+            let mut copies: Vec<Vec<u8>> = plans
+                .iter()
+                .map(|p| {
+                    data[p.user_offset as usize..p.user_offset as usize + p.buffers[0]].to_vec()
+                })
+                .collect();
+            let mut users: Vec<&mut [u8]> = copies.iter_mut().map(|c| c.as_mut_slice()).collect();
+            match run_plans(&plans, &mut users, &self.members_view()) {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    let failed = e.failed_members();
+                    let only_writes = e.read_errors.is_empty();
+                    self.fail_members(&failed)?;
+                    if only_writes {
+                        // Every healthy member was written; the failed one is now reconstructed
+                        // from them.
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Marks member `i` failed (as if it had died).
+    pub fn fail(&mut self, i: usize) -> Result<()> {
+        if i >= self.members.len() {
+            return Err(PoolError::Usage(format!(
+                "member {i} does not exist (the pool has members 0..{})",
+                self.members.len() - 1
+            )));
+        }
+        let outcome = self.state.fail(&self.geo, i as Disk)?;
+        self.members[i] = None;
+        self.events.push(Event::Fail(i as u32));
+        let tag = self.tag();
+        self.persist(tag)?;
+        if self.state.data_lost(&self.geo) {
+            return Err(PoolError::Usage(format!(
+                "member {i} failed and the pool has lost data ({outcome:?})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Replaces failed member `i` with a new (empty) member at `path`.
+    pub fn replace(&mut self, i: usize, path: &Path) -> Result<()> {
+        if i >= self.members.len() {
+            return Err(PoolError::Usage(format!("member {i} does not exist")));
+        }
+        if self.members[i].is_some() {
+            return Err(PoolError::Usage(format!(
+                "member {i} has not failed: fail it first with `raidforge fail`"
+            )));
+        }
+        let size = self.data_offset_bytes + self.data_bytes;
+        if let Ok(existing) = FileMember::open(path, OpenOpts::default()) {
+            // Any raidforge member (another pool's, or a stale copy of this one) is refused:
+            // a replacement starts from empty space.
+            if let Ok(sb) = read_superblock(&existing) {
+                return Err(PoolError::Member {
+                    index: i,
+                    path: path.to_path_buf(),
+                    reason: format!(
+                        "already holds a raidforge superblock (pool {}); wipe it first",
+                        hex(&sb.uuid)
+                    ),
+                });
+            }
+        }
+        let emulate = self.desc.members[i].emulate.clone();
+        let m = open_member(path, &emulate, Some(size)).map_err(|e| PoolError::Member {
+            index: i,
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        if m.size_bytes() < size {
+            return Err(PoolError::Member {
+                index: i,
+                path: path.to_path_buf(),
+                reason: format!("holds {} bytes, need {size}", m.size_bytes()),
+            });
+        }
+        self.state.replace(&self.geo, i as Disk)?;
+        self.members[i] = Some(m);
+        self.events.push(Event::Replace(i as u32));
+        self.desc.members[i].path =
+            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.desc.members[i].read_bytes = 0;
+        self.desc.members[i].write_bytes = 0;
+        let tag = self.tag();
+        self.persist(tag)
+    }
+
+    /// Moves every cycle to the newest layout generation: rebuilds lost units into their
+    /// destinations (spares, spare space, a replacement) and copies units back after a
+    /// replacement. Calls `progress` after every batch.
+    pub fn rebuild(
+        &mut self,
+        opts: &RebuildOpts,
+        mut progress: impl FnMut(RebuildProgress),
+    ) -> Result<RebuildProgress> {
+        let total = self.geo.cycles();
+        let start = Instant::now();
+        let mut written = 0u64;
+        let batch = opts.parallel_cycles.max(1) as u64;
+        let mut c = 0u64;
+        let mut last_persist = Instant::now();
+        self.persist(ArrayStateTag::Rebuilding)?;
+        // A two-stage pipeline: while one batch's writes run, the next batch is read and
+        // computed (their cycles occupy disjoint member ranges). Without it a rebuild into one
+        // spare alternates between reading the survivors and writing the spare.
+        let pipelined = opts.batches_in_flight > 1;
+        let mut pending: Option<(Vec<raidcore::Plan>, Vec<u64>, Vec<Vec<Vec<u8>>>)> = None;
+        loop {
+            let mut plans = Vec::new();
+            let mut cycles = Vec::new();
+            while c < total && (cycles.len() as u64) < batch {
+                if let Some(p) = plan_rebuild_cycle(&self.geo, &self.state, c)? {
+                    plans.push(p);
+                    cycles.push(c);
+                }
+                c += 1;
+            }
+            if plans.is_empty() && pending.is_none() {
+                if c >= total {
+                    break;
+                }
+                continue;
+            }
+            let empty: Vec<Vec<u8>> = plans.iter().map(|_| Vec::new()).collect();
+            let mut users: Vec<&mut [u8]> = Vec::new();
+            let mut empty = empty;
+            users.extend(empty.iter_mut().map(|v| v.as_mut_slice()));
+            let view = self.members_view();
+            let (prepared, committed) = if pipelined {
+                std::thread::scope(|s| {
+                    let commit = pending
+                        .as_ref()
+                        .map(|(ps, _, bufs)| s.spawn(|| crate::exec::commit(ps, bufs, &view)));
+                    let prepared = crate::exec::prepare(&plans, &users, &view);
+                    (prepared, commit.map(|h| h.join().unwrap()))
+                })
+            } else {
+                let committed = pending
+                    .as_ref()
+                    .map(|(ps, _, bufs)| crate::exec::commit(ps, bufs, &view));
+                (crate::exec::prepare(&plans, &users, &view), committed)
+            };
+            let mut failed: Vec<u32> = Vec::new();
+            if let Some(Err(e)) = &committed {
+                failed.extend(e.failed_members());
+            }
+            if let Err(e) = &prepared {
+                failed.extend(e.failed_members());
+            }
+            if !failed.is_empty() {
+                failed.sort();
+                failed.dedup();
+                self.fail_members(&failed)?;
+                // Start over with the new failure set (clean cycles are skipped quickly).
+                pending = None;
+                c = 0;
+                continue;
+            }
+            if let Some((ps, cs, _)) = pending.take() {
+                for (p, &cy) in ps.iter().zip(&cs) {
+                    written += p.writes.iter().map(|w| w.data.len as u64).sum::<u64>();
+                    let to = match p.kind {
+                        raidcore::PlanKind::Rebuild { to, .. } => to,
+                        _ => unreachable!("rebuild plans only"),
+                    };
+                    self.state.mark_rebuilt(cy, to);
+                }
+            }
+            let bufs = prepared.expect("checked above");
+            if !plans.is_empty() {
+                pending = Some((plans, cycles, bufs));
+            }
+            let done = self.state.clean_cycles();
+            let pr = RebuildProgress {
+                cycles_done: done,
+                cycles_total: total,
+                bytes_written: written,
+                elapsed_s: start.elapsed().as_secs_f64(),
+            };
+            progress(pr);
+            if let Some(max) = opts.speed_max_bytes_per_sec {
+                let should = Duration::from_secs_f64(written as f64 / max as f64);
+                let el = start.elapsed();
+                if should > el {
+                    std::thread::sleep(should - el);
+                }
+            }
+            // Record progress now and then, so an interrupted rebuild resumes where it was.
+            if last_persist.elapsed() > Duration::from_secs(1) {
+                self.persist(ArrayStateTag::Rebuilding)?;
+                last_persist = Instant::now();
+            }
+        }
+        let tag = self.tag();
+        self.persist(tag)?;
+        Ok(RebuildProgress {
+            cycles_done: self.state.clean_cycles(),
+            cycles_total: total,
+            bytes_written: written,
+            elapsed_s: start.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Reads every stripe and checks parity and mirrors.
+    pub fn verify(&mut self) -> Result<VerifyReport> {
+        let mut r = VerifyReport::default();
+        for c in 0..self.geo.cycles() {
+            let plan = raidcore::plan_verify_cycle(&self.geo, &self.state, c);
+            let mut empty: Vec<u8> = Vec::new();
+            let mut users: Vec<&mut [u8]> = vec![empty.as_mut_slice()];
+            let bufs = match crate::exec::run_reads(&plan, &self.members_view()) {
+                Ok(b) => b,
+                Err(e) => {
+                    let failed = e.failed_members();
+                    self.fail_members(&failed)?;
+                    return Err(PoolError::Io(format!(
+                        "verify stopped: members {failed:?} failed while reading"
+                    )));
+                }
+            };
+            let _ = &mut users;
+            let outcome = raidcore::check_verify(&self.geo, &self.state, &plan, &bufs);
+            r.cycles_checked += 1;
+            r.stripes_checked += outcome.checked as u64;
+            r.stripes_degraded += outcome.degraded as u64;
+            r.inconsistent
+                .extend(outcome.inconsistent.iter().map(|&s| (c, s)));
+        }
+        Ok(r)
+    }
+
+    /// Status for `raidforge status`.
+    pub fn status(&self) -> Status {
+        let failed = self.state.failed().to_vec();
+        let target = self.state.target_generation();
+        let members = (0..self.members.len())
+            .map(|i| {
+                let d = i as Disk;
+                let st = if failed.contains(&d) {
+                    "failed"
+                } else if self.state.replaced_at(d) > 0
+                    && !self.state.all_clean()
+                    && self.state.replaced_at(d) == target
+                {
+                    "rebuilding"
+                } else if self.geo.scheme().spare_disks().contains(&d) {
+                    "spare"
+                } else {
+                    "active"
+                };
+                let md = &self.desc.members[i];
+                MemberStatus {
+                    index: i,
+                    path: md.path.clone(),
+                    state: st.into(),
+                    data_offset_bytes: self.data_offset_bytes,
+                    read_bytes: md.read_bytes + self.counters[i].read_bytes.load(Ordering::Relaxed),
+                    write_bytes: md.write_bytes
+                        + self.counters[i].write_bytes.load(Ordering::Relaxed),
+                    emulate: md.emulate.clone(),
+                }
+            })
+            .collect();
+        let state = if self.state.data_lost(&self.geo) {
+            "failed"
+        } else if !failed.is_empty() && !self.state.all_clean() {
+            "degraded"
+        } else if !self.state.all_clean() {
+            "rebuilding"
+        } else {
+            "clean"
+        };
+        Status {
+            state: state.into(),
+            scheme: self.kind.name().into(),
+            layout: layout::to_text(self.kind, &self.params),
+            uuid: self.desc.uuid.clone(),
+            size_bytes: self.capacity_bytes(),
+            chunk_bytes: self.geo.chunk_bytes(),
+            cycles: self.geo.cycles(),
+            cycles_clean: self.state.clean_cycles(),
+            failed,
+            members,
+        }
+    }
+}

@@ -1,0 +1,592 @@
+//! Array geometry (what never changes) and array state (failures, replacements, generations).
+//!
+//! ## Geometry
+//!
+//! A [`Geometry`] is a scheme, a chunk size and a number of cycles. Cycle `c` occupies member
+//! rows `c * stride_rows .. c * stride_rows + rows` (member byte offset = row * chunk_bytes).
+//! `stride_rows` is at least the healthy cycle's rows and the rows of every rebuilt (interim)
+//! cycle the scheme produces for a single failure, and for every ordered pair of failures when
+//! the scheme tolerates two (all pairs up to 16 disks, a deterministic sample beyond): random
+//! and hash placement put rebuilt units past the healthy rows, and so do RAID+ interim layouts
+//! after two failures. A failure set whose rebuilt cycle does not fit is detected when it
+//! happens ([`Generation::blocked`]).
+//!
+//! *Places* are the units of the healthy cycle, numbered in stripe order; a data unit that
+//! belongs to two stripes (RM2) is one place. Stripe and unit indices are the same in every
+//! layout generation (`Cycle::relocated` keeps them), so a place keeps its number when it moves.
+//!
+//! ## Generations
+//!
+//! Every event (a failure, a replacement) appends a [`Generation`]: the layout the array is
+//! moving toward, `layout::recovery_plan(scheme, failed).rebuilt` for the members missing after
+//! the event (the healthy layout when none is: copy-back to a replacement). Each cycle records
+//! the generation it is laid out in (`cycle_gen`); a rebuild moves a cycle to the newest, the
+//! *target*. A unit of cycle `c` is **available** iff its member is present and was not replaced
+//! after the cycle's generation (`replaced_at[member] <= cycle_gen[c]`): a member replaced later
+//! holds nothing valid for that cycle.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use layout::{recovery_plan, Cycle, Disk, LayoutError, Loc, Role, Scheme};
+
+use crate::plan::Plan;
+use crate::CoreError;
+
+/// Index of a place (a unit of the healthy cycle; RM2's shared data units count once).
+pub type PlaceId = usize;
+
+/// A stripe of the array: stripe `stripe` of cycle `cycle`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StripeId {
+    /// The cycle.
+    pub cycle: u64,
+    /// Stripe index within the cycle.
+    pub stripe: usize,
+}
+
+/// Pairs of failures beyond which the stride computation samples instead of trying them all.
+const STRIDE_ALL_PAIRS_MAX_DISKS: usize = 16;
+
+/// What never changes for an array: scheme, chunk size, cycles and the place tables.
+#[derive(Clone, Debug)]
+pub struct Geometry {
+    scheme: Arc<dyn Scheme>,
+    chunk_bytes: u64,
+    cycles: u64,
+    stride_rows: u64,
+    io_align_bytes: u64,
+    /// `[stripe][unit]` -> place.
+    unit_place: Vec<Vec<PlaceId>>,
+    /// place -> every (stripe, unit index) holding it.
+    place_units: Vec<Vec<(usize, usize)>>,
+    /// place -> role in the healthy cycle.
+    place_role: Vec<Role>,
+    /// Logical data index within a cycle -> place.
+    data_place: Vec<PlaceId>,
+}
+
+impl Geometry {
+    /// Builds the geometry of `scheme` with `chunk_bytes` chunks on members of `member_bytes`
+    /// (data area only). Uses as many whole cycles as fit.
+    pub fn new(
+        scheme: Arc<dyn Scheme>,
+        chunk_bytes: u64,
+        member_bytes: u64,
+    ) -> Result<Geometry, CoreError> {
+        if chunk_bytes == 0 || !chunk_bytes.is_multiple_of(512) {
+            return Err(CoreError::BadChunk { chunk_bytes });
+        }
+        let healthy = scheme.cycle();
+        healthy.assert_well_formed();
+        let stride_rows = stride_rows(&*scheme);
+        let cycle_bytes = stride_rows
+            .checked_mul(chunk_bytes)
+            .expect("cycle size overflows u64");
+        let cycles = member_bytes / cycle_bytes;
+        if cycles == 0 {
+            return Err(CoreError::MemberTooSmall {
+                member_bytes,
+                needed_bytes: cycle_bytes,
+            });
+        }
+        let mut place_of_loc: HashMap<Loc, PlaceId> = HashMap::new();
+        let mut unit_place = Vec::with_capacity(healthy.stripes.len());
+        let mut place_units: Vec<Vec<(usize, usize)>> = Vec::new();
+        let mut place_role = Vec::new();
+        for (si, s) in healthy.stripes.iter().enumerate() {
+            let mut row = Vec::with_capacity(s.units.len());
+            for (ui, u) in s.units.iter().enumerate() {
+                let p = *place_of_loc.entry(u.loc()).or_insert_with(|| {
+                    place_units.push(Vec::new());
+                    place_role.push(u.role);
+                    place_units.len() - 1
+                });
+                assert_eq!(place_role[p], u.role, "a place has two roles");
+                place_units[p].push((si, ui));
+                row.push(p);
+            }
+            let mut distinct = row.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert_eq!(distinct.len(), row.len(), "stripe {si} names a place twice");
+            unit_place.push(row);
+        }
+        let data_place: Vec<PlaceId> = healthy.data.iter().map(|l| place_of_loc[l]).collect();
+        for &p in &data_place {
+            assert_eq!(
+                place_role[p],
+                Role::Data,
+                "the data list names a non-data unit"
+            );
+        }
+        Ok(Geometry {
+            scheme,
+            chunk_bytes,
+            cycles,
+            stride_rows,
+            io_align_bytes: 1,
+            unit_place,
+            place_units,
+            place_role,
+            data_place,
+        })
+    }
+
+    /// The same geometry with member I/O aligned to `align` bytes (a power of two dividing the
+    /// chunk size, e.g. 512 or 4096 for `O_DIRECT`): every member read and write then starts
+    /// and ends on a multiple of `align`. Partially covered blocks are read and merged (a
+    /// degraded or parity read widens to whole blocks; a write of part of a block reads the
+    /// old block first, even on RAID0 and mirrors). The default is 1 (byte-granular I/O).
+    pub fn with_io_align(mut self, align: u64) -> Result<Geometry, CoreError> {
+        if !align.is_power_of_two() || !self.chunk_bytes.is_multiple_of(align) {
+            return Err(CoreError::BadAlign {
+                align,
+                chunk_bytes: self.chunk_bytes,
+            });
+        }
+        self.io_align_bytes = align;
+        Ok(self)
+    }
+
+    /// Member I/O alignment in bytes (1 = none).
+    pub fn io_align_bytes(&self) -> u64 {
+        self.io_align_bytes
+    }
+
+    /// `[a, b)` widened to the I/O alignment.
+    pub fn widen(&self, a: u64, b: u64) -> (u64, u64) {
+        let al = self.io_align_bytes;
+        (a / al * al, b.div_ceil(al) * al)
+    }
+
+    /// The placement scheme.
+    pub fn scheme(&self) -> &Arc<dyn Scheme> {
+        &self.scheme
+    }
+    /// The healthy cycle.
+    pub fn healthy(&self) -> &Cycle {
+        self.scheme.cycle()
+    }
+    /// Chunk (unit) size in bytes.
+    pub fn chunk_bytes(&self) -> u64 {
+        self.chunk_bytes
+    }
+    /// Number of cycles on the members.
+    pub fn cycles(&self) -> u64 {
+        self.cycles
+    }
+    /// Member rows between the starts of consecutive cycles.
+    pub fn stride_rows(&self) -> u64 {
+        self.stride_rows
+    }
+    /// Number of members (spares included).
+    pub fn disks(&self) -> usize {
+        self.healthy().disks
+    }
+    /// Data chunks per cycle.
+    pub fn data_per_cycle(&self) -> u64 {
+        self.data_place.len() as u64
+    }
+    /// Usable bytes: cycles * data chunks per cycle * chunk size.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.cycles * self.data_per_cycle() * self.chunk_bytes
+    }
+    /// Bytes of each member the array uses (the rest of the member is never touched).
+    pub fn member_bytes_used(&self) -> u64 {
+        self.cycles * self.stride_rows * self.chunk_bytes
+    }
+    /// Number of places per cycle.
+    pub fn places(&self) -> usize {
+        self.place_units.len()
+    }
+    /// The place of unit `unit` of stripe `stripe`.
+    pub fn place(&self, stripe: usize, unit: usize) -> PlaceId {
+        self.unit_place[stripe][unit]
+    }
+    /// The places of a stripe, in unit order (data first, then parity or copies).
+    pub fn stripe_places(&self, stripe: usize) -> &[PlaceId] {
+        &self.unit_place[stripe]
+    }
+    /// Every (stripe, unit index) holding `place`; two for RM2 data units.
+    pub fn place_units(&self, place: PlaceId) -> &[(usize, usize)] {
+        &self.place_units[place]
+    }
+    /// The role of a place.
+    pub fn role(&self, place: PlaceId) -> Role {
+        self.place_role[place]
+    }
+    /// The place holding logical data index `index` of a cycle.
+    pub fn data_place(&self, index: usize) -> PlaceId {
+        self.data_place[index]
+    }
+    /// Logical chunk -> (cycle, data index within the cycle).
+    pub fn locate_chunk(&self, chunk: u64) -> (u64, usize) {
+        let per = self.data_per_cycle();
+        (chunk / per, (chunk % per) as usize)
+    }
+    /// First member row of cycle `c`.
+    pub fn base_row(&self, c: u64) -> u64 {
+        assert!(c < self.cycles, "cycle {c} out of range");
+        c * self.stride_rows
+    }
+    /// Member byte offset of position `loc` (offset in rows within the cycle) of cycle `c`.
+    pub fn member_offset(&self, c: u64, loc: Loc, in_chunk: u64) -> u64 {
+        assert!(loc.offset < self.stride_rows && in_chunk <= self.chunk_bytes);
+        (self.base_row(c) + loc.offset) * self.chunk_bytes + in_chunk
+    }
+}
+
+/// The largest rows of any rebuilt cycle the scheme produces (see the module docs).
+fn stride_rows(scheme: &dyn Scheme) -> u64 {
+    let n = scheme.cycle().disks as Disk;
+    let mut rows = scheme.cycle().rows;
+    let mut consider = |failed: &[Disk]| {
+        if let Ok(p) = recovery_plan(scheme, failed) {
+            rows = rows.max(p.rebuilt.rows);
+        }
+    };
+    for a in 0..n {
+        consider(&[a]);
+    }
+    if scheme.tolerance() >= 2 {
+        let all = (n as usize) <= STRIDE_ALL_PAIRS_MAX_DISKS;
+        for a in 0..n {
+            for b in 0..n {
+                let sampled = b == (a + 1) % n || b == (a + n / 2) % n || b == n - 1 - a;
+                if a != b && (all || sampled) {
+                    consider(&[a, b]);
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// One layout generation: the layout the array moves toward after an event.
+#[derive(Clone, Debug)]
+pub struct Generation {
+    /// Members missing after the event, in failure order.
+    pub failed: Vec<Disk>,
+    /// The layout (stripes with member positions, offsets in rows within a cycle).
+    pub cycle: Arc<Cycle>,
+    /// Why this generation has no rebuild destination (too many failures for the layout to
+    /// relocate, or relocated units past the stride); its `cycle` is then the previous
+    /// generation's. Rebuilding toward it fails with [`CoreError::RebuildBlocked`].
+    pub blocked: Option<LayoutError>,
+}
+
+/// What [`ArrayState::fail`] reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailOutcome {
+    /// Index of the new (target) generation.
+    pub generation: u32,
+    /// Some stripe of some cycle can no longer be reconstructed (exact: checked for every
+    /// generation a cycle is currently laid out in).
+    pub data_lost: bool,
+    /// Set when the new generation has no rebuild destination (see [`Generation::blocked`]).
+    pub blocked: Option<LayoutError>,
+}
+
+/// Members, failures, replacements and per-cycle layout generations. Small: one `u32` per
+/// cycle plus one entry per event.
+#[derive(Clone, Debug)]
+pub struct ArrayState {
+    failed: Vec<Disk>,
+    replaced_at: Vec<u32>,
+    generations: Vec<Generation>,
+    cycle_gen: Vec<u32>,
+    /// Number of cycles in each generation (indexed like `generations`).
+    cycles_in_gen: Vec<u64>,
+    generation: u64,
+}
+
+impl ArrayState {
+    /// A healthy array: generation 0 is the healthy cycle and every cycle is in it.
+    pub fn new(geo: &Geometry) -> ArrayState {
+        ArrayState {
+            failed: Vec::new(),
+            replaced_at: vec![0; geo.disks()],
+            generations: vec![Generation {
+                failed: Vec::new(),
+                cycle: Arc::new(geo.healthy().clone()),
+                blocked: None,
+            }],
+            cycle_gen: vec![0; geo.cycles() as usize],
+            cycles_in_gen: vec![geo.cycles()],
+            generation: 0,
+        }
+    }
+
+    /// Members currently missing, in failure order.
+    pub fn failed(&self) -> &[Disk] {
+        &self.failed
+    }
+    /// Generation index at which member `d` was last replaced (0 if never).
+    pub fn replaced_at(&self, d: Disk) -> u32 {
+        self.replaced_at[d as usize]
+    }
+    /// Every generation so far.
+    pub fn generations(&self) -> &[Generation] {
+        &self.generations
+    }
+    /// The generation cycles are being rebuilt toward (the newest).
+    pub fn target_generation(&self) -> u32 {
+        (self.generations.len() - 1) as u32
+    }
+    /// The event counter (bumped on every failure and replacement), for superblocks and for
+    /// detecting stale plans.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+    /// The generation cycle `c` is laid out in.
+    pub fn cycle_generation(&self, c: u64) -> u32 {
+        self.cycle_gen[c as usize]
+    }
+    /// Run-length form of the per-cycle generations: `(first cycle, generation)` for each run
+    /// of consecutive cycles in the same generation, in cycle order (what a superblock stores;
+    /// restore with [`ArrayState::new`], the events replayed through `fail` and `replace`, and
+    /// [`ArrayState::mark_rebuilt`] for the cycles of each run).
+    pub fn layout_runs(&self) -> Vec<(u64, u32)> {
+        let mut runs: Vec<(u64, u32)> = Vec::new();
+        for (c, &g) in self.cycle_gen.iter().enumerate() {
+            if runs.last().is_none_or(|&(_, last)| last != g) {
+                runs.push((c as u64, g));
+            }
+        }
+        runs
+    }
+    /// The layout cycle `c` is in now.
+    pub fn layout_of(&self, c: u64) -> &Cycle {
+        &self.generations[self.cycle_gen[c as usize] as usize].cycle
+    }
+    /// Cycle `c` is in the target generation.
+    pub fn is_clean(&self, c: u64) -> bool {
+        self.cycle_gen[c as usize] == self.target_generation()
+    }
+    /// Number of cycles in the target generation.
+    pub fn clean_cycles(&self) -> u64 {
+        self.cycles_in_gen[self.target_generation() as usize]
+    }
+    /// Every cycle is in the target generation.
+    pub fn all_clean(&self) -> bool {
+        self.clean_cycles() == self.cycle_gen.len() as u64
+    }
+    /// Whether a unit on member `d` of a cycle laid out in generation `gen` holds valid data.
+    pub fn member_available(&self, d: Disk, gen: u32) -> bool {
+        !self.failed.contains(&d) && self.replaced_at[d as usize] <= gen
+    }
+    /// Members that are present but hold nothing valid for cycles in generation `gen`, plus
+    /// the failed ones: the members a cycle in `gen` cannot read.
+    pub fn impaired(&self, gen: u32) -> Vec<Disk> {
+        (0..self.replaced_at.len() as Disk)
+            .filter(|&d| !self.member_available(d, gen))
+            .collect()
+    }
+    /// True when `plan` was made against the current state of its cycle: no event since, and
+    /// the cycle still in the same layout generation. Executors check this (under the plan's
+    /// locks) before starting a plan, and re-plan otherwise.
+    pub fn plan_is_current(&self, plan: &Plan) -> bool {
+        plan.state_generation == self.generation
+            && self.cycle_gen[plan.cycle as usize] == plan.layout_generation
+    }
+
+    fn check_member(&self, d: Disk) -> Result<(), CoreError> {
+        if (d as usize) < self.replaced_at.len() {
+            Ok(())
+        } else {
+            Err(CoreError::UnknownMember {
+                member: d,
+                members: self.replaced_at.len(),
+            })
+        }
+    }
+
+    /// Member `d` is gone. Always recorded when `d` exists and is present; reports whether
+    /// data is lost and whether the new target has a rebuild destination.
+    pub fn fail(&mut self, geo: &Geometry, d: Disk) -> Result<FailOutcome, CoreError> {
+        self.check_member(d)?;
+        if self.failed.contains(&d) {
+            return Err(CoreError::AlreadyFailed { member: d });
+        }
+        self.failed.push(d);
+        let generation = self.push_generation(geo);
+        let data_lost = self.data_lost(geo);
+        Ok(FailOutcome {
+            generation,
+            data_lost,
+            blocked: self.generations[generation as usize].blocked.clone(),
+        })
+    }
+
+    /// Member `d` (failed) was replaced by a blank device. Returns the new generation index,
+    /// toward which cycles are rebuilt (onto the replacement, or back onto it from spares).
+    pub fn replace(&mut self, geo: &Geometry, d: Disk) -> Result<u32, CoreError> {
+        self.check_member(d)?;
+        let Some(i) = self.failed.iter().position(|&f| f == d) else {
+            return Err(CoreError::NotFailed { member: d });
+        };
+        self.failed.remove(i);
+        let g = self.push_generation(geo);
+        self.replaced_at[d as usize] = g;
+        Ok(g)
+    }
+
+    /// Records that cycle `c` now lies in generation `to` (its rebuild plan toward `to` has been
+    /// executed and its writes are durable).
+    pub fn mark_rebuilt(&mut self, c: u64, to: u32) {
+        assert!(
+            (to as usize) < self.generations.len(),
+            "unknown generation {to}"
+        );
+        assert!(
+            self.generations[to as usize].blocked.is_none(),
+            "generation {to} is blocked"
+        );
+        let from = self.cycle_gen[c as usize];
+        assert!(to >= from, "cycle {c} cannot move back from {from} to {to}");
+        self.cycles_in_gen[from as usize] -= 1;
+        self.cycles_in_gen[to as usize] += 1;
+        self.cycle_gen[c as usize] = to;
+    }
+
+    /// True when some cycle has a stripe that cannot be reconstructed in its current layout.
+    pub fn data_lost(&self, geo: &Geometry) -> bool {
+        let in_use: BTreeSet<u32> = (0..self.generations.len() as u32)
+            .filter(|&g| self.cycles_in_gen[g as usize] > 0)
+            .collect();
+        in_use
+            .into_iter()
+            .any(|g| crate::recon::unrecoverable_stripe(geo, self, g).is_some())
+    }
+
+    fn push_generation(&mut self, geo: &Geometry) -> u32 {
+        let prev = self.generations.last().expect("generation 0 exists");
+        let (cycle, blocked) = if self.failed.is_empty() {
+            (self.generations[0].cycle.clone(), None)
+        } else {
+            match recovery_plan(&**geo.scheme(), &self.failed) {
+                Ok(p) if p.rebuilt.rows <= geo.stride_rows() => (Arc::new(p.rebuilt), None),
+                Ok(p) => (
+                    prev.cycle.clone(),
+                    Some(LayoutError::NoSpareSpace(format!(
+                        "the rebuilt layout needs {} rows per cycle but the array reserved {}",
+                        p.rebuilt.rows,
+                        geo.stride_rows()
+                    ))),
+                ),
+                Err(e) => (prev.cycle.clone(), Some(e)),
+            }
+        };
+        // Share the healthy cycle's allocation when the layout is the healthy one.
+        let cycle = if *cycle == *self.generations[0].cycle {
+            self.generations[0].cycle.clone()
+        } else {
+            cycle
+        };
+        assert!(
+            cycle.stripes.len() == geo.healthy().stripes.len()
+                && cycle
+                    .stripes
+                    .iter()
+                    .zip(&geo.healthy().stripes)
+                    .all(|(a, b)| a.units.len() == b.units.len() && a.code == b.code),
+            "a rebuilt layout must keep stripe and unit indices"
+        );
+        self.generations.push(Generation {
+            failed: self.failed.clone(),
+            cycle,
+            blocked,
+        });
+        self.cycles_in_gen.push(0);
+        self.generation += 1;
+        self.target_generation()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use layout::{build, Params, SchemeKind};
+
+    fn raid5(disks: usize, spares: usize) -> Geometry {
+        let p = Params {
+            disks: Some(disks),
+            spares,
+            ..Params::default()
+        };
+        Geometry::new(build(SchemeKind::Raid5, &p).unwrap(), 512, 1 << 16).unwrap()
+    }
+
+    #[test]
+    fn geometry_tables() {
+        let g = raid5(5, 0);
+        assert_eq!(g.stride_rows(), 5);
+        assert_eq!(g.cycles(), (1 << 16) / (5 * 512));
+        assert_eq!(g.data_per_cycle(), 20);
+        assert_eq!(g.capacity_bytes(), g.cycles() * 20 * 512);
+        assert_eq!(g.places(), 25);
+        assert_eq!(g.locate_chunk(21), (1, 1));
+        assert!(matches!(
+            Geometry::new(g.scheme().clone(), 512, 100),
+            Err(CoreError::MemberTooSmall { .. })
+        ));
+        assert!(matches!(
+            Geometry::new(g.scheme().clone(), 100, 1 << 20),
+            Err(CoreError::BadChunk { .. })
+        ));
+    }
+
+    #[test]
+    fn rm2_shares_places() {
+        let p = Params {
+            disks: Some(8),
+            ..Params::default()
+        };
+        let g = Geometry::new(build(SchemeKind::Rm2, &p).unwrap(), 512, 1 << 16).unwrap();
+        for i in 0..g.data_per_cycle() as usize {
+            assert_eq!(g.place_units(g.data_place(i)).len(), 2);
+        }
+    }
+
+    #[test]
+    fn events_and_generations() {
+        let g = raid5(6, 1);
+        let mut s = ArrayState::new(&g);
+        assert!(s.all_clean());
+        assert_eq!(
+            s.fail(&g, 9),
+            Err(CoreError::UnknownMember {
+                member: 9,
+                members: 6
+            })
+        );
+        let out = s.fail(&g, 2).unwrap();
+        assert_eq!(out.generation, 1);
+        assert!(!out.data_lost && out.blocked.is_none());
+        assert_eq!(s.fail(&g, 2), Err(CoreError::AlreadyFailed { member: 2 }));
+        assert_eq!(s.generation(), 1);
+        assert!(!s.all_clean() && s.clean_cycles() == 0);
+        // Units of disk 2 go to the spare (disk 5) in generation 1.
+        let moved = s.generations()[1]
+            .cycle
+            .stripes
+            .iter()
+            .flat_map(|st| &st.units)
+            .filter(|u| u.disk == 5)
+            .count();
+        assert_eq!(moved, 5);
+        assert_eq!(s.replace(&g, 3), Err(CoreError::NotFailed { member: 3 }));
+        // A second data failure: more than raid5 tolerates, data lost.
+        let out = s.fail(&g, 3).unwrap();
+        assert!(out.data_lost && out.blocked.is_some());
+        assert_eq!(s.replace(&g, 3).unwrap(), 3);
+        assert_eq!(s.replaced_at(3), 3);
+        assert!(!s.member_available(3, 2) && s.member_available(3, 3));
+        s.mark_rebuilt(0, 3);
+        assert_eq!(s.clean_cycles(), 1);
+        assert!(s.is_clean(0) && !s.is_clean(1));
+        s.mark_rebuilt(5, 3);
+        assert_eq!(s.layout_runs(), vec![(0, 3), (1, 0), (5, 3), (6, 0)]);
+    }
+}

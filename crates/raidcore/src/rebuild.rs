@@ -1,0 +1,287 @@
+//! Rebuild scheduling: which cycles to rebuild next, how many at once, and how fast.
+//!
+//! A rebuild is a sequence of [`plan_rebuild_cycle`] plans, one per cycle not yet in the target
+//! generation. [`RebuildScheduler`] hands them out in an order ([`RebuildOrder`]): `Sequential`
+//! (one cycle at a time, in order: MD's progressive rebuild) or `Parallel` (up to
+//! `max_in_flight` cycles at once; cycles occupy disjoint member rows, so their plans are
+//! independent, and a declustered layout such as RAID+ or S2-RAID then keeps every member
+//! busy). The executor runs each plan and reports it back with [`RebuildScheduler::complete`]
+//! (or [`RebuildScheduler::abort`] if it failed). If an event changes the target generation
+//! mid-rebuild, the scheduler starts over from cycle 0 toward the new target (cycles already
+//! there are skipped).
+//!
+//! Rate limiting is data, not sleeping: [`Throttle`] (inside the scheduler) tells the executor
+//! how long to wait before issuing more rebuild I/O, given the time the executor reads from its
+//! own clock, whether foreground I/O is active, and the bytes rebuilt so far. Like MD's
+//! `sync_speed_min/max`: with foreground load the rebuild backs off to `min_bytes_per_sec`; when
+//! idle it runs up to `max_bytes_per_sec`.
+//!
+//! A hot-zone-first order (rebuild the cycles foreground I/O uses most first) is a further
+//! [`RebuildOrder`] variant that changes only how `next_plans` picks the next cycle.
+
+use std::collections::BTreeSet;
+
+use crate::array::{ArrayState, Geometry};
+use crate::plan::{Plan, PlanKind};
+use crate::planner::plan_rebuild_cycle;
+use crate::CoreError;
+
+/// Which cycles are rebuilt when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RebuildOrder {
+    /// One cycle at a time, in cycle order.
+    Sequential,
+    /// Up to `max_in_flight` cycles at once, handed out in cycle order.
+    Parallel {
+        /// Most cycles in flight at once (at least 1).
+        max_in_flight: usize,
+    },
+}
+
+/// Rebuild speed limits (MD's `speed_limit_min` / `speed_limit_max`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpeedLimits {
+    /// Guaranteed rate even under foreground load.
+    pub min_bytes_per_sec: u64,
+    /// Cap when idle; 0 means unlimited.
+    pub max_bytes_per_sec: u64,
+}
+
+impl Default for SpeedLimits {
+    /// MD's defaults: 1000 KiB/s and 200000 KiB/s.
+    fn default() -> SpeedLimits {
+        SpeedLimits {
+            min_bytes_per_sec: 1000 * 1024,
+            max_bytes_per_sec: 200_000 * 1024,
+        }
+    }
+}
+
+/// Rate measurement window step: the rate is measured over the last one to two steps (MD keeps
+/// marks every 3 s).
+const THROTTLE_STEP_NS: u64 = 3_000_000_000;
+
+/// A pure rate limiter: the caller supplies the clock.
+#[derive(Clone, Debug)]
+pub struct Throttle {
+    limits: SpeedLimits,
+    /// (time ns, bytes) marks: the older one is where the rate is measured from.
+    marks: Option<[(u64, u64); 2]>,
+}
+
+impl Throttle {
+    /// A throttle with these limits; the first call to `delay_ns` starts its clock.
+    pub fn new(limits: SpeedLimits) -> Throttle {
+        Throttle {
+            limits,
+            marks: None,
+        }
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> SpeedLimits {
+        self.limits
+    }
+
+    /// Nanoseconds to wait before issuing more rebuild I/O, at time `now_ns` (monotonic, from
+    /// the executor's clock), with `bytes_done` rebuilt so far (monotonic). The allowed rate is
+    /// `min_bytes_per_sec` while foreground I/O is active and `max_bytes_per_sec` otherwise; a
+    /// rate of 0 means unlimited.
+    pub fn delay_ns(&mut self, now_ns: u64, foreground_busy: bool, bytes_done: u64) -> u64 {
+        let marks = self.marks.get_or_insert([(now_ns, bytes_done); 2]);
+        assert!(now_ns >= marks[1].0, "the clock went backwards");
+        assert!(bytes_done >= marks[1].1, "bytes done went backwards");
+        if now_ns - marks[1].0 >= THROTTLE_STEP_NS {
+            marks[0] = marks[1];
+            marks[1] = (now_ns, bytes_done);
+        }
+        let rate = if foreground_busy {
+            self.limits.min_bytes_per_sec
+        } else {
+            self.limits.max_bytes_per_sec
+        };
+        if rate == 0 {
+            return 0;
+        }
+        let (t0, b0) = marks[0];
+        let earliest_ns = t0 as u128 + (bytes_done - b0) as u128 * 1_000_000_000 / rate as u128;
+        earliest_ns
+            .saturating_sub(now_ns as u128)
+            .min(u64::MAX as u128) as u64
+    }
+}
+
+/// Rebuild progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Cycles in the target generation.
+    pub cycles_done: u64,
+    /// Cycles in the array.
+    pub cycles_total: u64,
+    /// Cycles whose plans are running.
+    pub in_flight: usize,
+    /// Bytes written by completed rebuild plans.
+    pub bytes_rebuilt: u64,
+}
+
+/// Hands out rebuild plans in order, bounded, and tracks progress.
+#[derive(Clone, Debug)]
+pub struct RebuildScheduler {
+    order: RebuildOrder,
+    target: Option<u32>,
+    cursor: u64,
+    in_flight: BTreeSet<u64>,
+    bytes_rebuilt: u64,
+    throttle: Throttle,
+}
+
+impl RebuildScheduler {
+    /// A scheduler handing out plans in `order`, throttled by `limits`.
+    pub fn new(order: RebuildOrder, limits: SpeedLimits) -> RebuildScheduler {
+        if let RebuildOrder::Parallel { max_in_flight } = order {
+            assert!(max_in_flight > 0, "max_in_flight must be positive");
+        }
+        RebuildScheduler {
+            order,
+            target: None,
+            cursor: 0,
+            in_flight: BTreeSet::new(),
+            bytes_rebuilt: 0,
+            throttle: Throttle::new(limits),
+        }
+    }
+
+    /// Most plans in flight at once.
+    pub fn max_in_flight(&self) -> usize {
+        match self.order {
+            RebuildOrder::Sequential => 1,
+            RebuildOrder::Parallel { max_in_flight } => max_in_flight,
+        }
+    }
+
+    /// The next plans to start (possibly none: everything handed out, or the limit reached).
+    /// Errors as [`plan_rebuild_cycle`] does (e.g. [`CoreError::NeedsReplacement`]); the cycle
+    /// is then retried on the next call.
+    pub fn next_plans(
+        &mut self,
+        geo: &Geometry,
+        state: &ArrayState,
+    ) -> Result<Vec<Plan>, CoreError> {
+        let target = state.target_generation();
+        if self.target != Some(target) {
+            self.target = Some(target);
+            self.cursor = 0;
+        }
+        let mut out = Vec::new();
+        while self.in_flight.len() < self.max_in_flight() && self.cursor < geo.cycles() {
+            let c = self.cursor;
+            if state.is_clean(c) || self.in_flight.contains(&c) {
+                self.cursor += 1;
+                continue;
+            }
+            match plan_rebuild_cycle(geo, state, c) {
+                Ok(Some(plan)) => {
+                    self.in_flight.insert(c);
+                    out.push(plan);
+                }
+                Ok(None) => {}
+                // Hand out what is planned; the failing cycle is retried (and its error
+                // reported) on the next call.
+                Err(_) if !out.is_empty() => break,
+                Err(e) => return Err(e),
+            }
+            self.cursor += 1;
+        }
+        Ok(out)
+    }
+
+    /// Reports that `plan` ran and its writes are durable: marks its cycle rebuilt.
+    pub fn complete(&mut self, state: &mut ArrayState, plan: &Plan) {
+        let PlanKind::Rebuild { to, .. } = plan.kind else {
+            panic!("complete() takes rebuild plans");
+        };
+        assert!(
+            self.in_flight.remove(&plan.cycle),
+            "cycle {} was not in flight",
+            plan.cycle
+        );
+        state.mark_rebuilt(plan.cycle, to);
+        self.bytes_rebuilt += plan.io_counts().write_bytes;
+        if !state.is_clean(plan.cycle) {
+            // Planned toward a target an event has since replaced: do it again.
+            self.cursor = self.cursor.min(plan.cycle);
+        }
+    }
+
+    /// Reports that `plan` failed (an I/O error, an event): its cycle will be planned again.
+    pub fn abort(&mut self, plan: &Plan) {
+        assert!(self.in_flight.remove(&plan.cycle), "cycle not in flight");
+        self.cursor = self.cursor.min(plan.cycle);
+    }
+
+    /// True when every cycle is in the target generation and nothing is in flight.
+    pub fn is_finished(&self, state: &ArrayState) -> bool {
+        self.in_flight.is_empty() && state.all_clean()
+    }
+
+    /// Progress toward the current target.
+    pub fn progress(&self, geo: &Geometry, state: &ArrayState) -> Progress {
+        Progress {
+            cycles_done: state.clean_cycles(),
+            cycles_total: geo.cycles(),
+            in_flight: self.in_flight.len(),
+            bytes_rebuilt: self.bytes_rebuilt,
+        }
+    }
+
+    /// [`Throttle::delay_ns`] with the bytes this scheduler has rebuilt.
+    pub fn delay_ns(&mut self, now_ns: u64, foreground_busy: bool) -> u64 {
+        self.throttle
+            .delay_ns(now_ns, foreground_busy, self.bytes_rebuilt)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEC: u64 = 1_000_000_000;
+
+    #[test]
+    fn throttle_backs_off_under_load() {
+        let limits = SpeedLimits {
+            min_bytes_per_sec: 1_000_000,
+            max_bytes_per_sec: 10_000_000,
+        };
+        let mut t = Throttle::new(limits);
+        assert_eq!(t.delay_ns(0, false, 0), 0);
+        // 5 MB after 0.5 s: exactly at the max rate when idle.
+        assert_eq!(t.delay_ns(SEC / 2, false, 5_000_000), 0);
+        // 6 MB at 0.5 s idle: 0.1 s ahead of the max rate.
+        assert_eq!(t.delay_ns(SEC / 2, false, 6_000_000), SEC / 10);
+        // Under load the min rate applies: 6 MB needs 6 s.
+        assert_eq!(t.delay_ns(SEC / 2, true, 6_000_000), 6 * SEC - SEC / 2);
+        // Unlimited when max is 0.
+        let mut u = Throttle::new(SpeedLimits {
+            min_bytes_per_sec: 0,
+            max_bytes_per_sec: 0,
+        });
+        assert_eq!(u.delay_ns(0, true, 1 << 40), 0);
+    }
+
+    #[test]
+    fn throttle_window_slides() {
+        let mut t = Throttle::new(SpeedLimits {
+            min_bytes_per_sec: 1000,
+            max_bytes_per_sec: 1000,
+        });
+        t.delay_ns(0, false, 0);
+        // A long idle gap (nothing rebuilt) must not buy an unlimited burst forever: after two
+        // window steps the rate is measured from a recent mark.
+        t.delay_ns(10 * SEC, false, 0);
+        t.delay_ns(14 * SEC, false, 0);
+        let d = t.delay_ns(14 * SEC, false, 10_000);
+        // Measured from the mark at 10 s: 10000 bytes at 1000 B/s end at 20 s.
+        assert_eq!(d, 6 * SEC);
+    }
+}

@@ -1,0 +1,358 @@
+//! Pool commands: create, assemble, status, io, fail, replace, rebuild, verify.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use dev::pool::{CreateOpts, Pool, RebuildOpts};
+
+use crate::layout_cmd::LayoutArgs;
+
+/// Parses sizes like 4096, 64K, 64KiB, 16M, 1G (powers of 1024), 100MB (powers of 1000).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (examples: 4096, 64K, 16MiB, 1G)"))?;
+    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        _ => {
+            return Err(format!(
+                "'{s}': unknown unit '{unit}' (use K, M, G, T or KB, MB, GB)"
+            ))
+        }
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// `raidforge create`.
+#[derive(Args, Debug)]
+pub struct CreateArgs {
+    /// Path of the pool descriptor file to write (every later command takes it).
+    pub pool: PathBuf,
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// Member files or block devices, in member order (one per disk).
+    #[arg(long = "member", required = true, num_args = 1..)]
+    pub members: Vec<PathBuf>,
+    /// Member size (files are created sparse or grown to it), e.g. 256M. Default: the smallest
+    /// existing member.
+    #[arg(long, value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Chunk (stripe unit) size, a multiple of 4096, e.g. 64K.
+    #[arg(long, value_parser = parse_size, default_value = "64K")]
+    pub chunk: u64,
+    /// Make every member as slow as a disk: KIND:BANDWIDTH:LATENCY, e.g. hdd:150MB/s:8ms.
+    #[arg(long)]
+    pub emulate: Option<String>,
+    /// Overwrite members (and a descriptor) that already exist.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the new pool's status as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Pool commands that take only the pool.
+#[derive(Args, Debug)]
+pub struct PoolArg {
+    /// Path of the pool descriptor file.
+    pub pool: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum IoCommand {
+    /// Write the bytes of a file into the pool at an offset.
+    Write {
+        pool: PathBuf,
+        /// Byte offset in the pool.
+        #[arg(long, value_parser = parse_size)]
+        offset: u64,
+        /// File whose bytes are written.
+        #[arg(long)]
+        input: PathBuf,
+    },
+    /// Read bytes from the pool into a file.
+    Read {
+        pool: PathBuf,
+        #[arg(long, value_parser = parse_size)]
+        offset: u64,
+        #[arg(long, value_parser = parse_size)]
+        length: u64,
+        /// File to write the bytes to.
+        #[arg(long)]
+        output: PathBuf,
+    },
+}
+
+fn print_status(pool: &Pool, json: bool) -> anyhow::Result<()> {
+    let s = pool.status();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(());
+    }
+    let members: Vec<String> = s
+        .members
+        .iter()
+        .map(|m| {
+            let flag = match m.state.as_str() {
+                "failed" => "(F)",
+                "spare" => "(S)",
+                "rebuilding" => "(R)",
+                _ => "",
+            };
+            format!("m{}{}", m.index, flag)
+        })
+        .collect();
+    let bar: String = s
+        .members
+        .iter()
+        .map(|m| if m.state == "failed" { '_' } else { 'U' })
+        .collect();
+    println!(
+        "pool {} : {} {} {}",
+        s.uuid,
+        s.state,
+        s.scheme,
+        members.join(" ")
+    );
+    println!(
+        "      {} bytes, chunk {}, [{}] layout {}",
+        s.size_bytes, s.chunk_bytes, bar, s.layout
+    );
+    if s.cycles_clean < s.cycles {
+        println!(
+            "      rebuild: {}/{} cycles ({:.1} %)",
+            s.cycles_clean,
+            s.cycles,
+            100.0 * s.cycles_clean as f64 / s.cycles.max(1) as f64
+        );
+    }
+    for m in &s.members {
+        println!(
+            "      m{:<3} {:<10} read {:>14} written {:>14}  {}",
+            m.index,
+            m.state,
+            m.read_bytes,
+            m.write_bytes,
+            m.path.display()
+        );
+    }
+    Ok(())
+}
+
+pub fn create(a: CreateArgs) -> anyhow::Result<()> {
+    let (scheme, params) = a.layout.params()?;
+    let pool = Pool::create(
+        &a.pool,
+        CreateOpts {
+            scheme,
+            params,
+            members: a.members,
+            size_bytes: a.size,
+            chunk_bytes: a.chunk,
+            emulate: a.emulate,
+            force: a.force,
+        },
+    )?;
+    print_status(&pool, a.json)?;
+    pool.close()?;
+    Ok(())
+}
+
+pub fn assemble(
+    pool: PathBuf,
+    members: Vec<PathBuf>,
+    emulate: Option<String>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let p = Pool::assemble(&pool, &members, emulate)?;
+    print_status(&p, json)?;
+    p.close()?;
+    Ok(())
+}
+
+pub fn status(a: PoolArg) -> anyhow::Result<()> {
+    let p = Pool::open(&a.pool)?;
+    print_status(&p, a.json)
+}
+
+pub fn io(c: IoCommand) -> anyhow::Result<()> {
+    match c {
+        IoCommand::Write {
+            pool,
+            offset,
+            input,
+        } => {
+            let data =
+                std::fs::read(&input).with_context(|| format!("reading {}", input.display()))?;
+            let mut p = Pool::open(&pool)?;
+            p.write(offset, &data)?;
+            p.close()?;
+            eprintln!("wrote {} bytes at offset {offset}", data.len());
+        }
+        IoCommand::Read {
+            pool,
+            offset,
+            length,
+            output,
+        } => {
+            let mut p = Pool::open(&pool)?;
+            let data = p.read(offset, length)?;
+            p.close()?;
+            std::fs::write(&output, &data)
+                .with_context(|| format!("writing {}", output.display()))?;
+            eprintln!("read {} bytes at offset {offset}", data.len());
+        }
+    }
+    Ok(())
+}
+
+pub fn fail(pool: PathBuf, member: usize, json: bool) -> anyhow::Result<()> {
+    let mut p = Pool::open(&pool)?;
+    p.fail(member)?;
+    print_status(&p, json)?;
+    p.close()?;
+    Ok(())
+}
+
+pub fn replace(pool: PathBuf, member: usize, with: PathBuf, json: bool) -> anyhow::Result<()> {
+    let mut p = Pool::open(&pool)?;
+    p.replace(member, &with)?;
+    print_status(&p, json)?;
+    p.close()?;
+    Ok(())
+}
+
+/// `raidforge rebuild`.
+#[derive(Args, Debug)]
+pub struct RebuildArgs {
+    pub pool: PathBuf,
+    /// Rebuild order: `parallel` (many cycles at once, spreading work over every member that
+    /// holds a piece: what makes RAID+ and S2-RAID fast) or `sequential` (one cycle at a time,
+    /// like Linux MD).
+    #[arg(long, default_value = "parallel")]
+    pub policy: String,
+    /// Cycles in flight for the parallel policy.
+    #[arg(long, default_value_t = 8)]
+    pub parallel: usize,
+    /// Lower bound on rebuild speed, bytes/s (kept even under foreground load; with no
+    /// foreground load in this process it has no effect).
+    #[arg(long, value_parser = parse_size)]
+    pub speed_min: Option<u64>,
+    /// Upper bound on rebuild speed, bytes written per second (e.g. 200M).
+    #[arg(long, value_parser = parse_size)]
+    pub speed_max: Option<u64>,
+    /// Print progress as JSON lines, then a final JSON summary line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn rebuild(a: RebuildArgs) -> anyhow::Result<()> {
+    let parallel = match a.policy.as_str() {
+        "parallel" => a.parallel.max(1),
+        "sequential" => 1,
+        other => anyhow::bail!("unknown --policy '{other}'; choose parallel or sequential"),
+    };
+    if let (Some(min), Some(max)) = (a.speed_min, a.speed_max) {
+        if min > max {
+            anyhow::bail!("--speed-min {min} is above --speed-max {max}");
+        }
+    }
+    let mut p = Pool::open(&a.pool)?;
+    let tty = std::io::stderr().is_terminal() && !a.json;
+    let bar = if tty {
+        let b = indicatif::ProgressBar::new(p.geometry().cycles());
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "rebuild [{bar:40}] {pos}/{len} cycles {percent}% {msg} eta {eta}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let json = a.json;
+    let result = p.rebuild(
+        &RebuildOpts {
+            parallel_cycles: parallel,
+            speed_max_bytes_per_sec: a.speed_max,
+            batches_in_flight: 2,
+        },
+        |pr| {
+            if let Some(b) = &bar {
+                b.set_position(pr.cycles_done);
+                b.set_message(format!(
+                    "{:.1} MB/s",
+                    pr.bytes_written as f64 / 1e6 / pr.elapsed_s.max(1e-9)
+                ));
+            }
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&pr).expect("progress serializes")
+                );
+            }
+        },
+    )?;
+    if let Some(b) = &bar {
+        b.finish();
+    }
+    let status = p.status();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"done": true, "elapsed_s": result.elapsed_s,
+                "bytes_written": result.bytes_written, "cycles": result.cycles_total,
+                "state": status.state})
+        );
+    } else {
+        println!(
+            "rebuilt {} bytes in {:.2} s ({:.1} MB/s); pool is {}",
+            result.bytes_written,
+            result.elapsed_s,
+            result.bytes_written as f64 / 1e6 / result.elapsed_s.max(1e-9),
+            status.state
+        );
+    }
+    p.close()?;
+    Ok(())
+}
+
+pub fn verify(a: PoolArg) -> anyhow::Result<bool> {
+    let mut p = Pool::open(&a.pool)?;
+    let r = p.verify()?;
+    p.close()?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!(
+            "checked {} stripes in {} cycles: {} inconsistent, {} not fully checkable (members missing)",
+            r.stripes_checked,
+            r.cycles_checked,
+            r.inconsistent.len(),
+            r.stripes_degraded
+        );
+        for (c, s) in r.inconsistent.iter().take(20) {
+            println!("  inconsistent: cycle {c} stripe {s}");
+        }
+    }
+    Ok(r.inconsistent.is_empty())
+}

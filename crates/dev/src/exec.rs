@@ -130,35 +130,25 @@ pub fn commit(plans: &[Plan], bufs: &[Vec<Vec<u8>>], m: &Members<'_>) -> Result<
             by_member[io.member as usize].push((pi, *io));
         }
     }
-    let results: Vec<Result<(), MemberError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = by_member
-            .iter()
-            .enumerate()
-            .filter(|(_, ios)| !ios.is_empty())
-            .map(|(member, ios)| {
-                s.spawn(move || {
-                    let dev = m.members[member].as_ref().ok_or_else(|| MemberError {
-                        member: member as u32,
-                        write: true,
-                        source: std::io::Error::other("member is failed or missing"),
-                    })?;
-                    for (pi, io) in ios {
-                        let b = &bufs[*pi][io.data.buf][slice_of(&bufs[*pi], &io.data)];
-                        dev.write_at(b, m.data_offset_bytes + io.offset_bytes)
-                            .map_err(|e| MemberError {
-                                member: member as u32,
-                                write: true,
-                                source: e,
-                            })?;
-                        m.counters[member]
-                            .write_bytes
-                            .fetch_add(io.data.len as u64, Ordering::Relaxed);
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let results: Vec<Result<(), MemberError>> = per_member(&by_member, |member, ios| {
+        let dev = m.members[member].as_ref().ok_or_else(|| MemberError {
+            member: member as u32,
+            write: true,
+            source: std::io::Error::other("member is failed or missing"),
+        })?;
+        for (pi, io) in ios {
+            let b = &bufs[*pi][io.data.buf][slice_of(&bufs[*pi], &io.data)];
+            dev.write_at(b, m.data_offset_bytes + io.offset_bytes)
+                .map_err(|e| MemberError {
+                    member: member as u32,
+                    write: true,
+                    source: e,
+                })?;
+            m.counters[member]
+                .write_bytes
+                .fetch_add(io.data.len as u64, Ordering::Relaxed);
+        }
+        Ok(())
     });
     for r in results {
         if let Err(e) = r {
@@ -187,37 +177,27 @@ fn read_phase(
         }
     }
     let results: Vec<Result<Vec<(usize, MemberIo, Vec<u8>)>, MemberError>> =
-        std::thread::scope(|s| {
-            let handles: Vec<_> = by_member
-                .iter()
-                .enumerate()
-                .filter(|(_, ios)| !ios.is_empty())
-                .map(|(member, ios)| {
-                    s.spawn(move || {
-                        let dev = m.members[member].as_ref().ok_or_else(|| MemberError {
-                            member: member as u32,
-                            write: false,
-                            source: std::io::Error::other("member is failed or missing"),
-                        })?;
-                        let mut out = Vec::with_capacity(ios.len());
-                        for (pi, io) in ios {
-                            let mut buf = vec![0u8; io.data.len];
-                            dev.read_at(&mut buf, m.data_offset_bytes + io.offset_bytes)
-                                .map_err(|e| MemberError {
-                                    member: member as u32,
-                                    write: false,
-                                    source: e,
-                                })?;
-                            m.counters[member]
-                                .read_bytes
-                                .fetch_add(io.data.len as u64, Ordering::Relaxed);
-                            out.push((*pi, *io, buf));
-                        }
-                        Ok(out)
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        per_member(&by_member, |member, ios| {
+            let dev = m.members[member].as_ref().ok_or_else(|| MemberError {
+                member: member as u32,
+                write: false,
+                source: std::io::Error::other("member is failed or missing"),
+            })?;
+            let mut out = Vec::with_capacity(ios.len());
+            for (pi, io) in ios {
+                let mut buf = vec![0u8; io.data.len];
+                dev.read_at(&mut buf, m.data_offset_bytes + io.offset_bytes)
+                    .map_err(|e| MemberError {
+                        member: member as u32,
+                        write: false,
+                        source: e,
+                    })?;
+                m.counters[member]
+                    .read_bytes
+                    .fetch_add(io.data.len as u64, Ordering::Relaxed);
+                out.push((*pi, *io, buf));
+            }
+            Ok(out)
         });
     for r in results {
         match r {
@@ -236,6 +216,39 @@ fn read_phase(
     } else {
         Err(errors)
     }
+}
+
+/// Runs `f` for every member that has I/O in `by_member`, each member on its own thread so
+/// that members work in parallel while each sees its I/Os in order. With a single busy member
+/// it runs on the calling thread: a thread would only add its start-up cost.
+fn per_member<T, F>(by_member: &[Vec<(usize, MemberIo)>], f: F) -> Vec<T>
+where
+    T: Send,
+    F: Fn(usize, &[(usize, MemberIo)]) -> T + Sync,
+{
+    let busy: Vec<(usize, &[(usize, MemberIo)])> = by_member
+        .iter()
+        .enumerate()
+        .filter(|(_, ios)| !ios.is_empty())
+        .map(|(member, ios)| (member, ios.as_slice()))
+        .collect();
+    if busy.len() <= 1 {
+        return busy
+            .into_iter()
+            .map(|(member, ios)| f(member, ios))
+            .collect();
+    }
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = busy
+            .into_iter()
+            .map(|(member, ios)| s.spawn(move || f(member, ios)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("member I/O thread"))
+            .collect()
+    })
 }
 
 /// Runs only the reads of `plan` (a verify plan, say) and returns its buffers.

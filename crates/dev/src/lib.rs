@@ -17,6 +17,7 @@
 
 pub mod exec;
 pub mod pool;
+pub mod serve_support;
 
 use std::fs::{File, OpenOptions};
 use std::io;

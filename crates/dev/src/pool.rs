@@ -106,10 +106,25 @@ pub struct RebuildOpts {
     pub speed_max_bytes_per_sec: Option<u64>,
     /// Batches run at once (2 overlaps one batch's writes with the next one's reads).
     pub batches_in_flight: usize,
+    /// Stop after rebuilding this many cycles (None = rebuild everything). The progress made
+    /// is recorded in the superblocks, so a later rebuild resumes where this one stopped.
+    pub max_cycles: Option<u64>,
+}
+
+impl Default for RebuildOpts {
+    /// Eight cycles at a time, two batches in flight, no speed limit, every cycle.
+    fn default() -> RebuildOpts {
+        RebuildOpts {
+            parallel_cycles: 8,
+            speed_max_bytes_per_sec: None,
+            batches_in_flight: 2,
+            max_cycles: None,
+        }
+    }
 }
 
 /// Progress of a rebuild, passed to the caller's callback.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct RebuildProgress {
     pub cycles_done: u64,
     pub cycles_total: u64,
@@ -118,7 +133,7 @@ pub struct RebuildProgress {
 }
 
 /// Per-member status.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MemberStatus {
     pub index: usize,
     pub path: PathBuf,
@@ -131,7 +146,7 @@ pub struct MemberStatus {
 }
 
 /// What `status` reports.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Status {
     /// "clean", "degraded", "rebuilding" (some cycles not in the target layout) or "failed"
     /// (data lost).
@@ -148,7 +163,7 @@ pub struct Status {
 }
 
 /// Result of `verify`.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct VerifyReport {
     pub cycles_checked: u64,
     pub stripes_checked: u64,
@@ -165,16 +180,16 @@ pub struct Pool {
     uuid: [u8; 16],
     kind: SchemeKind,
     params: Params,
-    geo: Geometry,
-    state: ArrayState,
+    pub(crate) geo: Geometry,
+    pub(crate) state: ArrayState,
     events: Vec<Event>,
     sb_generation: u64,
-    data_offset_bytes: u64,
+    pub(crate) data_offset_bytes: u64,
     data_bytes: u64,
     created_unix_secs: u64,
-    members: Vec<Option<Arc<dyn Member>>>,
-    counters: Vec<Counters>,
-    policy: WritePolicy,
+    pub(crate) members: Vec<Option<Arc<dyn Member>>>,
+    pub(crate) counters: Vec<Counters>,
+    pub(crate) policy: WritePolicy,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -239,6 +254,22 @@ fn open_member(
     })
 }
 
+/// What a member path names, for spotting the same file given twice: the canonical path, or
+/// for a file not created yet its canonical directory and name.
+fn path_identity(p: &Path) -> PathBuf {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return c;
+    }
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    match (std::fs::canonicalize(dir), p.file_name()) {
+        (Ok(d), Some(name)) => d.join(name),
+        _ => p.to_path_buf(),
+    }
+}
+
 fn read_superblock(m: &dyn Member) -> std::result::Result<Superblock, String> {
     let mut b = vec![0u8; SUPERBLOCK_BYTES];
     m.read_at(&mut b, 0).map_err(|e| e.to_string())?;
@@ -297,9 +328,78 @@ impl Pool {
         }
         // Whole chunks only.
         let data_bytes = (size - data_offset) / opts.chunk_bytes * opts.chunk_bytes;
-        let geo = Geometry::new(scheme, opts.chunk_bytes, data_bytes)?;
-        // Refuse to overwrite another pool's member unless forced; start every member zeroed,
-        // which is parity-consistent for every code (all-zero data has all-zero P and Q).
+        let geo = match Geometry::new(scheme, opts.chunk_bytes, data_bytes) {
+            Err(raidcore::CoreError::MemberTooSmall { needed_bytes, .. }) => {
+                return Err(PoolError::Usage(format!(
+                    "member size {size} bytes is too small: this layout needs at least {} bytes \
+                     per member ({data_offset} of metadata and one cycle of {needed_bytes})",
+                    data_offset + needed_bytes
+                )))
+            }
+            r => r?,
+        };
+        if let Some(spec) = &opts.emulate {
+            Speed::parse(spec).map_err(|e| PoolError::Usage(format!("--emulate {spec}: {e}")))?;
+        }
+        if let Some(dir) = desc_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.is_dir() {
+                return Err(PoolError::Usage(format!(
+                    "cannot write {}: directory {} does not exist",
+                    desc_path.display(),
+                    dir.display()
+                )));
+            }
+        }
+        // Check every member before touching any, so that a refused create changes nothing.
+        let mut seen: Vec<PathBuf> = Vec::new();
+        for (i, p) in opts.members.iter().enumerate() {
+            let member_err = |reason: String| PoolError::Member {
+                index: i,
+                path: p.clone(),
+                reason,
+            };
+            let id = path_identity(p);
+            if seen.contains(&id) {
+                return Err(member_err(
+                    "is given twice: every member needs its own file or device".into(),
+                ));
+            }
+            seen.push(id);
+            match FileMember::open(p, OpenOpts::default()) {
+                Ok(existing) => {
+                    if let Ok(sb) = read_superblock(&existing) {
+                        if !opts.force {
+                            return Err(member_err(format!(
+                                "already a member of pool {} (pass --force to overwrite it)",
+                                hex(&sb.uuid)
+                            )));
+                        }
+                    }
+                    let is_file = std::fs::metadata(p).is_ok_and(|m| m.is_file());
+                    if !is_file && existing.size_bytes() < size {
+                        return Err(member_err(format!(
+                            "device holds {} bytes, need {size}",
+                            existing.size_bytes()
+                        )));
+                    }
+                }
+                Err(e) if p.exists() => return Err(member_err(e.to_string())),
+                Err(_) => {
+                    let dir = p
+                        .parent()
+                        .filter(|d| !d.as_os_str().is_empty())
+                        .unwrap_or(Path::new("."));
+                    if !dir.is_dir() {
+                        return Err(member_err(format!(
+                            "cannot create it: directory {} does not exist",
+                            dir.display()
+                        )));
+                    }
+                }
+            }
+        }
+        // Start every member zeroed, which is parity-consistent for every code (all-zero data
+        // has all-zero P and Q).
         let mut members: Vec<Option<Arc<dyn Member>>> = Vec::new();
         for (i, p) in opts.members.iter().enumerate() {
             if let Ok(existing) = FileMember::open(p, OpenOpts::default()) {
@@ -434,7 +534,7 @@ impl Pool {
             let sb = read_superblock(&m).map_err(|reason| PoolError::Member {
                 index: i,
                 path: p.clone(),
-                reason,
+                reason: format!("{reason} (leave it out to assemble the pool without it)"),
             })?;
             found.push((sb, p.clone()));
         }
@@ -490,50 +590,78 @@ impl Pool {
             reason: format!("bad uuid '{}'", desc.uuid),
         })?;
         let n = desc.members.len();
-        let mut opened: Vec<Option<(Arc<dyn Member>, Superblock)>> = Vec::new();
+        // What each listed member turned out to be. A member that cannot be used is only an
+        // error when the pool still counts on it (it has not failed).
+        enum Probe {
+            Missing,
+            Bad(PoolError),
+            Good(Arc<dyn Member>, Superblock),
+        }
+        let mut opened: Vec<Probe> = Vec::new();
         for (i, md) in desc.members.iter().enumerate() {
+            let bad = |reason: String| {
+                Probe::Bad(PoolError::Member {
+                    index: i,
+                    path: md.path.clone(),
+                    reason,
+                })
+            };
             let m = match open_member(&md.path, &md.emulate, None) {
                 Ok(m) => m,
-                Err(_) => {
-                    opened.push(None);
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    opened.push(Probe::Missing);
+                    continue;
+                }
+                Err(e) => {
+                    opened.push(bad(e.to_string()));
                     continue;
                 }
             };
-            let sb = read_superblock(&*m).map_err(|reason| PoolError::Member {
-                index: i,
-                path: md.path.clone(),
-                reason,
-            })?;
+            let sb = match read_superblock(&*m) {
+                Ok(sb) => sb,
+                Err(reason) => {
+                    opened.push(bad(format!(
+                        "{reason} (to run without it, assemble the pool from its other members)"
+                    )));
+                    continue;
+                }
+            };
             if sb.uuid != uuid {
-                return Err(PoolError::Member {
-                    index: i,
-                    path: md.path.clone(),
-                    reason: format!(
-                        "belongs to pool {}, not {}: a foreign member",
-                        hex(&sb.uuid),
-                        desc.uuid
-                    ),
-                });
+                opened.push(bad(format!(
+                    "belongs to pool {}, not {}: a foreign member",
+                    hex(&sb.uuid),
+                    desc.uuid
+                )));
+            } else if sb.member_index as usize != i || sb.member_count as usize != n {
+                opened.push(bad(format!(
+                    "is member {} of {}, but the descriptor lists it as {i} of {n}",
+                    sb.member_index, sb.member_count
+                )));
+            } else {
+                opened.push(Probe::Good(m, sb));
             }
-            if sb.member_index as usize != i || sb.member_count as usize != n {
-                return Err(PoolError::Member {
-                    index: i,
-                    path: md.path.clone(),
-                    reason: format!(
-                        "is member {} of {}, but the descriptor lists it as {i} of {n}",
-                        sb.member_index, sb.member_count
-                    ),
-                });
-            }
-            opened.push(Some((m, sb)));
         }
         // The newest superblock is authoritative.
         let best = opened
             .iter()
-            .flatten()
-            .map(|(_, sb)| sb.clone())
-            .max_by_key(|sb| sb.generation)
-            .ok_or_else(|| PoolError::Usage("no member of the pool could be opened".into()))?;
+            .filter_map(|p| match p {
+                Probe::Good(_, sb) => Some(sb.clone()),
+                _ => None,
+            })
+            .max_by_key(|sb| sb.generation);
+        let best = match best {
+            Some(b) => b,
+            None => {
+                // Nothing usable: say why about the first member that is there at all.
+                let why = opened.into_iter().find_map(|p| match p {
+                    Probe::Bad(e) => Some(e),
+                    _ => None,
+                });
+                return Err(why.unwrap_or_else(|| {
+                    PoolError::Usage("no member of the pool could be opened".into())
+                }));
+            }
+        };
         let (kind, params) = layout::from_text(&best.layout)?;
         let scheme = layout::build(kind, &params)?;
         let geo = Geometry::new(scheme, best.chunk_bytes, best.data_bytes)?;
@@ -559,23 +687,23 @@ impl Pool {
         for (i, o) in opened.into_iter().enumerate() {
             let failed = state.failed().contains(&(i as Disk));
             match o {
-                Some((m, sb)) if !failed => {
+                _ if failed => members.push(None),
+                Probe::Bad(e) => return Err(e),
+                Probe::Good(m, sb) => {
                     if sb.generation != best.generation {
                         return Err(PoolError::Member {
                             index: i,
                             path: desc.members[i].path.clone(),
                             reason: format!(
                                 "is stale (generation {} but the pool is at {}): it missed updates; \
-                                 fail it and replace it with `raidforge replace`",
+                                 assemble the pool without it, then `raidforge replace` it",
                                 sb.generation, best.generation
                             ),
                         });
                     }
                     members.push(Some(m));
                 }
-                Some(_) => members.push(None),
-                None if failed => members.push(None),
-                None => {
+                Probe::Missing => {
                     // A member vanished without being failed: assemble degraded, recording it.
                     state.fail(&geo, i as Disk)?;
                     events.push(Event::Fail(i as u32));
@@ -643,7 +771,7 @@ impl Pool {
         self.state.layout_runs()
     }
 
-    fn tag(&self) -> ArrayStateTag {
+    pub(crate) fn tag(&self) -> ArrayStateTag {
         if !self.state.failed().is_empty() {
             ArrayStateTag::Degraded
         } else if !self.state.all_clean() {
@@ -654,7 +782,11 @@ impl Pool {
     }
 
     /// Writes the superblock to every present member and the descriptor.
-    fn persist(&mut self, tag: ArrayStateTag) -> Result<()> {
+    pub(crate) fn persist(&mut self, tag: ArrayStateTag) -> Result<()> {
+        self.compact_history()?;
+        // The data the new superblocks describe (rebuilt cycles, above all) must be durable
+        // before any superblock says so: flush, write every superblock, flush again.
+        self.flush_members()?;
         self.sb_generation += 1;
         let layout_text = layout::to_text(self.kind, &self.params);
         let runs = self.runs();
@@ -676,10 +808,61 @@ impl Pool {
             };
             let b = sb.encode().map_err(|e| PoolError::Io(e.to_string()))?;
             m.write_at(&b, 0)
-                .and_then(|_| m.flush())
                 .map_err(|e| PoolError::Io(format!("superblock of member {i}: {e}")))?;
         }
+        self.flush_members()?;
         self.save_descriptor()
+    }
+
+    /// When every cycle is in the target layout, the history that led there no longer
+    /// matters: only which members are missing, in failure order, does (the target layout is
+    /// `recovery_plan(scheme, failed)` and every present member holds valid data for every
+    /// cycle). Replaces the events with one failure per missing member and the state with the
+    /// equivalent one, so that the superblock's event list (64 entries at most) does not fill
+    /// up over a pool's life of failures and replacements.
+    fn compact_history(&mut self) -> Result<()> {
+        let failed = self.state.failed().to_vec();
+        if !self.state.all_clean() || self.events.len() == failed.len() {
+            return Ok(());
+        }
+        let mut state = ArrayState::new(&self.geo);
+        for &d in &failed {
+            state.fail(&self.geo, d)?;
+        }
+        let target = state.target_generation();
+        if target > 0 {
+            for c in 0..self.geo.cycles() {
+                state.mark_rebuilt(c, target);
+            }
+        }
+        assert!(
+            *state.layout_of(0) == *self.state.layout_of(0) && state.all_clean(),
+            "compacting the history changed the layout"
+        );
+        self.state = state;
+        self.events = failed.iter().map(|&d| Event::Fail(d)).collect();
+        Ok(())
+    }
+
+    /// Flushes every present member, all at once: one thread each, so that the syncs of
+    /// members sharing a file system share its journal commits instead of queueing.
+    fn flush_members(&self) -> Result<()> {
+        let results: Vec<(usize, std::io::Result<()>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .members
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| m.as_ref().map(|m| (i, s.spawn(move || m.flush()))))
+                .collect();
+            handles
+                .into_iter()
+                .map(|(i, h)| (i, h.join().expect("flush thread")))
+                .collect()
+        });
+        for (i, r) in results {
+            r.map_err(|e| PoolError::Io(format!("flushing member {i}: {e}")))?;
+        }
+        Ok(())
     }
 
     fn save_descriptor(&self) -> Result<()> {
@@ -704,7 +887,7 @@ impl Pool {
         self.persist(tag)
     }
 
-    fn members_view(&self) -> Members<'_> {
+    pub(crate) fn members_view(&self) -> Members<'_> {
         Members {
             members: &self.members,
             counters: &self.counters,
@@ -712,7 +895,7 @@ impl Pool {
         }
     }
 
-    fn fail_members(&mut self, which: &[u32]) -> Result<()> {
+    pub(crate) fn fail_members(&mut self, which: &[u32]) -> Result<()> {
         for &d in which {
             if self.members[d as usize].is_some() {
                 self.members[d as usize] = None;
@@ -724,7 +907,7 @@ impl Pool {
         self.persist(tag)
     }
 
-    fn check_range(&self, offset: u64, len: u64) -> Result<()> {
+    pub(crate) fn check_range(&self, offset: u64, len: u64) -> Result<()> {
         let cap = self.capacity_bytes();
         if offset.checked_add(len).is_none_or(|end| end > cap) {
             return Err(PoolError::Usage(format!(
@@ -878,24 +1061,59 @@ impl Pool {
         let batch = opts.parallel_cycles.max(1) as u64;
         let mut c = 0u64;
         let mut last_persist = Instant::now();
+        // Refuse before touching anything when the rebuild cannot start (a member must be
+        // replaced first, too many failures), and do nothing when nothing is to be done.
+        match (0..total).find(|&c| !self.state.is_clean(c)) {
+            Some(first) => {
+                plan_rebuild_cycle(&self.geo, &self.state, first)?;
+            }
+            None => {
+                let pr = RebuildProgress {
+                    cycles_done: total,
+                    cycles_total: total,
+                    bytes_written: 0,
+                    elapsed_s: start.elapsed().as_secs_f64(),
+                };
+                progress(pr);
+                return Ok(pr);
+            }
+        }
         self.persist(ArrayStateTag::Rebuilding)?;
         // A two-stage pipeline: while one batch's writes run, the next batch is read and
         // computed (their cycles occupy disjoint member ranges). Without it a rebuild into one
         // spare alternates between reading the survivors and writing the spare.
         let pipelined = opts.batches_in_flight > 1;
         let mut pending: Option<(Vec<raidcore::Plan>, Vec<u64>, Vec<Vec<Vec<u8>>>)> = None;
+        // Cycles this call has rebuilt (marked), for `max_cycles`.
+        let mut rebuilt_here = 0u64;
+        let max_cycles = opts.max_cycles.unwrap_or(u64::MAX);
+        // A cycle that cannot be planned stops the rebuild; what was done before it is still
+        // committed and recorded.
+        let mut stop: Option<PoolError> = None;
         loop {
             let mut plans = Vec::new();
             let mut cycles = Vec::new();
-            while c < total && (cycles.len() as u64) < batch {
-                if let Some(p) = plan_rebuild_cycle(&self.geo, &self.state, c)? {
-                    plans.push(p);
-                    cycles.push(c);
+            let in_flight = pending.as_ref().map_or(0, |(_, cs, _)| cs.len() as u64);
+            while stop.is_none()
+                && c < total
+                && (cycles.len() as u64) < batch
+                && rebuilt_here + in_flight + (cycles.len() as u64) < max_cycles
+            {
+                match plan_rebuild_cycle(&self.geo, &self.state, c) {
+                    Ok(Some(p)) => {
+                        plans.push(p);
+                        cycles.push(c);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        stop = Some(e.into());
+                        break;
+                    }
                 }
                 c += 1;
             }
             if plans.is_empty() && pending.is_none() {
-                if c >= total {
+                if c >= total || rebuilt_here >= max_cycles || stop.is_some() {
                     break;
                 }
                 continue;
@@ -943,6 +1161,7 @@ impl Pool {
                         _ => unreachable!("rebuild plans only"),
                     };
                     self.state.mark_rebuilt(cy, to);
+                    rebuilt_here += 1;
                 }
             }
             let bufs = prepared.expect("checked above");
@@ -972,6 +1191,9 @@ impl Pool {
         }
         let tag = self.tag();
         self.persist(tag)?;
+        if let Some(e) = stop {
+            return Err(e);
+        }
         Ok(RebuildProgress {
             cycles_done: self.state.clean_cycles(),
             cycles_total: total,
@@ -1011,16 +1233,18 @@ impl Pool {
     /// Status for `raidforge status`.
     pub fn status(&self) -> Status {
         let failed = self.state.failed().to_vec();
-        let target = self.state.target_generation();
+        // The oldest layout generation any cycle is still in: a member replaced after it holds
+        // nothing yet for that cycle (even when a later failure changed the target).
+        let oldest = (0..self.geo.cycles())
+            .map(|c| self.state.cycle_generation(c))
+            .min()
+            .unwrap_or(0);
         let members = (0..self.members.len())
             .map(|i| {
                 let d = i as Disk;
                 let st = if failed.contains(&d) {
                     "failed"
-                } else if self.state.replaced_at(d) > 0
-                    && !self.state.all_clean()
-                    && self.state.replaced_at(d) == target
-                {
+                } else if self.state.replaced_at(d) > oldest {
                     "rebuilding"
                 } else if self.geo.scheme().spare_disks().contains(&d) {
                     "spare"

@@ -6,9 +6,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;
+mod control;
 mod demo;
 mod layout_cmd;
 mod pool_cmd;
+mod serve_cmd;
+mod sim_cmd;
 
 /// raidforge: a software RAID engine and disk-array simulator sharing one core.
 ///
@@ -79,9 +82,21 @@ enum Command {
     Rebuild(pool_cmd::RebuildArgs),
     /// Read every stripe and check its parity or mirrors; exits 1 if any disagree.
     Verify(pool_cmd::PoolArg),
+    /// Serve pools as NBD exports (TCP and/or Unix socket), with a control socket POOL.ctl
+    /// through which status, fail, replace, rebuild and verify reach the running server.
+    ///
+    /// Example: raidforge serve p.json --socket /tmp/p.sock (then: nbdinfo
+    /// 'nbd+unix:///p?socket=/tmp/p.sock'; raidforge fail p.json --member 1)
+    Serve(serve_cmd::ServeArgs),
     /// Build RAID5, RAID+ and S2-RAID pools of emulated disks, fail a member of each, rebuild,
     /// verify every byte, and print rebuild times side by side. About a minute; no arguments.
     Demo(demo::DemoArgs),
+    /// Simulate an array of modelled drives: replay a trace or a synthetic workload, fail a
+    /// member, rebuild; prints response times per phase, rebuild time and per-disk load.
+    ///
+    /// Example: raidforge sim --scheme raid5 --disks 8 --disk st32000645ns --member-size 10G
+    /// --chunk 1M --workload none --fail 0 --json
+    Sim(Box<sim_cmd::SimArgs>),
 }
 
 /// Output piped into `head` and the like should end the program quietly, as it does for other
@@ -116,12 +131,14 @@ fn main() -> ExitCode {
             json,
         } => pool_cmd::replace(pool, member, with, json),
         Command::Rebuild(a) => pool_cmd::rebuild(a),
+        Command::Serve(a) => serve_cmd::run(a),
         Command::Verify(a) => match pool_cmd::verify(a) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::from(1),
             Err(e) => Err(e),
         },
         Command::Demo(a) => demo::run(a),
+        Command::Sim(a) => sim_cmd::run(*a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

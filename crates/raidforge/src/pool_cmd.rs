@@ -101,7 +101,11 @@ pub enum IoCommand {
 }
 
 fn print_status(pool: &Pool, json: bool) -> anyhow::Result<()> {
-    let s = pool.status();
+    print_status_of(&pool.status(), json)
+}
+
+/// Prints a pool's status (from the pool itself or from the server serving it).
+pub fn print_status_of(s: &dev::pool::Status, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(&s)?);
         return Ok(());
@@ -181,6 +185,7 @@ pub fn assemble(
     emulate: Option<String>,
     json: bool,
 ) -> anyhow::Result<()> {
+    crate::control::refuse_if_served(&pool, "assemble")?;
     let p = Pool::assemble(&pool, &members, emulate)?;
     print_status(&p, json)?;
     p.close()?;
@@ -188,6 +193,9 @@ pub fn assemble(
 }
 
 pub fn status(a: PoolArg) -> anyhow::Result<()> {
+    if let Some(live) = crate::control::live(&a.pool) {
+        return crate::control::status(&live, a.json);
+    }
     let p = Pool::open(&a.pool)?;
     print_status(&p, a.json)
 }
@@ -201,6 +209,7 @@ pub fn io(c: IoCommand) -> anyhow::Result<()> {
         } => {
             let data =
                 std::fs::read(&input).with_context(|| format!("reading {}", input.display()))?;
+            crate::control::refuse_if_served(&pool, "io write")?;
             let mut p = Pool::open(&pool)?;
             p.write(offset, &data)?;
             p.close()?;
@@ -212,6 +221,7 @@ pub fn io(c: IoCommand) -> anyhow::Result<()> {
             length,
             output,
         } => {
+            crate::control::refuse_if_served(&pool, "io read")?;
             let mut p = Pool::open(&pool)?;
             let data = p.read(offset, length)?;
             p.close()?;
@@ -224,6 +234,9 @@ pub fn io(c: IoCommand) -> anyhow::Result<()> {
 }
 
 pub fn fail(pool: PathBuf, member: usize, json: bool) -> anyhow::Result<()> {
+    if let Some(live) = crate::control::live(&pool) {
+        return crate::control::fail(&live, member, json);
+    }
     let mut p = Pool::open(&pool)?;
     p.fail(member)?;
     print_status(&p, json)?;
@@ -232,6 +245,9 @@ pub fn fail(pool: PathBuf, member: usize, json: bool) -> anyhow::Result<()> {
 }
 
 pub fn replace(pool: PathBuf, member: usize, with: PathBuf, json: bool) -> anyhow::Result<()> {
+    if let Some(live) = crate::control::live(&pool) {
+        return crate::control::replace(&live, member, &with, json);
+    }
     let mut p = Pool::open(&pool)?;
     p.replace(member, &with)?;
     print_status(&p, json)?;
@@ -274,6 +290,9 @@ pub fn rebuild(a: RebuildArgs) -> anyhow::Result<()> {
             anyhow::bail!("--speed-min {min} is above --speed-max {max}");
         }
     }
+    if let Some(live) = crate::control::live(&a.pool) {
+        return crate::control::rebuild(&live, &a, parallel);
+    }
     let mut p = Pool::open(&a.pool)?;
     let tty = std::io::stderr().is_terminal() && !a.json;
     let bar = if tty {
@@ -295,6 +314,7 @@ pub fn rebuild(a: RebuildArgs) -> anyhow::Result<()> {
             parallel_cycles: parallel,
             speed_max_bytes_per_sec: a.speed_max,
             batches_in_flight: 2,
+            max_cycles: None,
         },
         |pr| {
             if let Some(b) = &bar {
@@ -337,9 +357,15 @@ pub fn rebuild(a: RebuildArgs) -> anyhow::Result<()> {
 }
 
 pub fn verify(a: PoolArg) -> anyhow::Result<bool> {
-    let mut p = Pool::open(&a.pool)?;
-    let r = p.verify()?;
-    p.close()?;
+    let r = match crate::control::live(&a.pool) {
+        Some(live) => crate::control::verify(&live)?,
+        None => {
+            let mut p = Pool::open(&a.pool)?;
+            let r = p.verify()?;
+            p.close()?;
+            r
+        }
+    };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {

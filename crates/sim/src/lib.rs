@@ -1,10 +1,11 @@
-//! # sim: the foundation of raidforge's disk-array simulator
+//! # sim: raidforge's disk-array simulator
 //!
 //! The simulator predicts how a RAID layout behaves on real drives under a real workload by
-//! running the engine's own planner against simulated disks and a simulated clock. This crate
-//! provides the two ends of that pipeline; the executor between them (event queue, plan
-//! execution, metrics) is built on top of it. It contains no RAID logic: no mapping, no parity,
-//! no planning.
+//! running the engine's own planner (raidcore) against simulated disks and a simulated clock.
+//! This crate holds the whole pipeline: workloads in, the discrete-event executor ([`exec`])
+//! that runs raidcore's plans on disk models, and the measurements out ([`metrics`]). It
+//! contains no RAID logic: no mapping, no parity, no planning; where data lives and what a
+//! request or a rebuild reads and writes all come from raidcore's plans.
 //!
 //! ## Concepts
 //!
@@ -23,6 +24,17 @@
 //!   or a controlled experiment is wanted.
 //! - A [`Request`] is the common currency: arrival time, byte offset, length, read or write, and
 //!   the volume (ASU, LUN, device) it addresses. The executor maps it onto the array.
+//! - The **executor** ([`Simulator`], [`exec`]) is an event queue ordered by `(time, sequence)`
+//!   (one seed, one run): it pulls requests one at a time from a [`Workload`], plans them with
+//!   raidcore, queues the plans' member I/Os on per-disk queues ([`Scheduler`]: FIFO or
+//!   shortest positioning time first), fails a member when told to ([`Failure`]) and rebuilds
+//!   it with raidcore's rebuild scheduler and MD-style throttle.
+//! - A run's result is a [`Report`] ([`metrics`]): response times per [`Phase`] (normal,
+//!   degraded, rebuilding, after) in fixed-size log-linear [`Histogram`]s, throughput, per-disk
+//!   busy time and I/O counts, their coefficient of variation, and the rebuild's duration.
+//! - [`WorkloadSpec`] and [`simulate`] ([`run`]) are the one-call entry: a `--workload` string
+//!   (`none`, `random:read=0.7:size=4K:iops=200`, `financial1`, a trace path) and an array in,
+//!   a report out.
 //!
 //! ## Using it
 //!
@@ -40,6 +52,18 @@
 //! let requests: Vec<_> = reader.collect::<Result<_, _>>().unwrap();
 //! assert_eq!(requests[1].time_ns, 2_500_000);
 //! assert_eq!(requests[0].offset_bytes, 2048 * 512);
+//!
+//! // A RAID5 of five such disks (64 MiB used on each) under a light random workload; member 1
+//! // fails after 2 s and is rebuilt onto a blank replacement.
+//! use sim::{simulate, Failure, Phase, SimConfig, SourceOptions, WorkloadSpec};
+//! let params = layout::Params { disks: Some(5), ..Default::default() };
+//! let scheme = layout::build(layout::SchemeKind::Raid5, &params).unwrap();
+//! let mut cfg = SimConfig::new(Drive::SeagateSt3500320as.params());
+//! cfg.failure = Some(Failure { member: 1, at_ns: 2_000_000_000 });
+//! let spec = WorkloadSpec::parse("random:read=0.7:size=4K:iops=100:requests=400", 1, None).unwrap();
+//! let report = simulate(scheme, 64 << 10, 64 << 20, cfg, &spec, &SourceOptions::default()).unwrap();
+//! assert_eq!(report.requests, 400);
+//! assert!(report.phase(Phase::Normal).count > 0 && report.rebuild_time_s().is_some());
 //! ```
 //!
 //! Units are the last word of every name (`seek_ms_avg`, `bytes_per_sec_outer`, `time_ns`).
@@ -48,7 +72,10 @@
 #![warn(missing_docs)]
 
 pub mod disk;
+pub mod exec;
+pub mod metrics;
 pub mod rng;
+pub mod run;
 pub mod trace;
 pub mod workload;
 
@@ -56,7 +83,10 @@ pub use disk::{
     Disk, DiskIo, DiskModel, DiskParamError, Drive, DriveParams, Hdd, HddParams, Rotation, Service,
     Ssd, SsdParams,
 };
+pub use exec::{Failure, NoWorkload, Scheduler, SimConfig, SimError, Simulator, Workload};
+pub use metrics::{CheckMode, DiskStats, Histogram, Phase, PhaseStats, RebuildReport, Report};
 pub use rng::SplitMix64;
+pub use run::{parse_bytes, simulate, Source, SourceOptions, SpecError, WorkloadSpec};
 pub use trace::{
     BlkEvent, Fold, Location, ReadOptions, Request, TimeOrder, TraceError, TraceFormat, TraceReader,
 };

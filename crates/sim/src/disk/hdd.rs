@@ -457,10 +457,12 @@ impl HddModel {
     ) -> Option<Service> {
         let end = io.end_bytes();
         let index = st.segments.iter().position(|s| {
-            // A hit needs the first byte already read; the rest may still be on its way.
-            let valid = self.valid_end(s, start_ns);
+            // A hit needs the first byte already read; the rest may still be on its way. The
+            // cheap bounds go first: `valid_end` costs a square root.
             let reachable = if s.active { s.limit_end } else { s.filled_end };
-            s.start <= io.offset_bytes && io.offset_bytes <= valid && end <= reachable
+            s.start <= io.offset_bytes
+                && end <= reachable
+                && io.offset_bytes <= self.valid_end(s, start_ns)
         })?;
         let segment_bytes = self.segment_bytes;
         let capacity = self.params.capacity_bytes;

@@ -1,0 +1,960 @@
+//! Serving a pool to many clients at once (the NBD server), while an operator fails, replaces
+//! and rebuilds members.
+//!
+//! [`Pool`]'s own API takes `&mut self`: one request at a time. [`SharedPool`] wraps it for
+//! concurrent use in one of two ways ([`Concurrency`]):
+//!
+//! - `Serial`: a mutex around the pool; every request runs whole under it. Simple and
+//!   obviously correct; member I/O of different requests never overlaps.
+//! - `Stripes` (the default): the plan is made under the pool mutex, then the request takes
+//!   its stripe locks ([`raidcore::StripeLocks`], all or nothing), checks under the mutex that
+//!   the plan is still current (no failure, replacement or rebuild of its cycle since) and runs
+//!   *outside* the mutex. Requests on different stripes run in parallel; requests sharing a
+//!   stripe run one after the other, as raidcore's execution contract asks. A member error
+//!   fails the member under the mutex before the stripe locks are released, and the request is
+//!   planned again (degraded).
+//!
+//! Lock order is always stripe locks, then the pool mutex (never the other way round), so the
+//! two cannot deadlock.
+//!
+//! A rebuild runs in steps ([`Pool::rebuild_step`]): each step plans one batch of cycles,
+//! runs it and records it, and a background thread ([`SharedPool::start_rebuild`]) repeats
+//! steps with pauses in between, rate-limited, so client requests interleave with it. In
+//! `Stripes` mode a step holds the stripe locks of its cycles (a rebuild plan locks its whole
+//! cycle) and runs outside the pool mutex, like a request.
+//!
+//! While served, the superblocks say `Active` (not cleanly shut down); [`SharedPool::close`]
+//! flushes every member and marks the pool clean (or degraded / rebuilding, as it is).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use raidcore::superblock::ArrayStateTag;
+use raidcore::{plan_read, plan_rebuild_cycle, plan_write, Plan, PlanKind, StripeId, StripeLocks};
+use serde::{Deserialize, Serialize};
+
+use crate::exec::{run_plans, Counters, Members};
+use crate::pool::{Pool, PoolError, RebuildOpts, RebuildProgress, Status, VerifyReport};
+use crate::Member;
+
+type Result<T> = std::result::Result<T, PoolError>;
+
+/// The members of a pool as plans see them (`None`: failed or missing).
+type MemberSet = Vec<Option<Arc<dyn Member>>>;
+
+/// Where a stepwise rebuild is: the next cycle to look at, and totals so far.
+#[derive(Clone, Debug)]
+pub struct RebuildCursor {
+    next: u64,
+    started: Option<Instant>,
+    bytes_written: u64,
+    last_persist: Option<Instant>,
+}
+
+impl Default for RebuildCursor {
+    fn default() -> Self {
+        RebuildCursor::new()
+    }
+}
+
+impl RebuildCursor {
+    /// A rebuild that has not started.
+    pub fn new() -> RebuildCursor {
+        RebuildCursor {
+            next: 0,
+            started: None,
+            bytes_written: 0,
+            last_persist: None,
+        }
+    }
+    /// Rebuild bytes written so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written
+    }
+    /// Time since the first step.
+    pub fn elapsed(&self) -> Duration {
+        self.started.map_or(Duration::ZERO, |s| s.elapsed())
+    }
+}
+
+fn progress_of(pool: &Pool, cur: &RebuildCursor) -> RebuildProgress {
+    RebuildProgress {
+        cycles_done: pool.state.clean_cycles(),
+        cycles_total: pool.geo.cycles(),
+        bytes_written: cur.bytes_written,
+        elapsed_s: cur.elapsed().as_secs_f64(),
+    }
+}
+
+fn rebuild_target(p: &Plan) -> u32 {
+    match p.kind {
+        PlanKind::Rebuild { to, .. } => to,
+        _ => unreachable!("rebuild plans only"),
+    }
+}
+
+impl Pool {
+    /// Makes every completed member write durable (`sync_data` on every present member, in
+    /// parallel).
+    pub fn sync_members(&self) -> Result<()> {
+        flush_all(&self.members)
+            .map_err(|(i, e)| PoolError::Io(format!("flush of member {i}: {e}")))
+    }
+
+    /// Marks the superblocks `Active` (in use, not cleanly shut down) when the pool is
+    /// otherwise clean; a degraded or rebuilding pool already says so.
+    pub fn mark_in_use(&mut self) -> Result<()> {
+        if self.tag() == ArrayStateTag::Clean {
+            self.persist(ArrayStateTag::Active)?;
+        }
+        Ok(())
+    }
+
+    /// Plans up to `batch` cycles that are not in the target layout, looking from the cursor
+    /// on and wrapping around once (cycles left behind by a failure during the rebuild are
+    /// found on the next pass).
+    fn plan_rebuild_batch(
+        &self,
+        cur: &mut RebuildCursor,
+        batch: usize,
+    ) -> Result<Vec<(u64, Plan)>> {
+        let total = self.geo.cycles();
+        let mut out = Vec::new();
+        let mut scanned = 0u64;
+        while scanned < total && out.len() < batch.max(1) {
+            let c = cur.next % total;
+            if let Some(p) = plan_rebuild_cycle(&self.geo, &self.state, c)? {
+                out.push((c, p));
+            }
+            cur.next = (c + 1) % total;
+            scanned += 1;
+        }
+        Ok(out)
+    }
+
+    /// Starts a step: `None` (after recording the final state) when every cycle is in the
+    /// target layout, else the batch to run.
+    fn begin_rebuild_step(
+        &mut self,
+        opts: &RebuildOpts,
+        cur: &mut RebuildCursor,
+    ) -> Result<Option<Vec<(u64, Plan)>>> {
+        if self.state.all_clean() {
+            if cur.started.is_some() && cur.last_persist.is_some() {
+                // Finished: the data are durable before the superblocks say so.
+                self.sync_members()?;
+                let tag = self.tag();
+                self.persist(tag)?;
+                cur.last_persist = None;
+            }
+            return Ok(None);
+        }
+        if cur.started.is_none() {
+            cur.started = Some(Instant::now());
+        }
+        if cur.last_persist.is_none() {
+            self.persist(ArrayStateTag::Rebuilding)?;
+            cur.last_persist = Some(Instant::now());
+        }
+        let plans = self.plan_rebuild_batch(cur, opts.parallel_cycles)?;
+        Ok(Some(plans))
+    }
+
+    /// Records the outcome of a step's batch (marks cycles rebuilt, or fails the members that
+    /// failed), and records progress in the superblocks about once a second.
+    fn end_rebuild_step(
+        &mut self,
+        cur: &mut RebuildCursor,
+        plans: &[(u64, Plan)],
+        outcome: std::result::Result<(), crate::exec::BatchErrors>,
+    ) -> Result<RebuildProgress> {
+        match outcome {
+            Ok(()) => {
+                for (c, p) in plans {
+                    if self.state.plan_is_current(p) {
+                        cur.bytes_written +=
+                            p.writes.iter().map(|w| w.data.len as u64).sum::<u64>();
+                        self.state.mark_rebuilt(*c, rebuild_target(p));
+                    }
+                }
+            }
+            Err(e) => {
+                // Start over with the new failure set; cycles rebuilt so far stay rebuilt.
+                self.fail_members(&e.failed_members())?;
+            }
+        }
+        if cur
+            .last_persist
+            .is_some_and(|t| t.elapsed() > Duration::from_secs(1))
+        {
+            self.sync_members()?;
+            self.persist(ArrayStateTag::Rebuilding)?;
+            cur.last_persist = Some(Instant::now());
+        }
+        Ok(progress_of(self, cur))
+    }
+
+    /// One step of a rebuild: plans up to `opts.parallel_cycles` cycles that are not yet in
+    /// the target layout (continuing from `cur`), runs them, and marks them rebuilt. Returns
+    /// the progress, or `None` once every cycle is in the target layout (the final state is
+    /// then recorded). A member that fails during the step is failed and the rebuild goes on
+    /// toward the new target at the next step. The caller paces the steps
+    /// (`speed_max_bytes_per_sec` is not applied here), which is how client I/O interleaves
+    /// with a rebuild.
+    pub fn rebuild_step(
+        &mut self,
+        opts: &RebuildOpts,
+        cur: &mut RebuildCursor,
+    ) -> Result<Option<RebuildProgress>> {
+        let Some(plans) = self.begin_rebuild_step(opts, cur)? else {
+            return Ok(None);
+        };
+        let only: Vec<Plan> = plans.iter().map(|(_, p)| p.clone()).collect();
+        let mut empty: Vec<Vec<u8>> = only.iter().map(|_| Vec::new()).collect();
+        let mut users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
+        let outcome = run_plans(&only, &mut users, &self.members_view());
+        self.end_rebuild_step(cur, &plans, outcome).map(Some)
+    }
+}
+
+/// Flushes every present member in parallel; the first failure as (member, error).
+fn flush_all(
+    members: &[Option<Arc<dyn Member>>],
+) -> std::result::Result<(), (usize, std::io::Error)> {
+    let results: Vec<(usize, std::io::Result<()>)> = std::thread::scope(|s| {
+        let hs: Vec<_> = members
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| m.as_ref().map(|m| (i, m)))
+            .map(|(i, m)| s.spawn(move || (i, m.flush())))
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("flush thread"))
+            .collect()
+    });
+    for (i, r) in results {
+        r.map_err(|e| (i, e))?;
+    }
+    Ok(())
+}
+
+/// How a [`SharedPool`] lets requests run together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Concurrency {
+    /// One request at a time, under the pool mutex.
+    Serial,
+    /// Planned under the pool mutex, run under stripe locks outside it.
+    Stripes,
+}
+
+/// What the background rebuild is doing.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RebuildInfo {
+    /// A rebuild thread is running.
+    pub running: bool,
+    /// Its last progress report.
+    pub progress: Option<RebuildProgress>,
+    /// It ended with every cycle in the target layout.
+    pub finished: bool,
+    /// It ended with this error.
+    pub error: Option<String>,
+}
+
+/// A pool shared by the threads of a server. See the module documentation.
+pub struct SharedPool {
+    pool: Mutex<Option<Pool>>,
+    mode: Concurrency,
+    locks: Mutex<StripeLocks>,
+    unlocked: Condvar,
+    /// Member I/O run outside the pool mutex; folded into the pool's counters for status.
+    counters: Vec<Counters>,
+    data_offset_bytes: u64,
+    capacity: u64,
+    chunk_bytes: u64,
+    rebuild: Mutex<RebuildInfo>,
+    stop_rebuild: AtomicBool,
+    rebuild_thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Stripes held by one request; released (and waiters woken) when dropped.
+struct StripeGuard<'a> {
+    owner: &'a SharedPool,
+    stripes: Vec<StripeId>,
+}
+
+impl Drop for StripeGuard<'_> {
+    fn drop(&mut self) {
+        let mut l = self.owner.locks.lock().unwrap_or_else(|e| e.into_inner());
+        l.unlock(&self.stripes);
+        drop(l);
+        self.owner.unlocked.notify_all();
+    }
+}
+
+/// How often a request is planned again (after member failures or a state change) before
+/// giving up.
+const MAX_ATTEMPTS: usize = 64;
+
+fn closed() -> PoolError {
+    PoolError::Usage("the pool has been closed".into())
+}
+
+impl SharedPool {
+    /// Shares `pool` and marks it in use.
+    pub fn new(mut pool: Pool, mode: Concurrency) -> Result<Arc<SharedPool>> {
+        pool.mark_in_use()?;
+        let n = pool.members.len();
+        Ok(Arc::new(SharedPool {
+            counters: (0..n).map(|_| Counters::default()).collect(),
+            data_offset_bytes: pool.data_offset_bytes,
+            capacity: pool.capacity_bytes(),
+            chunk_bytes: pool.geo.chunk_bytes(),
+            pool: Mutex::new(Some(pool)),
+            mode,
+            locks: Mutex::new(StripeLocks::new()),
+            unlocked: Condvar::new(),
+            rebuild: Mutex::new(RebuildInfo::default()),
+            stop_rebuild: AtomicBool::new(false),
+            rebuild_thread: Mutex::new(None),
+        }))
+    }
+
+    /// Usable bytes.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.capacity
+    }
+
+    /// The chunk (stripe unit) size.
+    pub fn chunk_bytes(&self) -> u64 {
+        self.chunk_bytes
+    }
+
+    /// The concurrency mode.
+    pub fn mode(&self) -> Concurrency {
+        self.mode
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Option<Pool>>> {
+        self.pool.lock().map_err(|_| {
+            PoolError::Io("an earlier internal error left the pool state unknown".into())
+        })
+    }
+
+    /// Runs `f` on the pool under the mutex.
+    pub fn with_pool<T>(&self, f: impl FnOnce(&mut Pool) -> Result<T>) -> Result<T> {
+        let mut g = self.lock()?;
+        let p = g.as_mut().ok_or_else(closed)?;
+        f(p)
+    }
+
+    fn lock_stripes(&self, plans: &[Plan]) -> StripeGuard<'_> {
+        let mut stripes: Vec<StripeId> =
+            plans.iter().flat_map(|p| p.locks.iter().copied()).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        self.lock_stripe_ids(stripes)
+    }
+
+    fn lock_stripe_ids(&self, stripes: Vec<StripeId>) -> StripeGuard<'_> {
+        let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+        while !l.try_lock(&stripes) {
+            l = self.unlocked.wait(l).unwrap_or_else(|e| e.into_inner());
+        }
+        StripeGuard {
+            owner: self,
+            stripes,
+        }
+    }
+
+    /// Under the pool mutex: whether every plan is still current, and the members to run
+    /// them on.
+    fn current_members(&self, plans: &[Plan]) -> Result<Option<MemberSet>> {
+        let g = self.lock()?;
+        let p = g.as_ref().ok_or_else(closed)?;
+        if plans.iter().all(|pl| p.state.plan_is_current(pl)) {
+            Ok(Some(p.members.clone()))
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn view<'a>(&'a self, members: &'a [Option<Arc<dyn Member>>]) -> Members<'a> {
+        Members {
+            members,
+            counters: &self.counters,
+            data_offset_bytes: self.data_offset_bytes,
+        }
+    }
+
+    /// Reads `buf.len()` bytes at `offset`.
+    pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        if self.mode == Concurrency::Serial {
+            let data = self.with_pool(|p| p.read(offset, buf.len() as u64))?;
+            buf.copy_from_slice(&data);
+            return Ok(());
+        }
+        for _ in 0..MAX_ATTEMPTS {
+            let plans = self.with_pool(|p| {
+                p.check_range(offset, buf.len() as u64)?;
+                Ok(plan_read(&p.geo, &p.state, offset, buf.len() as u64)?)
+            })?;
+            let guard = self.lock_stripes(&plans);
+            let Some(members) = self.current_members(&plans)? else {
+                continue;
+            };
+            let mut users: Vec<&mut [u8]> = Vec::with_capacity(plans.len());
+            let mut rest: &mut [u8] = buf;
+            for p in &plans {
+                let (head, tail) = rest.split_at_mut(p.buffers[0]);
+                users.push(head);
+                rest = tail;
+            }
+            match run_plans(&plans, &mut users, &self.view(&members)) {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    self.with_pool(|p| p.fail_members(&e.failed_members()))?;
+                    drop(guard);
+                }
+            }
+        }
+        Err(PoolError::Io(format!(
+            "read at {offset}: gave up after {MAX_ATTEMPTS} attempts"
+        )))
+    }
+
+    /// Writes `data` at `offset`.
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
+        if self.mode == Concurrency::Serial {
+            return self.with_pool(|p| p.write(offset, data));
+        }
+        for _ in 0..MAX_ATTEMPTS {
+            let plans = self.with_pool(|p| {
+                p.check_range(offset, data.len() as u64)?;
+                Ok(plan_write(
+                    &p.geo,
+                    &p.state,
+                    offset,
+                    data.len() as u64,
+                    &p.policy,
+                )?)
+            })?;
+            let guard = self.lock_stripes(&plans);
+            let Some(members) = self.current_members(&plans)? else {
+                continue;
+            };
+            let mut copies: Vec<Vec<u8>> = plans
+                .iter()
+                .map(|p| {
+                    data[p.user_offset as usize..p.user_offset as usize + p.buffers[0]].to_vec()
+                })
+                .collect();
+            let mut users: Vec<&mut [u8]> = copies.iter_mut().map(|c| c.as_mut_slice()).collect();
+            match run_plans(&plans, &mut users, &self.view(&members)) {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    let only_writes = e.read_errors.is_empty();
+                    // Failed before the stripes are released: nobody reads the failed
+                    // member's stale units.
+                    self.with_pool(|p| p.fail_members(&e.failed_members()))?;
+                    drop(guard);
+                    if only_writes {
+                        // Every healthy member was written; the failed one's units are now
+                        // reconstructed from them.
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        Err(PoolError::Io(format!(
+            "write at {offset}: gave up after {MAX_ATTEMPTS} attempts"
+        )))
+    }
+
+    /// Writes `len` zero bytes at `offset`.
+    pub fn write_zeroes(&self, offset: u64, len: u64) -> Result<()> {
+        const STEP: u64 = 1 << 20;
+        let zero = vec![0u8; STEP.min(len) as usize];
+        let mut at = 0;
+        while at < len {
+            let n = STEP.min(len - at);
+            self.write(offset + at, &zero[..n as usize])?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Makes every write completed so far durable on every present member. A member whose
+    /// flush fails is failed (its data may be lost), like a member whose write fails.
+    pub fn flush(&self) -> Result<()> {
+        let members = self.with_pool(|p| Ok(p.members.clone()))?;
+        if let Err((i, e)) = flush_all(&members) {
+            self.with_pool(|p| {
+                p.fail_members(&[i as u32])?;
+                if p.state.data_lost(&p.geo) {
+                    return Err(PoolError::Io(format!("flush of member {i}: {e}")));
+                }
+                // The others are durable; try them again without the failed one.
+                flush_all(&p.members)
+                    .map_err(|(j, e)| PoolError::Io(format!("flush of member {j}: {e}")))
+            })?;
+        }
+        Ok(())
+    }
+
+    fn fold_counters(&self, p: &Pool) {
+        for (mine, theirs) in self.counters.iter().zip(&p.counters) {
+            theirs.read_bytes.fetch_add(
+                mine.read_bytes.swap(0, Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+            theirs.write_bytes.fetch_add(
+                mine.write_bytes.swap(0, Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// The pool's status now.
+    pub fn status(&self) -> Result<Status> {
+        self.with_pool(|p| {
+            self.fold_counters(p);
+            Ok(p.status())
+        })
+    }
+
+    /// Marks member `i` failed; clients go on, degraded.
+    pub fn fail(&self, i: usize) -> Result<Status> {
+        self.with_pool(|p| {
+            p.fail(i)?;
+            self.fold_counters(p);
+            Ok(p.status())
+        })
+    }
+
+    /// Puts a new, empty member at `path` in the place of failed member `i` (then rebuild).
+    pub fn replace(&self, i: usize, path: &std::path::Path) -> Result<Status> {
+        self.with_pool(|p| {
+            p.replace(i, path)?;
+            self.fold_counters(p);
+            Ok(p.status())
+        })
+    }
+
+    /// What the background rebuild is doing.
+    pub fn rebuild_info(&self) -> RebuildInfo {
+        self.rebuild
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// One rebuild step; see [`Pool::rebuild_step`].
+    pub fn rebuild_step(
+        &self,
+        opts: &RebuildOpts,
+        cur: &mut RebuildCursor,
+    ) -> Result<Option<RebuildProgress>> {
+        if self.mode == Concurrency::Serial {
+            return self.with_pool(|p| p.rebuild_step(opts, cur));
+        }
+        let Some(plans) = self.with_pool(|p| p.begin_rebuild_step(opts, cur))? else {
+            return Ok(None);
+        };
+        let only: Vec<Plan> = plans.iter().map(|(_, p)| p.clone()).collect();
+        let guard = self.lock_stripes(&only);
+        let outcome = match self.current_members(&only)? {
+            Some(members) => {
+                let mut empty: Vec<Vec<u8>> = only.iter().map(|_| Vec::new()).collect();
+                let mut users: Vec<&mut [u8]> =
+                    empty.iter_mut().map(|v| v.as_mut_slice()).collect();
+                run_plans(&only, &mut users, &self.view(&members))
+            }
+            // Something changed since planning: the cycles are planned again on the next
+            // pass (end_rebuild_step marks only current plans).
+            None => Ok(()),
+        };
+        let r = self.with_pool(|p| p.end_rebuild_step(cur, &plans, outcome));
+        drop(guard);
+        r.map(Some)
+    }
+
+    /// Starts rebuilding in a background thread (if one is not running already): steps of
+    /// `opts.parallel_cycles` cycles with pauses in between so client requests interleave,
+    /// at most `opts.speed_max_bytes_per_sec`. Refuses at once when the rebuild cannot start
+    /// (a failed member must be replaced first).
+    pub fn start_rebuild(self: &Arc<Self>, opts: RebuildOpts) -> Result<RebuildInfo> {
+        let mut th = self
+            .rebuild_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if th.as_ref().is_some_and(|h| !h.is_finished()) {
+            return Ok(self.rebuild_info());
+        }
+        // Check that the rebuild can start (e.g. needs a replacement), before going to the
+        // background.
+        self.with_pool(|p| {
+            if let Some(c) = (0..p.geo.cycles()).find(|&c| !p.state.is_clean(c)) {
+                plan_rebuild_cycle(&p.geo, &p.state, c)?;
+            }
+            Ok(())
+        })?;
+        self.stop_rebuild.store(false, Ordering::SeqCst);
+        *self.rebuild.lock().unwrap_or_else(|e| e.into_inner()) = RebuildInfo {
+            running: true,
+            ..Default::default()
+        };
+        let me = Arc::clone(self);
+        *th = Some(std::thread::spawn(move || me.rebuild_loop(opts)));
+        Ok(self.rebuild_info())
+    }
+
+    fn rebuild_loop(&self, opts: RebuildOpts) {
+        let mut cur = RebuildCursor::new();
+        let set = |f: &dyn Fn(&mut RebuildInfo)| {
+            let mut i = self.rebuild.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut i);
+        };
+        loop {
+            if self.stop_rebuild.load(Ordering::SeqCst) {
+                set(&|i| i.running = false);
+                return;
+            }
+            let t0 = Instant::now();
+            match self.rebuild_step(&opts, &mut cur) {
+                Ok(Some(pr)) => set(&|i| i.progress = Some(pr)),
+                Ok(None) => {
+                    let pr = self.with_pool(|p| {
+                        p.mark_in_use()?;
+                        Ok(progress_of(p, &cur))
+                    });
+                    set(&|i| {
+                        i.running = false;
+                        match &pr {
+                            Ok(pr) => {
+                                i.finished = true;
+                                i.progress = Some(*pr);
+                            }
+                            Err(e) => i.error = Some(e.to_string()),
+                        }
+                    });
+                    return;
+                }
+                Err(e) => {
+                    let msg = e.to_string();
+                    set(&|i| {
+                        i.running = false;
+                        i.error = Some(msg.clone());
+                    });
+                    return;
+                }
+            }
+            // Pace: leave the pool to clients for a while after each step, and keep under
+            // the speed limit.
+            let mut pause = (t0.elapsed() / 8).max(Duration::from_micros(200));
+            if let Some(max) = opts.speed_max_bytes_per_sec.filter(|&m| m > 0) {
+                let due = Duration::from_secs_f64(cur.bytes_written() as f64 / max as f64);
+                pause = pause.max(due.saturating_sub(cur.elapsed()));
+            }
+            // Sleep in slices so a stop request is seen promptly.
+            let until = Instant::now() + pause;
+            while Instant::now() < until && !self.stop_rebuild.load(Ordering::SeqCst) {
+                std::thread::sleep((until - Instant::now()).min(Duration::from_millis(50)));
+            }
+        }
+    }
+
+    /// Stops a background rebuild (progress so far is kept and recorded).
+    pub fn stop_rebuild(&self) {
+        self.stop_rebuild.store(true, Ordering::SeqCst);
+        let h = self
+            .rebuild_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(h) = h {
+            let _ = h.join();
+        }
+    }
+
+    /// Reads every stripe and checks parity and mirrors, a cycle at a time, each cycle under
+    /// its stripe locks so that client writes cannot change it midway.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let (cycles, stripes) =
+            self.with_pool(|p| Ok((p.geo.cycles(), p.geo.healthy().stripes.len())))?;
+        let mut r = VerifyReport::default();
+        for c in 0..cycles {
+            let ids: Vec<StripeId> = (0..stripes)
+                .map(|stripe| StripeId { cycle: c, stripe })
+                .collect();
+            let _guard = self.lock_stripe_ids(ids);
+            self.with_pool(|p| {
+                let plan = raidcore::plan_verify_cycle(&p.geo, &p.state, c);
+                let bufs = match crate::exec::run_reads(&plan, &p.members_view()) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        let failed = e.failed_members();
+                        p.fail_members(&failed)?;
+                        return Err(PoolError::Io(format!(
+                            "verify stopped: members {failed:?} failed while reading"
+                        )));
+                    }
+                };
+                let outcome = raidcore::check_verify(&p.geo, &p.state, &plan, &bufs);
+                r.cycles_checked += 1;
+                r.stripes_checked += outcome.checked as u64;
+                r.stripes_degraded += outcome.degraded as u64;
+                r.inconsistent
+                    .extend(outcome.inconsistent.iter().map(|&s| (c, s)));
+                Ok(())
+            })?;
+        }
+        Ok(r)
+    }
+
+    /// Stops the rebuild, flushes every member and records the pool's state (clean when
+    /// nothing is failed or being rebuilt). Later requests fail.
+    pub fn close(&self) -> Result<Status> {
+        self.stop_rebuild();
+        let mut g = self.lock()?;
+        let p = g.take().ok_or_else(closed)?;
+        // Wait for requests running outside the mutex (they hold stripe locks).
+        drop(g);
+        {
+            let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while l.held() > 0 && Instant::now() < deadline {
+                l = self
+                    .unlocked
+                    .wait_timeout(l, Duration::from_millis(50))
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
+        self.fold_counters(&p);
+        p.sync_members()?;
+        let status = p.status();
+        p.close()?;
+        Ok(status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use layout::{Params, SchemeKind};
+
+    use super::*;
+    use crate::pool::CreateOpts;
+
+    struct Dir(PathBuf);
+    impl Dir {
+        fn new(tag: &str) -> Dir {
+            let d = std::env::temp_dir().join(format!("rf-serve-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            Dir(d)
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn create(dir: &Path, kind: SchemeKind, params: Params, n: usize) -> Pool {
+        Pool::create(
+            &dir.join("pool.json"),
+            CreateOpts {
+                scheme: kind,
+                params,
+                members: (0..n).map(|i| dir.join(format!("m{i}.img"))).collect(),
+                size_bytes: Some(6 << 20),
+                chunk_bytes: 16 << 10,
+                emulate: None,
+                force: false,
+            },
+        )
+        .unwrap()
+    }
+
+    /// The state recorded in a member's superblock.
+    fn tag_on_disk(member: &Path) -> ArrayStateTag {
+        use raidcore::superblock::{Superblock, SUPERBLOCK_BYTES};
+        let b = std::fs::read(member).unwrap();
+        Superblock::decode(&b[..SUPERBLOCK_BYTES]).unwrap().state
+    }
+
+    fn bytes(seed: u64, n: usize) -> Vec<u8> {
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 32) as u8
+            })
+            .collect()
+    }
+
+    /// Threads write and read interleaved 4 KiB blocks (sharing stripes) of a model they own,
+    /// while the main thread fails a member, replaces it and rebuilds in the background.
+    fn concurrent_io_through_fail_and_rebuild(
+        mode: Concurrency,
+        kind: SchemeKind,
+        params: Params,
+        n: usize,
+    ) {
+        let dir = Dir::new(&format!("{mode:?}-{}", kind.name()));
+        let pool = create(&dir.0, kind, params, n);
+        assert_eq!(tag_on_disk(&dir.0.join("m0.img")), ArrayStateTag::Clean);
+        let shared = SharedPool::new(pool, mode).unwrap();
+        assert_eq!(
+            tag_on_disk(&dir.0.join("m0.img")),
+            ArrayStateTag::Active,
+            "in use while served"
+        );
+        let cap = shared.capacity_bytes();
+        let blocks = (cap / 4096).min(512);
+        let threads = 4u64;
+        let phase = |round: u64| {
+            std::thread::scope(|s| {
+                for t in 0..threads {
+                    let shared = &shared;
+                    s.spawn(move || {
+                        for k in (t..blocks).step_by(threads as usize) {
+                            // Unaligned writes across blocks of other threads' neighbours are
+                            // avoided: each thread owns whole blocks.
+                            let data = bytes(round * 1_000_000 + k, 4096);
+                            shared.write(k * 4096, &data).unwrap();
+                            let mut back = vec![0u8; 4096];
+                            shared.read(k * 4096, &mut back).unwrap();
+                            assert!(back == data, "block {k} round {round}");
+                        }
+                    });
+                }
+            });
+        };
+        let check = |round: u64| {
+            for k in 0..blocks {
+                let mut back = vec![0u8; 4096];
+                shared.read(k * 4096, &mut back).unwrap();
+                assert!(
+                    back == bytes(round * 1_000_000 + k, 4096),
+                    "block {k} after round {round}"
+                );
+            }
+        };
+        phase(1);
+        check(1);
+        // Fail member 1 while writes run.
+        std::thread::scope(|s| {
+            s.spawn(|| phase(2));
+            std::thread::sleep(Duration::from_millis(5));
+            shared.fail(1).unwrap();
+        });
+        check(2);
+        assert_eq!(shared.status().unwrap().state, "degraded");
+        shared.replace(1, &dir.0.join("new1.img")).unwrap();
+        let info = shared
+            .start_rebuild(RebuildOpts {
+                parallel_cycles: 2,
+                ..RebuildOpts::default()
+            })
+            .unwrap();
+        assert!(info.running);
+        phase(3);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while shared.rebuild_info().running {
+            assert!(Instant::now() < deadline, "rebuild did not finish");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let info = shared.rebuild_info();
+        assert!(info.finished, "{info:?}");
+        check(3);
+        let st = shared.status().unwrap();
+        assert_eq!(st.state, "clean", "{st:?}");
+        let v = shared.verify().unwrap();
+        assert!(v.inconsistent.is_empty(), "{v:?}");
+        assert_eq!(v.stripes_degraded, 0);
+        let closed = shared.close().unwrap();
+        assert_eq!(closed.state, "clean");
+        assert_eq!(
+            tag_on_disk(&dir.0.join("m0.img")),
+            ArrayStateTag::Clean,
+            "marked clean on close"
+        );
+        assert!(shared.read(0, &mut [0u8; 1]).is_err(), "closed");
+        // Reopened from disk: clean, and the data are there.
+        let mut p = Pool::open(&dir.0.join("pool.json")).unwrap();
+        assert_eq!(p.tag(), ArrayStateTag::Clean);
+        assert_eq!(p.read(5 * 4096, 4096).unwrap(), bytes(3_000_000 + 5, 4096));
+    }
+
+    fn p(disks: usize) -> Params {
+        Params {
+            disks: Some(disks),
+            ..Params::default()
+        }
+    }
+
+    #[test]
+    fn stripes_raid5() {
+        concurrent_io_through_fail_and_rebuild(Concurrency::Stripes, SchemeKind::Raid5, p(5), 5);
+    }
+
+    #[test]
+    fn stripes_raid6() {
+        concurrent_io_through_fail_and_rebuild(Concurrency::Stripes, SchemeKind::Raid6, p(5), 5);
+    }
+
+    #[test]
+    fn stripes_raidplus() {
+        let params = Params {
+            width: Some(3),
+            ..p(5)
+        };
+        concurrent_io_through_fail_and_rebuild(
+            Concurrency::Stripes,
+            SchemeKind::RaidPlus,
+            params,
+            5,
+        );
+    }
+
+    #[test]
+    fn serial_raid5() {
+        concurrent_io_through_fail_and_rebuild(Concurrency::Serial, SchemeKind::Raid5, p(4), 4);
+    }
+
+    #[test]
+    fn rebuild_steps_to_a_spare_and_marks_in_use() {
+        let dir = Dir::new("steps");
+        let mut pool = create(&dir.0, SchemeKind::Raid5, Params { spares: 1, ..p(5) }, 5);
+        pool.write(0, &bytes(9, 200_000)).unwrap();
+        pool.mark_in_use().unwrap();
+        pool.fail(0).unwrap();
+        let mut cur = RebuildCursor::new();
+        let opts = RebuildOpts {
+            parallel_cycles: 1,
+            ..RebuildOpts::default()
+        };
+        let mut steps = 0;
+        while let Some(pr) = pool.rebuild_step(&opts, &mut cur).unwrap() {
+            steps += 1;
+            assert!(pr.cycles_done <= pr.cycles_total);
+            assert!(steps < 10_000);
+        }
+        assert!(
+            steps as u64 >= pool.geometry().cycles() / 2,
+            "one cycle a step"
+        );
+        assert!(pool.state().all_clean());
+        assert!(cur.bytes_written() > 0);
+        assert_eq!(pool.read(0, 200_000).unwrap(), bytes(9, 200_000));
+        // Nothing more to do.
+        assert!(pool.rebuild_step(&opts, &mut cur).unwrap().is_none());
+    }
+}

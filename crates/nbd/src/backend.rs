@@ -1,0 +1,104 @@
+//! What an export serves: a [`Backend`] of a fixed size, called from several worker threads at
+//! once. Ranges passed in are always inside the export (the protocol layer refuses the rest).
+
+use std::io;
+use std::sync::RwLock;
+
+/// Storage behind one export. Every method may be called concurrently from several threads;
+/// an implementation serialises what it must.
+pub trait Backend: Send + Sync {
+    /// Size in bytes (fixed while served).
+    fn size(&self) -> u64;
+    /// Fills `buf` from `offset`.
+    fn read(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// Writes `data` at `offset`. Returning means the data are visible to later reads (on any
+    /// connection), not necessarily durable.
+    fn write(&self, offset: u64, data: &[u8]) -> io::Result<()>;
+    /// Makes every completed write durable (survives a crash of the process and the machine).
+    fn flush(&self) -> io::Result<()>;
+    /// The client no longer needs `len` bytes at `offset` (a hint; doing nothing is correct).
+    fn trim(&self, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
+    /// Writes `len` zero bytes at `offset`.
+    fn write_zeroes(&self, offset: u64, len: u64) -> io::Result<()> {
+        const STEP: u64 = 1 << 20;
+        let zero = vec![0u8; STEP.min(len) as usize];
+        let mut at = 0;
+        while at < len {
+            let n = STEP.min(len - at);
+            self.write(offset + at, &zero[..n as usize])?;
+            at += n;
+        }
+        Ok(())
+    }
+}
+
+/// A backend in memory, for tests.
+#[derive(Debug)]
+pub struct MemBackend {
+    data: RwLock<Vec<u8>>,
+    /// Counts flushes (tests check FLUSH and FUA reach the backend).
+    flushes: std::sync::atomic::AtomicU64,
+}
+
+impl MemBackend {
+    /// `size` zero bytes.
+    pub fn new(size: usize) -> MemBackend {
+        MemBackend {
+            data: RwLock::new(vec![0; size]),
+            flushes: Default::default(),
+        }
+    }
+    /// A copy of the contents.
+    pub fn snapshot(&self) -> Vec<u8> {
+        self.data.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    /// Number of flushes so far.
+    pub fn flushes(&self) -> u64 {
+        self.flushes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+fn range(offset: u64, len: usize, size: usize) -> io::Result<std::ops::Range<usize>> {
+    let end = offset.checked_add(len as u64);
+    match end {
+        Some(end) if end <= size as u64 => Ok(offset as usize..end as usize),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{len} bytes at {offset} run past the end ({size} bytes)"),
+        )),
+    }
+}
+
+impl Backend for MemBackend {
+    fn size(&self) -> u64 {
+        self.data.read().unwrap_or_else(|e| e.into_inner()).len() as u64
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let d = self.data.read().unwrap_or_else(|e| e.into_inner());
+        let r = range(offset, buf.len(), d.len())?;
+        buf.copy_from_slice(&d[r]);
+        Ok(())
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let mut d = self.data.write().unwrap_or_else(|e| e.into_inner());
+        let len = d.len();
+        let r = range(offset, data.len(), len)?;
+        d[r].copy_from_slice(data);
+        Ok(())
+    }
+    fn flush(&self) -> io::Result<()> {
+        self.flushes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+    fn write_zeroes(&self, offset: u64, len: u64) -> io::Result<()> {
+        let mut d = self.data.write().unwrap_or_else(|e| e.into_inner());
+        let size = d.len();
+        let r = range(offset, len as usize, size)?;
+        d[r].fill(0);
+        Ok(())
+    }
+}

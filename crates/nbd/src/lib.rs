@@ -1,0 +1,43 @@
+//! # nbd: serving block devices over the Network Block Device protocol
+//!
+//! - [`proto`]: wire constants and reply encoding.
+//! - [`server`]: the server side of one connection as a sans-I/O state machine
+//!   ([`ServerConn`]): bytes in, events and bytes out. It implements the fixed newstyle
+//!   handshake (options `EXPORT_NAME`, `GO`, `INFO`, `LIST`, `ABORT`, `STRUCTURED_REPLY`;
+//!   anything else is answered `NBD_REP_ERR_UNSUP`), advertises block size constraints and a
+//!   maximum payload through `NBD_INFO_BLOCK_SIZE`, and validates every transmission request
+//!   (`READ`, `WRITE`, `FLUSH`, `TRIM`, `WRITE_ZEROES`, `DISC`; flags `FUA`, `NO_HOLE`, `DF`)
+//!   before the transport sees it.
+//! - [`backend`]: the [`Backend`] trait an export is served from, and [`MemBackend`].
+//! - [`transport`]: [`Server`], threads serving the state machine on TCP and Unix sockets: one
+//!   reader per connection, a small worker pool per connection, replies written under a mutex
+//!   as they complete (out of order, matched by handle), many connections at once.
+//!
+//! ## Durability
+//!
+//! `NBD_CMD_FLUSH` is answered only after [`Backend::flush`] returned; a request with
+//! `NBD_CMD_FLAG_FUA` is followed by a flush before its reply. The transmission flags
+//! advertise `SEND_FLUSH`, `SEND_FUA`, `SEND_TRIM`, `SEND_WRITE_ZEROES`, `CAN_MULTI_CONN` (a
+//! backend shares its state between connections) and, with structured replies, `SEND_DF`
+//! (reads are always one data chunk).
+//!
+//! ## Errors
+//!
+//! Invalid requests get the error the protocol prescribes (`EINVAL` for unknown commands or
+//! flags and reads or trims past the end, `ENOSPC` for writes past the end, `EOVERFLOW` for
+//! requests longer than the maximum payload, `EPERM` for writes to a read-only export) and
+//! the connection continues. Violations that desynchronise the stream (bad magic, unknown
+//! client flags, `EXPORT_NAME` of an unknown export, absurd lengths, a message cut short) end
+//! the connection; other connections are not affected.
+
+pub mod backend;
+pub mod proto;
+pub mod server;
+pub mod transport;
+
+pub use backend::{Backend, MemBackend};
+pub use server::{
+    BlockSize, Command, Event, ExportInfo, ProtocolError, Request, ServerConfig, ServerConn,
+    DEFAULT_MAX_PAYLOAD,
+};
+pub use transport::{Export, Logger, Server, ServerOptions, Stats, Stream};

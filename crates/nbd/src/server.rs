@@ -1,0 +1,1329 @@
+//! The server side of one NBD connection as a sans-I/O state machine: bytes from the client go
+//! in through [`ServerConn::receive`], bytes for the client come out of
+//! [`ServerConn::take_output`], and what the transport must do comes out of
+//! [`ServerConn::poll_event`] (requests to execute, the end of the connection).
+//!
+//! The machine answers the whole handshake itself, and in the transmission phase it validates
+//! every request (magic, command, flags, length against the maximum payload, range against the
+//! export size) before handing it over: a request that reaches the transport is one the backend
+//! can execute. Invalid requests get the error reply the protocol prescribes, written to the
+//! output, and the connection goes on. Violations after which the byte stream cannot be
+//! trusted (bad magic, unknown client flags, a payload too large to skip) end the connection
+//! with [`Event::Fatal`]; the transport then drops the socket (a hard disconnect). Nothing in
+//! here panics on any input.
+
+use std::collections::VecDeque;
+
+use crate::proto::*;
+
+/// Block size constraints advertised with `NBD_INFO_BLOCK_SIZE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockSize {
+    /// Minimum block size (a power of two, 1 ..= 64 KiB); offsets and lengths should be
+    /// multiples of it.
+    pub minimum: u32,
+    /// Preferred block size (a power of two, at least 512 and at least `minimum`).
+    pub preferred: u32,
+    /// Maximum payload of a read or write request (a multiple of `minimum`). Longer requests
+    /// are refused with `EOVERFLOW`.
+    pub maximum: u32,
+}
+
+impl Default for BlockSize {
+    fn default() -> Self {
+        BlockSize {
+            minimum: 1,
+            preferred: 4096,
+            maximum: DEFAULT_MAX_PAYLOAD,
+        }
+    }
+}
+
+/// The maximum payload a client may assume when nothing is advertised, and our default.
+pub const DEFAULT_MAX_PAYLOAD: u32 = 32 << 20;
+
+/// A write payload longer than the maximum is read and thrown away (then refused with
+/// `EOVERFLOW`) up to this length; beyond it the connection is dropped instead.
+pub const MAX_DISCARD_BYTES: u32 = 256 << 20;
+
+/// Option data longer than this is refused with `NBD_REP_ERR_TOO_BIG` (after skipping it).
+pub const MAX_OPTION_BYTES: u32 = 64 << 10;
+
+/// Option data longer than this ends the connection (not worth skipping).
+pub const MAX_OPTION_DISCARD_BYTES: u32 = 16 << 20;
+
+/// One export as the protocol sees it.
+#[derive(Clone, Debug)]
+pub struct ExportInfo {
+    /// Name the client asks for.
+    pub name: String,
+    /// Free text shown by `nbdinfo` and similar (may be empty).
+    pub description: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Refuse writes (`EPERM`).
+    pub read_only: bool,
+    /// Block size constraints.
+    pub block: BlockSize,
+    /// Whether FLUSH and FUA are consistent across connections (the backend has no
+    /// per-connection cache): sets `NBD_FLAG_CAN_MULTI_CONN`.
+    pub multi_conn: bool,
+}
+
+impl ExportInfo {
+    /// An export of `size` bytes with default constraints.
+    pub fn new(name: impl Into<String>, size: u64) -> ExportInfo {
+        ExportInfo {
+            name: name.into(),
+            description: String::new(),
+            size,
+            read_only: false,
+            block: BlockSize::default(),
+            multi_conn: true,
+        }
+    }
+
+    fn transmission_flags(&self, structured: bool) -> u16 {
+        let mut f = TFLAG_HAS_FLAGS
+            | TFLAG_SEND_FLUSH
+            | TFLAG_SEND_FUA
+            | TFLAG_SEND_TRIM
+            | TFLAG_SEND_WRITE_ZEROES;
+        if self.read_only {
+            f |= TFLAG_READ_ONLY;
+        }
+        if structured {
+            // Reads are always answered with a single data chunk.
+            f |= TFLAG_SEND_DF;
+        }
+        if self.multi_conn {
+            f |= TFLAG_CAN_MULTI_CONN;
+        }
+        f
+    }
+}
+
+/// What the server offers on a connection.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The exports, by name.
+    pub exports: Vec<ExportInfo>,
+    /// The export an empty name selects (the "default export"), if any.
+    pub default_export: Option<usize>,
+}
+
+impl ServerConfig {
+    /// Exports with the first one as the default.
+    pub fn new(exports: Vec<ExportInfo>) -> ServerConfig {
+        let default_export = if exports.is_empty() { None } else { Some(0) };
+        ServerConfig {
+            exports,
+            default_export,
+        }
+    }
+
+    fn find(&self, name: &str) -> Option<usize> {
+        if name.is_empty() {
+            return self.default_export;
+        }
+        self.exports.iter().position(|e| e.name == name)
+    }
+}
+
+/// A validated request for the backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The client's handle; the reply must carry it.
+    pub handle: u64,
+    /// Command flags as sent (FUA, NO_HOLE, DF).
+    pub flags: u16,
+    /// What to do.
+    pub command: Command,
+}
+
+impl Request {
+    /// The client asked for the data to be durable before the reply (`NBD_CMD_FLAG_FUA`).
+    pub fn fua(&self) -> bool {
+        self.flags & CMD_FLAG_FUA != 0
+    }
+}
+
+/// A command, with its range already checked against the export.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Read `len` bytes at `offset`.
+    Read { offset: u64, len: u32 },
+    /// Write `data` at `offset`.
+    Write { offset: u64, data: Vec<u8> },
+    /// Make every write replied to so far durable.
+    Flush,
+    /// The client no longer needs these bytes (a hint).
+    Trim { offset: u64, len: u32 },
+    /// Write `len` zero bytes at `offset`.
+    WriteZeroes { offset: u64, len: u32 },
+}
+
+/// Why a connection had to be dropped.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// The client flags hold bits we did not offer.
+    #[error("client flags {0:#x} hold unknown bits")]
+    BadClientFlags(u32),
+    /// An option did not start with `IHAVEOPT`.
+    #[error("option magic {0:#018x} is not IHAVEOPT")]
+    BadOptionMagic(u64),
+    /// A request did not start with the request magic.
+    #[error("request magic {0:#010x} is not NBD_REQUEST_MAGIC")]
+    BadRequestMagic(u32),
+    /// `NBD_OPT_EXPORT_NAME` named an export that does not exist (the option cannot fail, so
+    /// the session ends).
+    #[error("NBD_OPT_EXPORT_NAME asked for unknown export '{0}'")]
+    UnknownExport(String),
+    /// Option data too long even to skip.
+    #[error("option {option} carries {len} bytes of data, more than the {max} we accept")]
+    OptionTooLong { option: u32, len: u32, max: u32 },
+    /// A write payload too long even to skip.
+    #[error("write of {len} bytes, far beyond the maximum payload of {max} bytes")]
+    PayloadTooLong { len: u32, max: u32 },
+    /// The client closed the connection in the middle of a message.
+    #[error("client closed the connection in the middle of a message ({0})")]
+    Truncated(&'static str),
+}
+
+/// What the transport must do next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The handshake is over; the client uses export `export` (index into the configuration).
+    /// Requests follow.
+    Selected { export: usize },
+    /// Execute this request and send its reply (encode it with [`ServerConn::encoder`]).
+    Request(Request),
+    /// The client ended the session cleanly (`NBD_CMD_DISC`, `NBD_OPT_ABORT`, or closing the
+    /// socket between messages): finish the requests under way, then close.
+    Disconnect,
+    /// The client violated the protocol: close the socket now (hard disconnect).
+    Fatal(ProtocolError),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum State {
+    /// Waiting for the 4 bytes of client flags.
+    ClientFlags,
+    /// Waiting for an option header.
+    OptionHeader,
+    /// Waiting for `len` bytes of option data.
+    OptionData { option: u32, len: u32 },
+    /// Skipping too-long option data, then `NBD_REP_ERR_TOO_BIG`.
+    OptionDiscard { option: u32, left: u32 },
+    /// Waiting for a request header.
+    RequestHeader,
+    /// Receiving a write payload.
+    Payload {
+        handle: u64,
+        flags: u16,
+        offset: u64,
+        left: u32,
+        /// The reply to send instead of executing, when the request was invalid.
+        error: Option<(u32, String)>,
+        data: Vec<u8>,
+    },
+    /// Skipping a too-long write payload, then `EOVERFLOW`.
+    PayloadDiscard {
+        handle: u64,
+        left: u32,
+        message: String,
+    },
+    /// Nothing more will be read.
+    Closed,
+}
+
+/// The server side of one connection.
+pub struct ServerConn {
+    config: ServerConfig,
+    state: State,
+    /// Received bytes not yet consumed.
+    inbuf: Vec<u8>,
+    /// Bytes for the client.
+    out: Vec<u8>,
+    events: VecDeque<Event>,
+    no_zeroes: bool,
+    structured: bool,
+    export: Option<usize>,
+    shutting_down: bool,
+}
+
+impl ServerConn {
+    /// A new connection; the greeting is already in the output.
+    pub fn new(config: ServerConfig) -> ServerConn {
+        let mut out = Vec::with_capacity(18);
+        put_u64(&mut out, NBDMAGIC);
+        put_u64(&mut out, IHAVEOPT);
+        put_u16(&mut out, FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES);
+        ServerConn {
+            config,
+            state: State::ClientFlags,
+            inbuf: Vec::new(),
+            out,
+            events: VecDeque::new(),
+            no_zeroes: false,
+            structured: false,
+            export: None,
+            shutting_down: false,
+        }
+    }
+
+    /// Bytes to send to the client (handshake replies and error replies to invalid requests),
+    /// in order. Send them before the replies of requests polled after this call.
+    pub fn take_output(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// The next thing the transport must do.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// How replies are encoded on this connection.
+    pub fn encoder(&self) -> ReplyEncoder {
+        ReplyEncoder {
+            structured: self.structured,
+        }
+    }
+
+    /// The export chosen, once the transmission phase has begun.
+    pub fn export(&self) -> Option<usize> {
+        self.export
+    }
+
+    /// True once the transmission phase has begun.
+    pub fn in_transmission(&self) -> bool {
+        self.export.is_some() && self.state != State::Closed
+    }
+
+    /// True when nothing more will be accepted.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// The server is going away: further options are refused with `NBD_REP_ERR_SHUTDOWN` and
+    /// further requests with `ESHUTDOWN`.
+    pub fn begin_shutdown(&mut self) {
+        self.shutting_down = true;
+    }
+
+    /// The client closed its side. Between messages that is a clean end of the session; in
+    /// the middle of one it is reported as [`ProtocolError::Truncated`].
+    pub fn receive_eof(&mut self) {
+        let what = match &self.state {
+            State::Closed => return,
+            State::ClientFlags => "client flags",
+            State::OptionHeader if self.inbuf.is_empty() => {
+                return self.close(Event::Disconnect);
+            }
+            State::OptionHeader => "option header",
+            State::OptionData { .. } | State::OptionDiscard { .. } => "option data",
+            State::RequestHeader if self.inbuf.is_empty() => {
+                return self.close(Event::Disconnect);
+            }
+            State::RequestHeader => "request header",
+            State::Payload { .. } | State::PayloadDiscard { .. } => "write payload",
+        };
+        self.close(Event::Fatal(ProtocolError::Truncated(what)));
+    }
+
+    /// Feeds bytes received from the client.
+    pub fn receive(&mut self, mut data: &[u8]) {
+        while !data.is_empty() && self.state != State::Closed {
+            // Payloads stream straight from the input (no extra copy of large writes).
+            if self.inbuf.is_empty() {
+                if let Some(n) = self.consume_streaming(data) {
+                    data = &data[n..];
+                    continue;
+                }
+            }
+            self.inbuf.extend_from_slice(data);
+            data = &[];
+            self.process();
+        }
+    }
+
+    /// If the state consumes raw bytes (payload, discard), consumes from `data` and returns
+    /// how many bytes were used.
+    fn consume_streaming(&mut self, data: &[u8]) -> Option<usize> {
+        match &mut self.state {
+            State::Payload {
+                left, data: buf, ..
+            } => {
+                let n = (*left as usize).min(data.len());
+                buf.extend_from_slice(&data[..n]);
+                *left -= n as u32;
+                if *left == 0 {
+                    self.finish_payload();
+                }
+                Some(n)
+            }
+            State::PayloadDiscard { left, .. } => {
+                let n = (*left as usize).min(data.len());
+                *left -= n as u32;
+                if *left == 0 {
+                    self.finish_discard();
+                }
+                Some(n)
+            }
+            State::OptionDiscard { option, left } => {
+                let n = (*left as usize).min(data.len());
+                *left -= n as u32;
+                if *left == 0 {
+                    let option = *option;
+                    self.state = State::OptionHeader;
+                    self.opt_reply(
+                        option,
+                        REP_ERR_TOO_BIG,
+                        format!("option data longer than {MAX_OPTION_BYTES} bytes").as_bytes(),
+                    );
+                }
+                Some(n)
+            }
+            _ => None,
+        }
+    }
+
+    /// Consumes whole messages from `inbuf`.
+    fn process(&mut self) {
+        let mut pos = 0usize;
+        loop {
+            if self.state == State::Closed {
+                break;
+            }
+            let avail = self.inbuf.len() - pos;
+            if avail == 0 {
+                break;
+            }
+            // Streaming states take what is buffered.
+            if matches!(
+                self.state,
+                State::Payload { .. } | State::PayloadDiscard { .. } | State::OptionDiscard { .. }
+            ) {
+                let chunk = std::mem::take(&mut self.inbuf);
+                let n = self
+                    .consume_streaming(&chunk[pos..])
+                    .expect("streaming state");
+                self.inbuf = chunk;
+                pos += n;
+                continue;
+            }
+            let need = match self.state {
+                State::ClientFlags => 4,
+                State::OptionHeader => OPTION_HEADER_BYTES,
+                State::OptionData { len, .. } => len as usize,
+                State::RequestHeader => REQUEST_HEADER_BYTES,
+                _ => unreachable!("handled above"),
+            };
+            if avail < need {
+                break;
+            }
+            let msg = self.inbuf[pos..pos + need].to_vec();
+            pos += need;
+            match self.state.clone() {
+                State::ClientFlags => self.on_client_flags(get_u32(&msg, 0)),
+                State::OptionHeader => self.on_option_header(&msg),
+                State::OptionData { option, .. } => {
+                    self.state = State::OptionHeader;
+                    self.on_option(option, &msg);
+                }
+                State::RequestHeader => self.on_request_header(&msg),
+                _ => unreachable!(),
+            }
+        }
+        self.inbuf.drain(..pos.min(self.inbuf.len()));
+        if self.state == State::Closed {
+            self.inbuf.clear();
+        }
+    }
+
+    fn close(&mut self, ev: Event) {
+        self.state = State::Closed;
+        self.inbuf.clear();
+        self.events.push_back(ev);
+    }
+
+    // ---- handshake ----
+
+    fn on_client_flags(&mut self, flags: u32) {
+        if flags & !(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES) != 0 {
+            return self.close(Event::Fatal(ProtocolError::BadClientFlags(flags)));
+        }
+        self.no_zeroes = flags & FLAG_C_NO_ZEROES != 0;
+        self.state = State::OptionHeader;
+    }
+
+    fn on_option_header(&mut self, h: &[u8]) {
+        let magic = get_u64(h, 0);
+        if magic != IHAVEOPT {
+            return self.close(Event::Fatal(ProtocolError::BadOptionMagic(magic)));
+        }
+        let option = get_u32(h, 8);
+        let len = get_u32(h, 12);
+        if len > MAX_OPTION_DISCARD_BYTES {
+            return self.close(Event::Fatal(ProtocolError::OptionTooLong {
+                option,
+                len,
+                max: MAX_OPTION_DISCARD_BYTES,
+            }));
+        }
+        if len > MAX_OPTION_BYTES {
+            if option == OPT_EXPORT_NAME {
+                // EXPORT_NAME has no error reply; no export has such a name.
+                return self.close(Event::Fatal(ProtocolError::OptionTooLong {
+                    option,
+                    len,
+                    max: MAX_OPTION_BYTES,
+                }));
+            }
+            self.state = State::OptionDiscard { option, left: len };
+            return;
+        }
+        if len == 0 {
+            self.on_option(option, &[]);
+        } else {
+            self.state = State::OptionData { option, len };
+        }
+    }
+
+    fn opt_reply(&mut self, option: u32, kind: u32, data: &[u8]) {
+        self.out
+            .extend_from_slice(&option_reply(option, kind, data));
+    }
+
+    fn on_option(&mut self, option: u32, data: &[u8]) {
+        if self.shutting_down && option != OPT_ABORT {
+            if option == OPT_EXPORT_NAME {
+                return self.close(Event::Disconnect);
+            }
+            return self.opt_reply(option, REP_ERR_SHUTDOWN, b"server is shutting down");
+        }
+        match option {
+            OPT_EXPORT_NAME => {
+                let name = String::from_utf8_lossy(data).into_owned();
+                match self.config.find(&name) {
+                    Some(i) => {
+                        let e = &self.config.exports[i];
+                        let mut out = Vec::with_capacity(134);
+                        put_u64(&mut out, e.size);
+                        put_u16(&mut out, e.transmission_flags(self.structured));
+                        if !self.no_zeroes {
+                            out.extend_from_slice(&[0u8; 124]);
+                        }
+                        self.out.extend_from_slice(&out);
+                        self.enter_transmission(i);
+                    }
+                    None => self.close(Event::Fatal(ProtocolError::UnknownExport(name))),
+                }
+            }
+            OPT_ABORT => {
+                self.opt_reply(option, REP_ACK, &[]);
+                self.close(Event::Disconnect);
+            }
+            OPT_LIST => {
+                if !data.is_empty() {
+                    return self.opt_reply(option, REP_ERR_INVALID, b"LIST takes no data");
+                }
+                let names: Vec<String> =
+                    self.config.exports.iter().map(|e| e.name.clone()).collect();
+                for n in names {
+                    let mut d = Vec::with_capacity(4 + n.len());
+                    put_u32(&mut d, n.len() as u32);
+                    d.extend_from_slice(n.as_bytes());
+                    self.opt_reply(option, REP_SERVER, &d);
+                }
+                self.opt_reply(option, REP_ACK, &[]);
+            }
+            OPT_STRUCTURED_REPLY => {
+                if !data.is_empty() {
+                    return self.opt_reply(
+                        option,
+                        REP_ERR_INVALID,
+                        b"STRUCTURED_REPLY takes no data",
+                    );
+                }
+                self.structured = true;
+                self.opt_reply(option, REP_ACK, &[]);
+            }
+            OPT_INFO | OPT_GO => self.on_info(option, data),
+            _ => {
+                let msg = format!("option {option} ({}) is not supported", option_name(option));
+                self.opt_reply(option, REP_ERR_UNSUP, msg.as_bytes());
+            }
+        }
+    }
+
+    fn on_info(&mut self, option: u32, data: &[u8]) {
+        // name length u32, name, count u16, count x info type u16
+        let parsed = (|| {
+            if data.len() < 6 {
+                return None;
+            }
+            let nlen = get_u32(data, 0) as usize;
+            let rest = data.len() - 4;
+            if nlen > rest.checked_sub(2)? {
+                return None;
+            }
+            let name = std::str::from_utf8(&data[4..4 + nlen]).ok()?.to_string();
+            let count = get_u16(data, 4 + nlen) as usize;
+            let infos_at = 6 + nlen;
+            if data.len() != infos_at + 2 * count {
+                return None;
+            }
+            let infos: Vec<u16> = (0..count)
+                .map(|i| get_u16(data, infos_at + 2 * i))
+                .collect();
+            Some((name, infos))
+        })();
+        let Some((name, infos)) = parsed else {
+            return self.opt_reply(
+                option,
+                REP_ERR_INVALID,
+                format!("malformed {} request", option_name(option)).as_bytes(),
+            );
+        };
+        let Some(i) = self.config.find(&name) else {
+            let msg = format!("no export named '{name}'");
+            return self.opt_reply(option, REP_ERR_UNKNOWN, msg.as_bytes());
+        };
+        let e = self.config.exports[i].clone();
+        let mut d = Vec::new();
+        put_u16(&mut d, INFO_EXPORT);
+        put_u64(&mut d, e.size);
+        put_u16(&mut d, e.transmission_flags(self.structured));
+        self.opt_reply(option, REP_INFO, &d);
+        if infos.contains(&INFO_NAME) {
+            let mut d = Vec::new();
+            put_u16(&mut d, INFO_NAME);
+            d.extend_from_slice(e.name.as_bytes());
+            self.opt_reply(option, REP_INFO, &d);
+        }
+        if infos.contains(&INFO_DESCRIPTION) && !e.description.is_empty() {
+            let mut d = Vec::new();
+            put_u16(&mut d, INFO_DESCRIPTION);
+            d.extend_from_slice(truncate_utf8(&e.description, MAX_STRING_BYTES).as_bytes());
+            self.opt_reply(option, REP_INFO, &d);
+        }
+        // Block sizes are sent whether asked or not: a client unaware of them is served
+        // anyway (minimum 1 accepts any alignment, and the maximum is the protocol default).
+        let mut d = Vec::new();
+        put_u16(&mut d, INFO_BLOCK_SIZE);
+        put_u32(&mut d, e.block.minimum);
+        put_u32(&mut d, e.block.preferred);
+        put_u32(&mut d, e.block.maximum);
+        self.opt_reply(option, REP_INFO, &d);
+        self.opt_reply(option, REP_ACK, &[]);
+        if option == OPT_GO {
+            self.enter_transmission(i);
+        }
+    }
+
+    fn enter_transmission(&mut self, export: usize) {
+        self.export = Some(export);
+        self.state = State::RequestHeader;
+        self.events.push_back(Event::Selected { export });
+    }
+
+    // ---- transmission ----
+
+    fn reply_error(&mut self, handle: u64, error: u32, message: &str) {
+        let b = self.encoder().error(handle, error, message);
+        self.out.extend_from_slice(&b);
+    }
+
+    fn on_request_header(&mut self, h: &[u8]) {
+        let magic = get_u32(h, 0);
+        if magic != REQUEST_MAGIC {
+            return self.close(Event::Fatal(ProtocolError::BadRequestMagic(magic)));
+        }
+        let flags = get_u16(h, 4);
+        let cmd = get_u16(h, 6);
+        let handle = get_u64(h, 8);
+        let offset = get_u64(h, 16);
+        let len = get_u32(h, 24);
+        let e = self.config.exports[self.export.expect("in transmission")].clone();
+        let max = e.block.maximum;
+
+        if cmd == CMD_WRITE {
+            if len > max {
+                let message =
+                    format!("WRITE of {len} bytes exceeds the maximum payload of {max} bytes");
+                if len > MAX_DISCARD_BYTES {
+                    return self.close(Event::Fatal(ProtocolError::PayloadTooLong { len, max }));
+                }
+                self.state = State::PayloadDiscard {
+                    handle,
+                    left: len,
+                    message,
+                };
+                return;
+            }
+            let error = self.check(&e, cmd, flags, offset, len);
+            self.state = State::Payload {
+                handle,
+                flags,
+                offset,
+                left: len,
+                error,
+                data: Vec::with_capacity(len as usize),
+            };
+            if len == 0 {
+                self.finish_payload();
+            }
+            return;
+        }
+        if cmd == CMD_DISC {
+            return self.close(Event::Disconnect);
+        }
+        if let Some((err, msg)) = self.check(&e, cmd, flags, offset, len) {
+            return self.reply_error(handle, err, &msg);
+        }
+        let command = match cmd {
+            CMD_READ => Command::Read { offset, len },
+            CMD_FLUSH => Command::Flush,
+            CMD_TRIM => Command::Trim { offset, len },
+            CMD_WRITE_ZEROES => Command::WriteZeroes { offset, len },
+            _ => unreachable!("check refuses other commands"),
+        };
+        self.events.push_back(Event::Request(Request {
+            handle,
+            flags,
+            command,
+        }));
+    }
+
+    /// The error reply a request deserves, if any.
+    fn check(
+        &self,
+        e: &ExportInfo,
+        cmd: u16,
+        flags: u16,
+        offset: u64,
+        len: u32,
+    ) -> Option<(u32, String)> {
+        let name = command_name(cmd);
+        if self.shutting_down {
+            return Some((ESHUTDOWN, "server is shutting down".into()));
+        }
+        let allowed = match cmd {
+            CMD_READ if self.structured => CMD_FLAG_FUA | CMD_FLAG_DF,
+            CMD_READ | CMD_WRITE | CMD_FLUSH | CMD_TRIM => CMD_FLAG_FUA,
+            CMD_WRITE_ZEROES => CMD_FLAG_FUA | CMD_FLAG_NO_HOLE,
+            _ => return Some((EINVAL, format!("command {cmd} ({name}) is not supported"))),
+        };
+        if flags & !allowed != 0 {
+            return Some((EINVAL, format!("flags {flags:#x} are not valid for {name}")));
+        }
+        if cmd == CMD_FLUSH {
+            return None;
+        }
+        let writes = matches!(cmd, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES);
+        if writes && e.read_only {
+            return Some((EPERM, format!("{name} on a read-only export")));
+        }
+        if matches!(cmd, CMD_READ) && len > e.block.maximum {
+            return Some((
+                EOVERFLOW,
+                format!(
+                    "{name} of {len} bytes exceeds the maximum payload of {} bytes",
+                    e.block.maximum
+                ),
+            ));
+        }
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > e.size)
+        {
+            let err = if matches!(cmd, CMD_WRITE | CMD_WRITE_ZEROES) {
+                ENOSPC
+            } else {
+                EINVAL
+            };
+            return Some((
+                err,
+                format!(
+                    "{name} of {len} bytes at offset {offset} is beyond the end of the export ({} bytes)",
+                    e.size
+                ),
+            ));
+        }
+        None
+    }
+
+    fn finish_payload(&mut self) {
+        let state = std::mem::replace(&mut self.state, State::RequestHeader);
+        let State::Payload {
+            handle,
+            flags,
+            offset,
+            error,
+            data,
+            ..
+        } = state
+        else {
+            unreachable!("called in the payload state");
+        };
+        match error {
+            Some((err, msg)) => self.reply_error(handle, err, &msg),
+            None => self.events.push_back(Event::Request(Request {
+                handle,
+                flags,
+                command: Command::Write { offset, data },
+            })),
+        }
+    }
+
+    fn finish_discard(&mut self) {
+        let state = std::mem::replace(&mut self.state, State::RequestHeader);
+        let State::PayloadDiscard {
+            handle, message, ..
+        } = state
+        else {
+            unreachable!("called in the discard state");
+        };
+        self.reply_error(handle, EOVERFLOW, &message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> ServerConfig {
+        let mut a = ExportInfo::new("a", 1 << 20);
+        a.description = "first".into();
+        let mut b = ExportInfo::new("b", 4096);
+        b.read_only = true;
+        b.block.maximum = 8192;
+        ServerConfig::new(vec![a, b])
+    }
+
+    fn opt(option: u32, data: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        put_u64(&mut v, IHAVEOPT);
+        put_u32(&mut v, option);
+        put_u32(&mut v, data.len() as u32);
+        v.extend_from_slice(data);
+        v
+    }
+
+    fn go_data(name: &str, infos: &[u16]) -> Vec<u8> {
+        let mut d = Vec::new();
+        put_u32(&mut d, name.len() as u32);
+        d.extend_from_slice(name.as_bytes());
+        put_u16(&mut d, infos.len() as u16);
+        for i in infos {
+            put_u16(&mut d, *i);
+        }
+        d
+    }
+
+    fn req(flags: u16, cmd: u16, handle: u64, offset: u64, len: u32) -> Vec<u8> {
+        let mut v = Vec::new();
+        put_u32(&mut v, REQUEST_MAGIC);
+        put_u16(&mut v, flags);
+        put_u16(&mut v, cmd);
+        put_u64(&mut v, handle);
+        put_u64(&mut v, offset);
+        put_u32(&mut v, len);
+        v
+    }
+
+    /// Parses option replies: (option, type, data).
+    fn replies(mut b: &[u8]) -> Vec<(u32, u32, Vec<u8>)> {
+        let mut out = Vec::new();
+        while !b.is_empty() {
+            assert_eq!(get_u64(b, 0), REP_MAGIC);
+            let len = get_u32(b, 16) as usize;
+            out.push((get_u32(b, 8), get_u32(b, 12), b[20..20 + len].to_vec()));
+            b = &b[20 + len..];
+        }
+        out
+    }
+
+    fn events(c: &mut ServerConn) -> Vec<Event> {
+        std::iter::from_fn(|| c.poll_event()).collect()
+    }
+
+    /// A connection past the greeting and client flags.
+    fn negotiating(flags: u32) -> ServerConn {
+        let mut c = ServerConn::new(config());
+        let g = c.take_output();
+        assert_eq!(g.len(), 18);
+        assert_eq!(get_u64(&g, 0), NBDMAGIC);
+        assert_eq!(get_u64(&g, 8), IHAVEOPT);
+        assert_eq!(get_u16(&g, 16), FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES);
+        c.receive(&flags.to_be_bytes());
+        assert!(c.take_output().is_empty());
+        c
+    }
+
+    /// A connection in transmission on export `name`.
+    fn transmitting(name: &str, structured: bool) -> ServerConn {
+        let mut c = negotiating(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES);
+        if structured {
+            c.receive(&opt(OPT_STRUCTURED_REPLY, &[]));
+        }
+        c.receive(&opt(OPT_GO, &go_data(name, &[])));
+        let r = replies(&c.take_output());
+        assert_eq!(r.last().unwrap().1, REP_ACK);
+        let ev = events(&mut c);
+        assert!(matches!(ev[..], [Event::Selected { .. }]), "{ev:?}");
+        c
+    }
+
+    /// Parses a simple reply: (error, handle).
+    fn simple(b: &[u8]) -> (u32, u64) {
+        assert_eq!(b.len(), 16, "one simple reply");
+        assert_eq!(get_u32(b, 0), SIMPLE_REPLY_MAGIC);
+        (get_u32(b, 4), get_u64(b, 8))
+    }
+
+    #[test]
+    fn export_name_with_and_without_zeroes() {
+        for (flags, len) in [
+            (FLAG_C_FIXED_NEWSTYLE, 134),
+            (FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES, 10),
+        ] {
+            let mut c = negotiating(flags);
+            c.receive(&opt(OPT_EXPORT_NAME, b"a"));
+            let out = c.take_output();
+            assert_eq!(out.len(), len);
+            assert_eq!(get_u64(&out, 0), 1 << 20);
+            let tf = get_u16(&out, 8);
+            assert!(
+                tf & TFLAG_HAS_FLAGS != 0 && tf & TFLAG_SEND_FLUSH != 0 && tf & TFLAG_SEND_FUA != 0
+            );
+            assert_eq!(tf & TFLAG_SEND_DF, 0, "DF only with structured replies");
+            assert!(out[10..].iter().all(|&b| b == 0));
+            assert_eq!(events(&mut c), vec![Event::Selected { export: 0 }]);
+            assert!(c.in_transmission());
+        }
+    }
+
+    #[test]
+    fn default_export_is_the_first() {
+        let mut c = negotiating(FLAG_C_FIXED_NEWSTYLE);
+        c.receive(&opt(OPT_EXPORT_NAME, b""));
+        assert_eq!(events(&mut c), vec![Event::Selected { export: 0 }]);
+    }
+
+    #[test]
+    fn go_reports_size_name_description_and_block_sizes() {
+        let mut c = negotiating(FLAG_C_FIXED_NEWSTYLE);
+        c.receive(&opt(OPT_STRUCTURED_REPLY, &[]));
+        c.receive(&opt(
+            OPT_GO,
+            &go_data("a", &[INFO_NAME, INFO_DESCRIPTION, INFO_BLOCK_SIZE]),
+        ));
+        let r = replies(&c.take_output());
+        assert_eq!(r[0], (OPT_STRUCTURED_REPLY, REP_ACK, vec![]));
+        assert!(r[1..].iter().all(|x| x.0 == OPT_GO));
+        let kinds: Vec<u32> = r[1..].iter().map(|x| x.1).collect();
+        assert_eq!(kinds, vec![REP_INFO, REP_INFO, REP_INFO, REP_INFO, REP_ACK]);
+        let exp = &r[1].2;
+        assert_eq!(get_u16(exp, 0), INFO_EXPORT);
+        assert_eq!(get_u64(exp, 2), 1 << 20);
+        assert!(get_u16(exp, 10) & TFLAG_SEND_DF != 0);
+        assert_eq!(r[2].2, [&INFO_NAME.to_be_bytes()[..], b"a"].concat());
+        assert_eq!(
+            r[3].2,
+            [&INFO_DESCRIPTION.to_be_bytes()[..], b"first"].concat()
+        );
+        let bs = &r[4].2;
+        assert_eq!(get_u16(bs, 0), INFO_BLOCK_SIZE);
+        assert_eq!(
+            (get_u32(bs, 2), get_u32(bs, 6), get_u32(bs, 10)),
+            (1, 4096, DEFAULT_MAX_PAYLOAD)
+        );
+        assert_eq!(events(&mut c), vec![Event::Selected { export: 0 }]);
+        assert!(c.encoder().structured);
+    }
+
+    #[test]
+    fn info_stays_in_negotiation_and_errors_are_replies() {
+        let mut c = negotiating(FLAG_C_FIXED_NEWSTYLE);
+        c.receive(&opt(OPT_INFO, &go_data("b", &[])));
+        let r = replies(&c.take_output());
+        assert_eq!(r.last().unwrap().1, REP_ACK);
+        assert!(get_u16(&r[0].2, 10) & TFLAG_READ_ONLY != 0);
+        assert!(events(&mut c).is_empty());
+        // Unknown export.
+        c.receive(&opt(OPT_GO, &go_data("zz", &[])));
+        let r = replies(&c.take_output());
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].1, REP_ERR_UNKNOWN);
+        // Malformed: name length past the data, and a count that does not match.
+        let mut bad = go_data("a", &[1]);
+        bad[3] = 200;
+        c.receive(&opt(OPT_GO, &bad));
+        let mut bad2 = go_data("a", &[1, 2]);
+        bad2.pop();
+        c.receive(&opt(OPT_INFO, &bad2));
+        c.receive(&opt(OPT_GO, &[0, 0]));
+        let r = replies(&c.take_output());
+        assert_eq!(
+            r.iter().map(|x| x.1).collect::<Vec<_>>(),
+            vec![REP_ERR_INVALID; 3]
+        );
+        assert!(events(&mut c).is_empty());
+        assert!(!c.is_closed());
+    }
+
+    #[test]
+    fn list_unknown_option_abort() {
+        let mut c = negotiating(FLAG_C_FIXED_NEWSTYLE);
+        c.receive(&opt(OPT_LIST, &[]));
+        let r = replies(&c.take_output());
+        assert_eq!(r.len(), 3);
+        assert_eq!(r[0].1, REP_SERVER);
+        assert_eq!(r[0].2, [&1u32.to_be_bytes()[..], b"a"].concat());
+        assert_eq!(r[1].2, [&1u32.to_be_bytes()[..], b"b"].concat());
+        assert_eq!(r[2].1, REP_ACK);
+        c.receive(&opt(OPT_LIST, b"x"));
+        assert_eq!(replies(&c.take_output())[0].1, REP_ERR_INVALID);
+        // Unknown options (and ones we do not implement) are skipped and refused.
+        for o in [42u32, OPT_STARTTLS, 9, 10, 11] {
+            c.receive(&opt(o, b"hello"));
+            let r = replies(&c.take_output());
+            assert_eq!((r[0].0, r[0].1), (o, REP_ERR_UNSUP));
+        }
+        c.receive(&opt(OPT_ABORT, &[]));
+        assert_eq!(
+            replies(&c.take_output()),
+            vec![(OPT_ABORT, REP_ACK, vec![])]
+        );
+        assert_eq!(events(&mut c), vec![Event::Disconnect]);
+        assert!(c.is_closed());
+        // Nothing is read after the end.
+        c.receive(&opt(OPT_LIST, &[]));
+        assert!(c.take_output().is_empty());
+    }
+
+    #[test]
+    fn fatal_handshake_violations() {
+        let mut c = ServerConn::new(config());
+        c.receive(&0x80u32.to_be_bytes());
+        assert_eq!(
+            events(&mut c),
+            vec![Event::Fatal(ProtocolError::BadClientFlags(0x80))]
+        );
+
+        let mut c = negotiating(1);
+        let mut o = opt(OPT_LIST, &[]);
+        o[0] ^= 0xff;
+        c.receive(&o);
+        assert!(matches!(
+            events(&mut c)[..],
+            [Event::Fatal(ProtocolError::BadOptionMagic(_))]
+        ));
+
+        let mut c = negotiating(1);
+        c.receive(&opt(OPT_EXPORT_NAME, b"nope"));
+        assert_eq!(
+            events(&mut c),
+            vec![Event::Fatal(ProtocolError::UnknownExport("nope".into()))]
+        );
+        assert!(c.take_output().is_empty());
+
+        // An absurd option length is not worth skipping.
+        let mut c = negotiating(1);
+        let mut h = Vec::new();
+        put_u64(&mut h, IHAVEOPT);
+        put_u32(&mut h, 99);
+        put_u32(&mut h, u32::MAX);
+        c.receive(&h);
+        assert!(matches!(
+            events(&mut c)[..],
+            [Event::Fatal(ProtocolError::OptionTooLong { .. })]
+        ));
+    }
+
+    #[test]
+    fn long_option_is_skipped_and_refused() {
+        let mut c = negotiating(1);
+        let data = vec![7u8; MAX_OPTION_BYTES as usize + 10];
+        let o = opt(OPT_INFO, &data);
+        // In pieces, to exercise the streaming discard.
+        for piece in o.chunks(1000) {
+            c.receive(piece);
+        }
+        let r = replies(&c.take_output());
+        assert_eq!(r.len(), 1);
+        assert_eq!((r[0].0, r[0].1), (OPT_INFO, REP_ERR_TOO_BIG));
+        c.receive(&opt(OPT_GO, &go_data("a", &[])));
+        assert_eq!(events(&mut c), vec![Event::Selected { export: 0 }]);
+    }
+
+    #[test]
+    fn requests_are_validated_and_parsed_in_any_pieces() {
+        let mut c = transmitting("a", false);
+        let mut stream = req(0, CMD_READ, 1, 4096, 512);
+        let mut w = req(CMD_FLAG_FUA, CMD_WRITE, 2, 10, 5);
+        w.extend_from_slice(b"hello");
+        stream.extend_from_slice(&w);
+        stream.extend_from_slice(&req(0, CMD_FLUSH, 3, 0, 0));
+        stream.extend_from_slice(&req(0, CMD_TRIM, 4, 0, 4096));
+        stream.extend_from_slice(&req(CMD_FLAG_NO_HOLE, CMD_WRITE_ZEROES, 5, 8192, 100));
+        stream.extend_from_slice(&req(0, CMD_DISC, 6, 0, 0));
+        let want = vec![
+            Event::Request(Request {
+                handle: 1,
+                flags: 0,
+                command: Command::Read {
+                    offset: 4096,
+                    len: 512,
+                },
+            }),
+            Event::Request(Request {
+                handle: 2,
+                flags: CMD_FLAG_FUA,
+                command: Command::Write {
+                    offset: 10,
+                    data: b"hello".to_vec(),
+                },
+            }),
+            Event::Request(Request {
+                handle: 3,
+                flags: 0,
+                command: Command::Flush,
+            }),
+            Event::Request(Request {
+                handle: 4,
+                flags: 0,
+                command: Command::Trim {
+                    offset: 0,
+                    len: 4096,
+                },
+            }),
+            Event::Request(Request {
+                handle: 5,
+                flags: CMD_FLAG_NO_HOLE,
+                command: Command::WriteZeroes {
+                    offset: 8192,
+                    len: 100,
+                },
+            }),
+            Event::Disconnect,
+        ];
+        for piece in [1usize, 3, 7, 28, 1000] {
+            let mut c2 = transmitting("a", false);
+            for p in stream.chunks(piece) {
+                c2.receive(p);
+            }
+            assert_eq!(events(&mut c2), want, "pieces of {piece}");
+            assert!(c2.take_output().is_empty());
+        }
+        c.receive(&stream);
+        assert_eq!(events(&mut c)[1..2], want[1..2]);
+        assert!(Request {
+            handle: 0,
+            flags: CMD_FLAG_FUA,
+            command: Command::Flush
+        }
+        .fua());
+    }
+
+    #[test]
+    fn invalid_requests_get_the_prescribed_errors_and_the_stream_continues() {
+        let mut c = transmitting("a", false);
+        let size = 1u64 << 20;
+        let cases: Vec<(Vec<u8>, u32)> = vec![
+            (req(0, 77, 10, 0, 0), EINVAL),                   // unknown command
+            (req(0, CMD_BLOCK_STATUS, 11, 0, 512), EINVAL),   // not negotiated
+            (req(1 << 9, CMD_READ, 12, 0, 512), EINVAL),      // unknown flag
+            (req(CMD_FLAG_DF, CMD_READ, 13, 0, 512), EINVAL), // DF without structured
+            (req(CMD_FLAG_NO_HOLE, CMD_TRIM, 14, 0, 512), EINVAL), // flag of another command
+            (req(0, CMD_READ, 15, size - 10, 11), EINVAL),    // read past the end
+            (req(0, CMD_READ, 16, u64::MAX - 1, 4), EINVAL),  // offset overflow
+            (req(0, CMD_TRIM, 17, size, 1), EINVAL),          // trim past the end
+            (req(0, CMD_WRITE_ZEROES, 18, size, 1), ENOSPC),  // zeroes past the end
+            (req(0, CMD_READ, 19, 0, DEFAULT_MAX_PAYLOAD + 1), EOVERFLOW), // oversized read
+        ];
+        for (bytes, err) in &cases {
+            c.receive(bytes);
+            let (e, h) = simple(&c.take_output());
+            assert_eq!(e, *err, "handle {h}");
+            assert!(events(&mut c).is_empty());
+        }
+        // A write past the end: its payload is consumed, then ENOSPC.
+        let mut w = req(0, CMD_WRITE, 20, size - 2, 4);
+        w.extend_from_slice(b"abcd");
+        c.receive(&w);
+        assert_eq!(simple(&c.take_output()), (ENOSPC, 20));
+        // An oversized write: skipped in pieces, then EOVERFLOW.
+        let len = DEFAULT_MAX_PAYLOAD + 4096;
+        c.receive(&req(0, CMD_WRITE, 21, 0, len));
+        let chunk = vec![0u8; 1 << 20];
+        let mut left = len as usize;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            c.receive(&chunk[..n]);
+            left -= n;
+        }
+        assert_eq!(simple(&c.take_output()), (EOVERFLOW, 21));
+        // The stream is still in sync.
+        c.receive(&req(0, CMD_READ, 22, 0, 16));
+        assert_eq!(
+            events(&mut c),
+            vec![Event::Request(Request {
+                handle: 22,
+                flags: 0,
+                command: Command::Read { offset: 0, len: 16 }
+            })]
+        );
+    }
+
+    #[test]
+    fn read_only_export_refuses_writes() {
+        let mut c = transmitting("b", false);
+        let mut w = req(0, CMD_WRITE, 1, 0, 2);
+        w.extend_from_slice(b"xy");
+        c.receive(&w);
+        assert_eq!(simple(&c.take_output()), (EPERM, 1));
+        c.receive(&req(0, CMD_TRIM, 2, 0, 2));
+        assert_eq!(simple(&c.take_output()), (EPERM, 2));
+        // Its smaller maximum payload applies.
+        c.receive(&req(0, CMD_READ, 3, 0, 4096));
+        assert!(c.take_output().is_empty());
+        assert_eq!(events(&mut c).len(), 1);
+    }
+
+    #[test]
+    fn structured_errors_carry_a_message() {
+        let mut c = transmitting("a", true);
+        c.receive(&req(0, CMD_READ, 9, 1 << 20, 1));
+        let out = c.take_output();
+        assert_eq!(get_u32(&out, 0), STRUCTURED_REPLY_MAGIC);
+        assert_eq!(get_u16(&out, 4), REPLY_FLAG_DONE);
+        assert_eq!(get_u16(&out, 6), REPLY_TYPE_ERROR);
+        assert_eq!(get_u64(&out, 8), 9);
+        let len = get_u32(&out, 16) as usize;
+        assert_eq!(out.len(), 20 + len);
+        assert_eq!(get_u32(&out, 20), EINVAL);
+        let mlen = get_u16(&out, 24) as usize;
+        assert_eq!(6 + mlen, len);
+        let msg = std::str::from_utf8(&out[26..]).unwrap();
+        assert!(msg.contains("beyond the end"), "{msg}");
+        // DF is allowed once structured replies are on.
+        c.receive(&req(CMD_FLAG_DF, CMD_READ, 10, 0, 1));
+        assert_eq!(events(&mut c).len(), 1);
+        // Encodings of successful reads.
+        let enc = c.encoder();
+        let h = enc.read_ok_header(10, 512, 100);
+        assert_eq!(
+            (get_u16(&h, 6), get_u32(&h, 16), get_u64(&h, 20)),
+            (REPLY_TYPE_OFFSET_DATA, 108, 512)
+        );
+        let h0 = enc.read_ok_header(11, 0, 0);
+        assert_eq!((get_u16(&h0, 6), get_u32(&h0, 16)), (REPLY_TYPE_NONE, 0));
+    }
+
+    #[test]
+    fn fatal_transmission_violations_and_truncation() {
+        let mut c = transmitting("a", false);
+        let mut r = req(0, CMD_READ, 1, 0, 1);
+        r[0] = 0;
+        c.receive(&r);
+        assert!(matches!(
+            events(&mut c)[..],
+            [Event::Fatal(ProtocolError::BadRequestMagic(_))]
+        ));
+        assert!(c.is_closed());
+
+        let mut c = transmitting("a", false);
+        c.receive(&req(0, CMD_WRITE, 1, 0, u32::MAX));
+        assert!(matches!(
+            events(&mut c)[..],
+            [Event::Fatal(ProtocolError::PayloadTooLong { .. })]
+        ));
+
+        // EOF in the middle of a header, of a payload, between messages.
+        let mut c = transmitting("a", false);
+        c.receive(&req(0, CMD_READ, 1, 0, 1)[..10]);
+        c.receive_eof();
+        assert_eq!(
+            events(&mut c),
+            vec![Event::Fatal(ProtocolError::Truncated("request header"))]
+        );
+        let mut c = transmitting("a", false);
+        c.receive(&req(0, CMD_WRITE, 1, 0, 100));
+        c.receive(&[1, 2, 3]);
+        c.receive_eof();
+        assert_eq!(
+            events(&mut c),
+            vec![Event::Fatal(ProtocolError::Truncated("write payload"))]
+        );
+        let mut c = transmitting("a", false);
+        c.receive_eof();
+        assert_eq!(events(&mut c), vec![Event::Disconnect]);
+        let mut c = negotiating(1);
+        c.receive(&opt(OPT_GO, b"abc")[..18]);
+        c.receive_eof();
+        assert_eq!(
+            events(&mut c),
+            vec![Event::Fatal(ProtocolError::Truncated("option data"))]
+        );
+    }
+
+    #[test]
+    fn shutdown_refuses_new_work() {
+        let mut c = negotiating(1);
+        c.begin_shutdown();
+        c.receive(&opt(OPT_LIST, &[]));
+        assert_eq!(replies(&c.take_output())[0].1, REP_ERR_SHUTDOWN);
+        let mut c = transmitting("a", false);
+        c.begin_shutdown();
+        c.receive(&req(0, CMD_READ, 5, 0, 1));
+        assert_eq!(simple(&c.take_output()), (ESHUTDOWN, 5));
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        // Seeded xorshift; random bytes injected at every stage of a valid conversation.
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut prefix = Vec::new();
+        prefix.extend_from_slice(&1u32.to_be_bytes());
+        prefix.extend_from_slice(&opt(OPT_STRUCTURED_REPLY, &[]));
+        prefix.extend_from_slice(&opt(OPT_GO, &go_data("a", &[3])));
+        for round in 0..2000 {
+            let mut c = ServerConn::new(config());
+            let cut = (rnd() as usize) % (prefix.len() + 1);
+            c.receive(&prefix[..cut]);
+            let n = (rnd() % 300) as usize;
+            let mut junk: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
+            // Sometimes a valid-looking header with random fields.
+            if round % 3 == 0 && cut == prefix.len() {
+                let mut r = req(
+                    rnd() as u16,
+                    (rnd() % 9) as u16,
+                    rnd(),
+                    rnd() % (2 << 20),
+                    (rnd() % 70_000) as u32,
+                );
+                r.extend_from_slice(&junk);
+                junk = r;
+            }
+            for p in junk.chunks(1 + (rnd() % 17) as usize) {
+                c.receive(p);
+                let _ = c.take_output();
+                while c.poll_event().is_some() {}
+            }
+            if rnd() % 2 == 0 {
+                c.receive_eof();
+            }
+            while c.poll_event().is_some() {}
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! The threaded transport with hand-made clients: many requests in flight per connection with
+//! replies out of order, several connections, and malformed input from one client that never
+//! disturbs the others.
+
+mod common;
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use nbd::proto::*;
+use nbd::{Backend, Export, ExportInfo, MemBackend, Server, ServerOptions};
+
+#[test]
+fn write_read_flush_fua_trim_zeroes_simple_and_structured() {
+    let t = TestServer::start(&[("disk", 1 << 20)]);
+    for structured in [false, true] {
+        let mut c = RawClient::open(&t.socket, "disk", structured);
+        let data = pattern(structured as u64, 10_000);
+        let mut w = req_bytes(0, CMD_WRITE, 1, 1234, data.len() as u32);
+        w.extend_from_slice(&data);
+        c.send(&w);
+        assert_eq!(
+            c.read_reply_for(0),
+            Reply {
+                handle: 1,
+                error: 0,
+                data: vec![]
+            }
+        );
+        c.send(&req_bytes(0, CMD_READ, 2, 1234, data.len() as u32));
+        assert_eq!(c.read_reply_for(data.len()).data, data);
+        let before = t.backends[0].flushes();
+        c.send(&req_bytes(0, CMD_FLUSH, 3, 0, 0));
+        assert_eq!(c.read_reply_for(0).error, 0);
+        let mut w = req_bytes(CMD_FLAG_FUA, CMD_WRITE, 4, 0, 3);
+        w.extend_from_slice(b"fua");
+        c.send(&w);
+        assert_eq!(c.read_reply_for(0).error, 0);
+        assert_eq!(
+            t.backends[0].flushes(),
+            before + 2,
+            "FLUSH and FUA reach the backend"
+        );
+        c.send(&req_bytes(0, CMD_WRITE_ZEROES, 5, 1234, 100));
+        assert_eq!(c.read_reply_for(0).error, 0);
+        c.send(&req_bytes(0, CMD_TRIM, 6, 0, 4096));
+        assert_eq!(c.read_reply_for(0).error, 0);
+        c.send(&req_bytes(0, CMD_READ, 7, 1230, 110));
+        let got = c.read_reply_for(110).data;
+        assert_eq!(&got[..4], &t.backends[0].snapshot()[1230..1234]);
+        assert!(got[4..104].iter().all(|&b| b == 0));
+        assert_eq!(&got[104..], &data[100..106]);
+        c.send(&req_bytes(0, CMD_DISC, 8, 0, 0));
+        assert!(c.closed());
+    }
+}
+
+/// A backend whose reads of the first block take a while.
+struct Slow(MemBackend);
+impl Backend for Slow {
+    fn size(&self) -> u64 {
+        self.0.size()
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        if offset == 0 {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        self.0.read(offset, buf)
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.0.write(offset, data)
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn replies_leave_in_completion_order_matched_by_handle() {
+    let dir = TempDir::new("ooo");
+    let sock = dir.path().join("s");
+    let server = Server::new(
+        vec![Export {
+            info: ExportInfo::new("x", 1 << 20),
+            backend: Arc::new(Slow(MemBackend::new(1 << 20))),
+        }],
+        ServerOptions::default(),
+    );
+    let l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let s2 = Arc::clone(&server);
+    let th = std::thread::spawn(move || s2.serve_unix(l).unwrap());
+    let mut c = RawClient::open(&sock, "x", true);
+    let t0 = Instant::now();
+    // The slow read first, then 20 fast ones: all fast replies arrive before the slow one.
+    c.send(&req_bytes(0, CMD_READ, 100, 0, 512));
+    for h in 0..20u64 {
+        c.send(&req_bytes(0, CMD_READ, h, 4096 * (h + 1), 512));
+    }
+    let order: Vec<u64> = (0..21).map(|_| c.read_reply_for(512).handle).collect();
+    assert_eq!(*order.last().unwrap(), 100, "{order:?}");
+    let mut fast: Vec<u64> = order[..20].to_vec();
+    fast.sort();
+    assert_eq!(fast, (0..20).collect::<Vec<_>>());
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    server.stop();
+    th.join().unwrap();
+}
+
+#[test]
+fn many_connections_at_once() {
+    let t = TestServer::start(&[("a", 4 << 20), ("b", 1 << 20)]);
+    let threads: Vec<_> = (0..6u64)
+        .map(|i| {
+            let sock = t.socket.clone();
+            std::thread::spawn(move || {
+                let export = if i % 2 == 0 { "a" } else { "b" };
+                let mut c = RawClient::open(&sock, export, i % 3 == 0);
+                // 32 writes in flight, then 32 reads in flight, of this client's own region.
+                let base = i * 131_072;
+                let blocks: Vec<Vec<u8>> = (0..32).map(|k| pattern(i * 100 + k, 4096)).collect();
+                let mut batch = Vec::new();
+                for (k, b) in blocks.iter().enumerate() {
+                    batch.extend_from_slice(&req_bytes(
+                        0,
+                        CMD_WRITE,
+                        k as u64,
+                        base + 4096 * k as u64,
+                        4096,
+                    ));
+                    batch.extend_from_slice(b);
+                }
+                c.send(&batch);
+                for _ in 0..32 {
+                    assert_eq!(c.read_reply_for(0).error, 0);
+                }
+                let mut batch = Vec::new();
+                for k in 0..32u64 {
+                    batch.extend_from_slice(&req_bytes(
+                        0,
+                        CMD_READ,
+                        1000 + k,
+                        base + 4096 * k,
+                        4096,
+                    ));
+                }
+                c.send(&batch);
+                for _ in 0..32 {
+                    let r = c.read_reply_for(4096);
+                    assert_eq!(r.data, blocks[(r.handle - 1000) as usize]);
+                }
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join().unwrap();
+    }
+    assert!(
+        t.server
+            .stats()
+            .connections
+            .load(std::sync::atomic::Ordering::Relaxed)
+            >= 6
+    );
+}
+
+/// A working client on the same server, checked after each misbehaving one.
+fn still_serves(t: &TestServer) {
+    let mut c = RawClient::open(&t.socket, "disk", false);
+    let mut w = req_bytes(0, CMD_WRITE, 1, 0, 4);
+    w.extend_from_slice(b"live");
+    c.send(&w);
+    assert_eq!(c.read_reply_for(0).error, 0);
+    c.send(&req_bytes(0, CMD_READ, 2, 0, 4));
+    assert_eq!(c.read_reply_for(4).data, b"live");
+}
+
+#[test]
+fn malformed_clients_get_errors_or_a_clean_disconnect_and_others_keep_working() {
+    let t = TestServer::start(&[("disk", 1 << 20)]);
+    // A long-lived client that works throughout.
+    let mut bystander = RawClient::open(&t.socket, "disk", true);
+    let mut probe = |n: u64| {
+        bystander.send(&req_bytes(0, CMD_READ, n, 0, 16));
+        assert_eq!(bystander.read_reply_for(16).handle, n);
+    };
+
+    // Bad option magic: disconnected.
+    let mut c = RawClient::connect(&t.socket);
+    c.send(&1u32.to_be_bytes());
+    let mut o = opt_bytes(OPT_LIST, &[]);
+    o[0] = b'X';
+    c.send(&o);
+    assert!(c.closed());
+    probe(1);
+
+    // Unknown client flags: disconnected.
+    let mut c = RawClient::connect(&t.socket);
+    c.send(&0xffu32.to_be_bytes());
+    assert!(c.closed());
+
+    // Unknown option: NBD_REP_ERR_UNSUP, and negotiation goes on.
+    let mut c = RawClient::connect(&t.socket);
+    c.send(&1u32.to_be_bytes());
+    c.send(&opt_bytes(0x1234, b"whatever"));
+    assert_eq!(c.read_opt_reply().1, REP_ERR_UNSUP);
+    c.send(&opt_bytes(OPT_GO, &go_bytes("nosuch")));
+    assert_eq!(c.read_opt_reply().1, REP_ERR_UNKNOWN);
+    c.send(&opt_bytes(OPT_LIST, &[]));
+    let r = c.read_opt_reply();
+    assert_eq!((r.1, &r.2[4..]), (REP_SERVER, &b"disk"[..]));
+    assert_eq!(c.read_opt_reply().1, REP_ACK);
+    c.send(&opt_bytes(OPT_ABORT, &[]));
+    assert_eq!(c.read_opt_reply().1, REP_ACK);
+    assert!(c.closed());
+    probe(2);
+
+    // EXPORT_NAME of an unknown export: the session ends.
+    let mut c = RawClient::connect(&t.socket);
+    c.send(&1u32.to_be_bytes());
+    c.send(&opt_bytes(OPT_EXPORT_NAME, b"nosuch"));
+    assert!(c.closed());
+
+    // Requests beyond the export and oversized requests: errors, connection continues.
+    for structured in [false, true] {
+        let mut c = RawClient::open(&t.socket, "disk", structured);
+        c.send(&req_bytes(0, CMD_READ, 1, (1 << 20) - 100, 200));
+        assert_eq!(c.read_reply_for(0).error, EINVAL);
+        let mut w = req_bytes(0, CMD_WRITE, 2, 1 << 20, 8);
+        w.extend_from_slice(&[1; 8]);
+        c.send(&w);
+        assert_eq!(c.read_reply_for(0).error, ENOSPC);
+        c.send(&req_bytes(0, CMD_READ, 3, 0, (32 << 20) + 1));
+        assert_eq!(c.read_reply_for(0).error, EOVERFLOW);
+        let big = (32usize << 20) + 512;
+        let mut w = req_bytes(0, CMD_WRITE, 4, 0, big as u32);
+        w.resize(w.len() + big, 0xab);
+        c.send(&w);
+        assert_eq!(c.read_reply_for(0).error, EOVERFLOW);
+        c.send(&req_bytes(0, 99, 5, 0, 0));
+        assert_eq!(c.read_reply_for(0).error, EINVAL);
+        c.send(&req_bytes(0, CMD_READ, 6, 0, 4));
+        let r = c.read_reply_for(4);
+        assert_eq!((r.handle, r.error), (6, 0));
+        // Nothing of the refused writes reached the export.
+        assert!(!t.backends[0].snapshot().contains(&0xab));
+        // Then a bad request magic: disconnected.
+        let mut bad = req_bytes(0, CMD_READ, 7, 0, 4);
+        bad[1] = 0;
+        c.send(&bad);
+        assert!(c.closed());
+        probe(3 + structured as u64);
+    }
+
+    // A client that disconnects in the middle of a write payload, and one that disconnects
+    // with requests in flight.
+    let mut c = RawClient::open(&t.socket, "disk", false);
+    let mut w = req_bytes(0, CMD_WRITE, 1, 4096, 65536);
+    w.extend_from_slice(&[7u8; 1000]);
+    c.send(&w);
+    drop(c);
+    let mut c = RawClient::open(&t.socket, "disk", true);
+    let mut batch = Vec::new();
+    for h in 0..16 {
+        batch.extend_from_slice(&req_bytes(0, CMD_READ, h, 0, 65536));
+    }
+    c.send(&batch);
+    drop(c);
+    // A client that stops in the middle of a header and hangs up.
+    let mut c = RawClient::open(&t.socket, "disk", false);
+    c.send(&req_bytes(0, CMD_READ, 1, 0, 4)[..11]);
+    drop(c);
+    // And one that sends garbage right after connecting.
+    let mut c = RawClient::connect(&t.socket);
+    let _ = c.s.write_all(&pattern(5, 5000));
+    assert!(c.closed());
+
+    probe(10);
+    still_serves(&t);
+    assert!(
+        !t.backends[0].snapshot()[4096..8192].contains(&7),
+        "a truncated write is not executed"
+    );
+    let errs = t
+        .server
+        .stats()
+        .protocol_errors
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(errs >= 5, "protocol errors counted: {errs}");
+}
+
+#[test]
+fn tcp_on_loopback_and_stop_ends_connections() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let backend = Arc::new(MemBackend::new(65536));
+    let server = Server::new(
+        vec![Export {
+            info: ExportInfo::new("t", 65536),
+            backend: backend.clone(),
+        }],
+        ServerOptions::default(),
+    );
+    let s2 = Arc::clone(&server);
+    let th = std::thread::spawn(move || s2.serve_tcp(listener).unwrap());
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut g = [0u8; 18];
+    std::io::Read::read_exact(&mut s, &mut g).unwrap();
+    assert_eq!(&g[..8], b"NBDMAGIC");
+    s.write_all(&3u32.to_be_bytes()).unwrap();
+    s.write_all(&opt_bytes(OPT_EXPORT_NAME, b"t")).unwrap();
+    let mut info = [0u8; 10];
+    std::io::Read::read_exact(&mut s, &mut info).unwrap();
+    assert_eq!(u64::from_be_bytes(info[..8].try_into().unwrap()), 65536);
+    let mut w = req_bytes(0, CMD_WRITE, 9, 100, 3);
+    w.extend_from_slice(b"tcp");
+    s.write_all(&w).unwrap();
+    let mut r = [0u8; 16];
+    std::io::Read::read_exact(&mut s, &mut r).unwrap();
+    assert_eq!(&r[4..8], &[0, 0, 0, 0]);
+    assert_eq!(&backend.snapshot()[100..103], b"tcp");
+    // Stop: the listener and the open connection end promptly.
+    let t0 = Instant::now();
+    server.stop();
+    th.join().unwrap();
+    let mut b = [0u8; 1];
+    assert!(matches!(
+        std::io::Read::read(&mut s, &mut b),
+        Ok(0) | Err(_)
+    ));
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+}

@@ -1,0 +1,414 @@
+//! `raidforge serve`: pools as NBD exports, with a control socket per pool.
+//!
+//! Each POOL becomes one export (named by `--export`, in order, or by the descriptor's file
+//! stem), served on `--listen ADDR` (TCP) and/or `--socket PATH` (Unix). Next to each
+//! descriptor, `POOL.ctl` is a Unix socket on which `raidforge status/fail/replace/rebuild/
+//! verify POOL` reach the running server. SIGINT or SIGTERM ends serving: connections finish
+//! the requests they have, every member is flushed and the pool is marked clean.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use dev::pool::{Pool, PoolError, RebuildOpts};
+use dev::serve_support::{Concurrency, SharedPool};
+use nbd::{Backend, BlockSize, Export, ExportInfo, Server, ServerOptions};
+use serde_json::{json, Value};
+
+use crate::control::socket_path;
+use crate::pool_cmd::parse_size;
+
+/// `raidforge serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Pool descriptor files; each is served as one export.
+    #[arg(required = true)]
+    pub pools: Vec<PathBuf>,
+    /// Serve on this TCP address, e.g. 127.0.0.1:10809 (port 0 picks a free port; the
+    /// address is printed).
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// Serve on this Unix socket path.
+    #[arg(long)]
+    pub socket: Option<PathBuf>,
+    /// Export names, one per pool in order (default: the descriptor's file stem). The first
+    /// pool is also the default export (empty name).
+    #[arg(long = "export")]
+    pub exports: Vec<String>,
+    /// How requests run together: `stripes` (planned under the pool lock, run in parallel
+    /// under stripe locks) or `serial` (one request at a time).
+    #[arg(long, default_value = "stripes")]
+    pub concurrency: String,
+    /// Worker threads per client connection.
+    #[arg(long, default_value_t = 4)]
+    pub workers: usize,
+    /// Largest read or write request accepted (advertised to clients as the maximum payload).
+    #[arg(long, value_parser = parse_size, default_value = "32M")]
+    pub max_request: u64,
+    /// Log connections and protocol errors to stderr.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// Set by SIGINT and SIGTERM.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SIGNALLED.store(true, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() -> anyhow::Result<()> {
+    // SAFETY: the handler only stores to an atomic (async-signal-safe); the sigaction struct
+    // is fully initialised (zeroed, then the fields we set). Ignoring SIGPIPE makes a write to
+    // a socket whose client vanished an error instead of the end of the process.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+        libc::sigemptyset(&mut sa.sa_mask);
+        sa.sa_flags = 0;
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+                bail!("cannot install the handler of signal {sig}");
+            }
+        }
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    Ok(())
+}
+
+/// A pool as an NBD backend.
+struct PoolBackend(Arc<SharedPool>);
+
+fn io_error(e: PoolError) -> std::io::Error {
+    let kind = match &e {
+        PoolError::Usage(_) => std::io::ErrorKind::InvalidInput,
+        _ => std::io::ErrorKind::Other,
+    };
+    std::io::Error::new(kind, e.to_string())
+}
+
+impl Backend for PoolBackend {
+    fn size(&self) -> u64 {
+        self.0.capacity_bytes()
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.0.read(offset, buf).map_err(io_error)
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.0.write(offset, data).map_err(io_error)
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        self.0.flush().map_err(io_error)
+    }
+    fn write_zeroes(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.0.write_zeroes(offset, len).map_err(io_error)
+    }
+}
+
+/// One served pool.
+struct Served {
+    name: String,
+    path: PathBuf,
+    ctl: PathBuf,
+    pool: Arc<SharedPool>,
+}
+
+/// Binds a Unix socket at `path`, replacing a stale socket file (nobody listening) but never
+/// a live one.
+fn bind_unix(path: &Path, what: &str) -> anyhow::Result<UnixListener> {
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            bail!(
+                "{} is in use: another server answers there ({what})",
+                path.display()
+            );
+        }
+        std::fs::remove_file(path)
+            .with_context(|| format!("removing the stale socket {}", path.display()))?;
+    }
+    UnixListener::bind(path).with_context(|| format!("binding {} ({what})", path.display()))
+}
+
+pub fn run(a: ServeArgs) -> anyhow::Result<()> {
+    if a.listen.is_none() && a.socket.is_none() {
+        bail!("give --listen ADDR (TCP) or --socket PATH (Unix socket), or both");
+    }
+    if a.exports.len() > a.pools.len() {
+        bail!(
+            "{} --export names for {} pools: give at most one name per pool",
+            a.exports.len(),
+            a.pools.len()
+        );
+    }
+    let mode = match a.concurrency.as_str() {
+        "stripes" => Concurrency::Stripes,
+        "serial" => Concurrency::Serial,
+        o => bail!("unknown --concurrency '{o}'; choose stripes or serial"),
+    };
+    if a.max_request < 4096 || a.max_request > u32::MAX as u64 {
+        bail!("--max-request must be between 4K and 4G-1");
+    }
+    let names: Vec<String> = a
+        .pools
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            a.exports.get(i).cloned().unwrap_or_else(|| {
+                p.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| format!("pool{i}"))
+            })
+        })
+        .collect();
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            bail!("two pools would be served as export '{n}': name them with --export");
+        }
+    }
+    install_signal_handlers()?;
+
+    // Open the pools (refusing one that another server has).
+    let mut served: Vec<Served> = Vec::new();
+    let mut ctl_listeners = Vec::new();
+    let mut open_error = None;
+    for (path, name) in a.pools.iter().zip(&names) {
+        let ctl = socket_path(path);
+        let listener = match bind_unix(&ctl, "the pool's control socket") {
+            Ok(l) => l,
+            Err(e) => {
+                open_error = Some(e);
+                break;
+            }
+        };
+        let opened = Pool::open(path)
+            .with_context(|| format!("opening {}", path.display()))
+            .and_then(|p| Ok(SharedPool::new(p, mode)?));
+        let pool = match opened {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = std::fs::remove_file(&ctl);
+                open_error = Some(e);
+                break;
+            }
+        };
+        ctl_listeners.push(listener);
+        served.push(Served {
+            name: name.clone(),
+            path: path.clone(),
+            ctl,
+            pool,
+        });
+    }
+    // Pools opened before a failure are closed (marked clean again) below.
+    let result = match open_error {
+        Some(e) => Err(e),
+        None => serve(&a, &served, ctl_listeners),
+    };
+    // Whatever happened: flush and record every pool's state, remove the control sockets.
+    let mut closing_error = None;
+    for s in &served {
+        match s.pool.close() {
+            Ok(st) => eprintln!(
+                "raidforge serve: {} flushed and closed; pool is {}",
+                s.path.display(),
+                st.state
+            ),
+            Err(e) => {
+                eprintln!("raidforge serve: closing {}: {e}", s.path.display());
+                closing_error = Some(e);
+            }
+        }
+        let _ = std::fs::remove_file(&s.ctl);
+    }
+    result?;
+    if let Some(e) = closing_error {
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+fn serve(a: &ServeArgs, served: &[Served], ctl_listeners: Vec<UnixListener>) -> anyhow::Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let log: Option<nbd::Logger> = a
+        .verbose
+        .then(|| Arc::new(|m: &str| eprintln!("raidforge serve: {m}")) as nbd::Logger);
+    let exports: Vec<Export> = served
+        .iter()
+        .map(|s| {
+            let st = s.pool.status()?;
+            let mut info = ExportInfo::new(s.name.clone(), s.pool.capacity_bytes());
+            info.description = format!("raidforge pool {} ({})", s.path.display(), st.layout);
+            info.block = BlockSize {
+                minimum: 1,
+                preferred: 4096,
+                maximum: a.max_request as u32,
+            };
+            Ok(Export {
+                info,
+                backend: Arc::new(PoolBackend(Arc::clone(&s.pool))) as Arc<dyn Backend>,
+            })
+        })
+        .collect::<Result<_, PoolError>>()?;
+    let server = Server::with_flag(
+        exports,
+        ServerOptions {
+            workers_per_connection: a.workers.max(1),
+            log: log.clone(),
+            ..ServerOptions::default()
+        },
+        Arc::clone(&stop),
+    );
+
+    let mut threads = Vec::new();
+    let mut unix_path = None;
+    for s in served {
+        println!(
+            "export '{}': {} ({} bytes), control socket {}",
+            s.name,
+            s.path.display(),
+            s.pool.capacity_bytes(),
+            s.ctl.display()
+        );
+    }
+    if let Some(addr) = &a.listen {
+        let sa: SocketAddr = addr
+            .parse()
+            .with_context(|| format!("--listen '{addr}' is not an address like 127.0.0.1:10809"))?;
+        let l = TcpListener::bind(sa).with_context(|| format!("binding {sa}"))?;
+        let bound = l.local_addr()?;
+        println!("listening on nbd://{bound}/");
+        let srv = Arc::clone(&server);
+        threads.push(std::thread::spawn(move || srv.serve_tcp(l)));
+    }
+    if let Some(path) = &a.socket {
+        let l = bind_unix(path, "--socket")?;
+        println!("listening on nbd+unix:///?socket={}", path.display());
+        unix_path = Some(path.clone());
+        let srv = Arc::clone(&server);
+        threads.push(std::thread::spawn(move || srv.serve_unix(l)));
+    }
+    for (s, l) in served.iter().zip(ctl_listeners) {
+        let pool = Arc::clone(&s.pool);
+        let stop = Arc::clone(&stop);
+        let srv = Arc::clone(&server);
+        threads.push(std::thread::spawn(move || {
+            control_loop(l, pool, srv, stop);
+            Ok(())
+        }));
+    }
+    println!("ready");
+    let _ = std::io::stdout().flush();
+
+    while !SIGNALLED.load(Ordering::SeqCst) && !threads.iter().any(|t| t.is_finished()) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("raidforge serve: shutting down");
+    stop.store(true, Ordering::SeqCst);
+    let mut first_err = None;
+    for t in threads {
+        match t.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => first_err = first_err.or(Some(anyhow::Error::from(e))),
+            Err(_) => first_err = first_err.or(Some(anyhow::anyhow!("a server thread panicked"))),
+        }
+    }
+    if let Some(p) = unix_path {
+        let _ = std::fs::remove_file(p);
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Accepts control connections until `stop`; each is one request and one reply.
+fn control_loop(
+    l: UnixListener,
+    pool: Arc<SharedPool>,
+    server: Arc<Server>,
+    stop: Arc<AtomicBool>,
+) {
+    if l.set_nonblocking(true).is_err() {
+        return;
+    }
+    let mut handlers: Vec<std::thread::JoinHandle<()>> = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        match l.accept() {
+            Ok((s, _)) => {
+                let pool = Arc::clone(&pool);
+                let server = Arc::clone(&server);
+                handlers.retain(|h| !h.is_finished());
+                handlers.push(std::thread::spawn(move || {
+                    let _ = s.set_nonblocking(false);
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+                    let mut line = String::new();
+                    let reply = match BufReader::new(&s).read_line(&mut line) {
+                        Ok(_) => handle(&line, &pool, &server),
+                        Err(e) => {
+                            json!({"ok": false, "error": format!("reading the request: {e}")})
+                        }
+                    };
+                    let mut out = reply.to_string();
+                    out.push('\n');
+                    let _ = (&s).write_all(out.as_bytes());
+                }));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    for h in handlers {
+        let _ = h.join();
+    }
+}
+
+fn handle(line: &str, pool: &Arc<SharedPool>, server: &Server) -> Value {
+    let outcome = (|| -> anyhow::Result<Value> {
+        let req: Value = serde_json::from_str(line).context("the request is not JSON")?;
+        let member = || -> anyhow::Result<usize> {
+            req["member"]
+                .as_u64()
+                .map(|m| m as usize)
+                .context("the request names no member")
+        };
+        let mut v = match req["op"].as_str().unwrap_or("") {
+            "status" => json!({"status": pool.status()?}),
+            "fail" => json!({"status": pool.fail(member()?)?}),
+            "replace" => {
+                let with = req["with"]
+                    .as_str()
+                    .context("the request names no new member")?;
+                json!({"status": pool.replace(member()?, Path::new(with))?})
+            }
+            "rebuild" => {
+                let opts = RebuildOpts {
+                    parallel_cycles: req["parallel"].as_u64().unwrap_or(8).max(1) as usize,
+                    speed_max_bytes_per_sec: req["speed_max"].as_u64(),
+                    ..RebuildOpts::default()
+                };
+                pool.start_rebuild(opts)?;
+                json!({"status": pool.status()?})
+            }
+            "verify" => json!({"verify": pool.verify()?}),
+            o => bail!("unknown control operation '{o}'"),
+        };
+        v["ok"] = json!(true);
+        v["rebuild"] = serde_json::to_value(pool.rebuild_info())?;
+        v["server"] = json!({
+            "pid": std::process::id(),
+            "connections": server.stats().open.load(Ordering::Relaxed),
+            "requests": server.stats().requests.load(Ordering::Relaxed),
+            "concurrency": pool.mode(),
+        });
+        Ok(v)
+    })();
+    outcome.unwrap_or_else(|e| json!({"ok": false, "error": format!("{e:#}")}))
+}

@@ -1,0 +1,348 @@
+//! `raidforge sim`: the engine's planner on simulated disks. Parsing and printing only; the run
+//! is `sim::simulate`.
+
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use raidcore::{RebuildOrder, SpeedLimits, WritePolicy};
+use serde_json::{json, Value};
+use sim::{
+    parse_bytes, simulate, Drive, Failure, Phase, Report, Scheduler, SimConfig, SourceOptions,
+    TraceFormat, WorkloadSpec,
+};
+
+use crate::layout_cmd::LayoutArgs;
+
+/// Arguments of `raidforge sim`.
+#[derive(Args, Debug)]
+pub struct SimArgs {
+    #[command(flatten)]
+    layout: LayoutArgs,
+    /// Member drive model: st3500320as (S2-RAID), st32000645ns (RAID+), wd1600aajs (IDO),
+    /// wd6401aals and x25-e (RAID4S/RAIDH thesis).
+    #[arg(long, default_value = "st32000645ns")]
+    disk: String,
+    /// Bytes of each member the array uses, from the start of the drive (e.g. 10G; default:
+    /// the whole drive).
+    #[arg(long)]
+    member_size: Option<String>,
+    /// Chunk (stripe unit) size.
+    #[arg(long, default_value = "512K")]
+    chunk: String,
+    /// What to replay: none (offline rebuild), a trace file, or a synthetic spec such as
+    /// random:read=0.7:size=4K:iops=200, seq:size=1M:qd=4:requests=1000, financial1,
+    /// financial2 (keys: read, size, iops, qd, seq, requests, volumes, span, align).
+    #[arg(long)]
+    workload: String,
+    /// Trace format (spc, msr, mqsim, tencent, systor, blkparse-q, blkparse-d, fio); detected
+    /// from the first lines when absent.
+    #[arg(long)]
+    format: Option<String>,
+    /// Skip malformed trace lines and count them instead of stopping at the first.
+    #[arg(long)]
+    lenient: bool,
+    /// Replay the trace this many times faster.
+    #[arg(long, default_value_t = 1.0)]
+    speedup: f64,
+    /// Replay the trace this many times back to back.
+    #[arg(long, default_value_t = 1)]
+    loops: u64,
+    /// Stop after this many requests.
+    #[arg(long)]
+    requests: Option<u64>,
+    /// Admit no request arriving after this many simulated seconds.
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Member that fails.
+    #[arg(long)]
+    fail: Option<u32>,
+    /// When it fails, simulated seconds (default 0).
+    #[arg(long, default_value_t = 0.0)]
+    fail_at: f64,
+    /// Seconds from the failure to the start of the rebuild, or "never" (stay degraded).
+    #[arg(long, default_value = "0")]
+    rebuild_delay: String,
+    /// sequential: one cycle at a time, in order (MD's progressive rebuild, read phase and
+    /// write phase of a cycle never overlap); parallel: up to --rebuild-window cycles in
+    /// flight, handed out in order.
+    #[arg(long, default_value = "parallel")]
+    rebuild_policy: String,
+    /// Cycles in flight for the parallel policy.
+    #[arg(long, default_value_t = 4)]
+    rebuild_window: usize,
+    /// Rebuild rate guaranteed under foreground load, bytes per second (MD's speed_limit_min,
+    /// default 1000K).
+    #[arg(long, default_value = "1000K")]
+    speed_min: String,
+    /// Rebuild rate cap when idle, bytes per second, 0 = unlimited (MD's speed_limit_max,
+    /// default 200000K; raise it for declustered layouts, whose rebuild can go faster).
+    #[arg(long, default_value = "200000K")]
+    speed_max: String,
+    /// Per-disk queue scheduler: fifo, or sptf (shortest positioning time first over the
+    /// first 32 queued I/Os, oldest first after 500 ms).
+    #[arg(long, default_value = "fifo")]
+    scheduler: String,
+    /// RMW/RCW policy: md, modthresh or rmw.
+    #[arg(long, default_value = "md")]
+    write_policy: String,
+    /// Most foreground requests in flight (later arrivals wait).
+    #[arg(long, default_value_t = 65536)]
+    max_in_flight: usize,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn seconds_ns(s: f64, what: &str) -> anyhow::Result<u64> {
+    if !(s.is_finite() && s >= 0.0) {
+        bail!("{what} must be a non-negative number of seconds, not {s}");
+    }
+    Ok((s * 1e9).round() as u64)
+}
+
+fn bytes(s: &str, what: &str) -> anyhow::Result<u64> {
+    parse_bytes(s).with_context(|| format!("{what}: {s:?} is not a byte count (e.g. 512K, 10G)"))
+}
+
+pub fn run(a: SimArgs) -> anyhow::Result<()> {
+    let (kind, params) = a.layout.params()?;
+    let seed = params.seed;
+    let scheme = layout::build(kind, &params)?;
+    let drive = Drive::from_name(&a.disk).with_context(|| {
+        let names: Vec<&str> = Drive::ALL.iter().map(|d| d.name()).collect();
+        format!("unknown --disk {:?}; known: {}", a.disk, names.join(", "))
+    })?;
+    let params_drive = drive.params();
+    let member_bytes = match &a.member_size {
+        Some(s) => bytes(s, "--member-size")?,
+        None => params_drive.capacity_bytes(),
+    };
+    let chunk_bytes = bytes(&a.chunk, "--chunk")?;
+    let format = match &a.format {
+        None => None,
+        Some(f) => Some(TraceFormat::from_name(f).with_context(|| {
+            let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
+            format!("unknown --format {f:?}; known: {}", names.join(", "))
+        })?),
+    };
+    let workload = WorkloadSpec::parse(&a.workload, seed, format)?;
+    if let WorkloadSpec::Trace { path, .. } = &workload {
+        if !path.exists() {
+            bail!(
+                "--workload {:?} is neither a synthetic spec (none, random:..., seq:..., financial1, financial2) nor an existing trace file",
+                a.workload
+            );
+        }
+    }
+    let mut cfg = SimConfig::new(params_drive);
+    cfg.seed = seed;
+    cfg.failure = match a.fail {
+        Some(member) => Some(Failure {
+            member,
+            at_ns: seconds_ns(a.fail_at, "--fail-at")?,
+        }),
+        None => None,
+    };
+    cfg.rebuild_delay_ns = match a.rebuild_delay.as_str() {
+        "never" => None,
+        s => Some(seconds_ns(
+            s.parse()
+                .with_context(|| format!("--rebuild-delay {s:?}: seconds or \"never\""))?,
+            "--rebuild-delay",
+        )?),
+    };
+    cfg.rebuild_order = match a.rebuild_policy.as_str() {
+        "sequential" => RebuildOrder::Sequential,
+        "parallel" => {
+            if a.rebuild_window == 0 {
+                bail!("--rebuild-window must be at least 1");
+            }
+            RebuildOrder::Parallel {
+                max_in_flight: a.rebuild_window,
+            }
+        }
+        p => bail!("unknown --rebuild-policy {p:?}; known: sequential, parallel"),
+    };
+    cfg.speed = SpeedLimits {
+        min_bytes_per_sec: bytes(&a.speed_min, "--speed-min")?,
+        max_bytes_per_sec: bytes(&a.speed_max, "--speed-max")?,
+    };
+    cfg.scheduler = match a.scheduler.as_str() {
+        "fifo" => Scheduler::Fifo,
+        "sptf" | "elevator" => Scheduler::ELEVATOR,
+        s => bail!("unknown --scheduler {s:?}; known: fifo, sptf"),
+    };
+    cfg.write_policy = match a.write_policy.as_str() {
+        "md" => WritePolicy::Md,
+        "modthresh" => WritePolicy::Modthresh,
+        "rmw" => WritePolicy::Rmw,
+        p => bail!("unknown --write-policy {p:?}; known: md, modthresh, rmw"),
+    };
+    cfg.max_requests_in_flight = a.max_in_flight;
+    cfg.stop_ns = match a.duration {
+        Some(d) => Some(seconds_ns(d, "--duration")?),
+        None => None,
+    };
+    let opts = SourceOptions {
+        speedup: a.speedup,
+        lenient: a.lenient,
+        limit: a.requests,
+        loops: a.loops,
+    };
+    let started = Instant::now();
+    let report = simulate(scheme, chunk_bytes, member_bytes, cfg, &workload, &opts)?;
+    let wall_s = started.elapsed().as_secs_f64();
+    if a.json {
+        let mut v = report_json(&report);
+        v["workload"] = json!(a.workload);
+        v["seed"] = json!(seed);
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print_summary(&report, &a.workload, wall_s);
+    }
+    Ok(())
+}
+
+fn phase_json(r: &Report, p: Phase) -> Value {
+    let s = r.phase(p);
+    json!({
+        "count": s.count, "mean": s.mean_ms, "p50": s.p50_ms, "p99": s.p99_ms,
+        "p999": s.p999_ms, "max": s.max_ms,
+    })
+}
+
+/// The JSON of a report (deterministic: no wall-clock figures).
+pub fn report_json(r: &Report) -> Value {
+    let mut response = serde_json::Map::new();
+    for p in Phase::ALL {
+        response.insert(p.name().to_string(), phase_json(r, p));
+    }
+    json!({
+        "scheme": r.scheme,
+        "disks": r.disks,
+        "drive": r.drive,
+        "chunk_bytes": r.chunk_bytes,
+        "member_bytes": r.member_bytes,
+        "capacity_bytes": r.capacity_bytes,
+        "sim_time_s": r.sim_time_s,
+        "requests": r.requests,
+        "requests_failed": r.requests_failed,
+        "requests_skipped": r.requests_skipped,
+        "rebuild_time_s": r.rebuild_time_s(),
+        "rebuild": r.rebuild.as_ref().map(|b| json!({
+            "failed": b.failed,
+            "fail_at_s": b.fail_at_s,
+            "start_s": b.start_s,
+            "end_s": b.end_s,
+            "time_s": b.time_s,
+            "replaced": b.replaced,
+            "bytes_written": b.bytes_written,
+            "plans": b.plans,
+            "error": b.error,
+        })),
+        "response_ms": response,
+        "throughput_iops": r.throughput_iops,
+        "per_disk": r.per_disk.iter().map(|d| json!({
+            "busy_s": d.busy_s,
+            "reads": d.reads,
+            "writes": d.writes,
+            "read_bytes": d.read_bytes,
+            "write_bytes": d.write_bytes,
+            "rebuild_reads": d.rebuild_reads,
+            "rebuild_writes": d.rebuild_writes,
+        })).collect::<Vec<_>>(),
+        "load_cov": r.load_cov,
+        "member_ios": r.member_ios,
+        "plans": r.plans,
+        "replans": r.replans,
+        "events": r.events,
+        "check": r.check.name(),
+    })
+}
+
+fn gib(b: u64) -> String {
+    format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)
+}
+
+fn print_summary(r: &Report, workload: &str, wall_s: f64) {
+    println!("{}", r.scheme);
+    println!(
+        "{} x {}, chunk {} KiB, {} used per member, capacity {}",
+        r.disks,
+        r.drive,
+        r.chunk_bytes / 1024,
+        gib(r.member_bytes),
+        gib(r.capacity_bytes)
+    );
+    println!(
+        "workload {workload}: {} requests completed, {} failed, {} skipped; {:.1} IOPS; {:.3} s simulated",
+        r.requests, r.requests_failed, r.requests_skipped, r.throughput_iops, r.sim_time_s
+    );
+    if let Some(b) = &r.rebuild {
+        let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3} s"));
+        println!(
+            "member {} failed at {:.3} s; rebuild started {}, finished {}: rebuild time {}{}",
+            b.failed,
+            b.fail_at_s,
+            opt(b.start_s),
+            opt(b.end_s),
+            opt(b.time_s),
+            b.replaced
+                .map(|d| format!(" (onto a blank replacement of member {d})"))
+                .unwrap_or_default()
+        );
+        if let Some(e) = &b.error {
+            println!("rebuild error: {e}");
+        }
+    }
+    println!(
+        "{:<11} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "response ms", "count", "mean", "p50", "p99", "p99.9", "max"
+    );
+    for p in Phase::ALL {
+        let s = r.phase(p);
+        if s.count == 0 {
+            continue;
+        }
+        println!(
+            "{:<11} {:>9} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3}",
+            p.name(),
+            s.count,
+            s.mean_ms,
+            s.p50_ms,
+            s.p99_ms,
+            s.p999_ms,
+            s.max_ms
+        );
+    }
+    println!(
+        "{:>6} {:>10} {:>10} {:>10} {:>14} {:>14}",
+        "disk", "busy s", "reads", "writes", "rebuild reads", "rebuild writes"
+    );
+    for (i, d) in r.per_disk.iter().enumerate() {
+        println!(
+            "{:>6} {:>10.3} {:>10} {:>10} {:>14} {:>14}",
+            format!("d{i}"),
+            d.busy_s,
+            d.reads,
+            d.writes,
+            d.rebuild_reads,
+            d.rebuild_writes
+        );
+    }
+    println!(
+        "load CoV (busy time, members present at the end): {:.2} %",
+        r.load_cov * 100.0
+    );
+    println!(
+        "{} member I/Os, {} plans ({} re-planned), {} events; plan checker: {}; wall {:.2} s ({:.0} member I/Os per second)",
+        r.member_ios,
+        r.plans,
+        r.replans,
+        r.events,
+        r.check.name(),
+        wall_s,
+        r.member_ios as f64 / wall_s.max(1e-9)
+    );
+}

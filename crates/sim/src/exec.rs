@@ -1,0 +1,1432 @@
+//! The discrete-event executor: raidcore's plans on simulated member disks.
+//!
+//! ## What it does
+//!
+//! A [`Simulator`] owns an array ([`raidcore::Geometry`] + [`raidcore::ArrayState`]), one
+//! simulated device per member ([`DiskModel`]) and an event queue ordered by `(time, sequence)`:
+//! two events at the same simulated nanosecond run in the order they were scheduled, so one seed
+//! gives one run. It pulls requests from a [`Workload`] one at a time (only the next arrival is
+//! held, so memory does not grow with the trace), hands each to the planner and executes the
+//! plans exactly as raidcore's execution contract says:
+//!
+//! 1. take the plan's stripe locks (all or nothing; a plan that cannot waits, and a plan never
+//!    overtakes an older waiting plan of the same cycle, so a rebuild cannot starve), check the
+//!    plan is still current (re-plan otherwise);
+//! 2. queue every member read on its disk; when the last one completes, the ops take
+//!    [`SimConfig::ops_ns`] (0 by default: parity math is far faster than a disk);
+//! 3. queue every member write; when the last completes, release the locks. A request
+//!    completes when all its plans have.
+//!
+//! Each disk serves one I/O at a time from its own queue, chosen by the [`Scheduler`]: FIFO, or
+//! shortest-positioning-time-first using [`Disk::estimate`](crate::disk::Disk::estimate) over the first entries of the queue
+//! with an age limit (like Linux's deadline scheduler). Foreground and rebuild I/O share these
+//! queues, so they compete as on real disks. The simulator contains no RAID logic: where data
+//! lives, what is read and what is written all come from raidcore's plans.
+//!
+//! ## Failure and rebuild
+//!
+//! At [`Failure::at_ns`] the member fails (`ArrayState::fail`): its queued and in-service I/Os
+//! fail, the plans they belong to are re-planned against the new state (degraded), and from then
+//! on every plan avoids it. After [`SimConfig::rebuild_delay_ns`] the rebuild starts: raidcore's
+//! [`RebuildScheduler`] hands out `plan_rebuild_cycle` plans in its [`RebuildOrder`], paced by
+//! its [`raidcore::Throttle`] like MD's `sync_speed_min/max` (the minimum rate while foreground
+//! I/O was seen in the last [`SimConfig::foreground_idle_ns`], the maximum otherwise). A layout
+//! without spare space answers `NeedsReplacement`; the simulator then replaces the member at
+//! once with a blank device of the same model (a hot replacement) and rebuilds onto it.
+//!
+//! ## The plan checker inside
+//!
+//! Every plan is checked to avoid failed members, and no I/O is ever queued on a failed
+//! member (an I/O of a plan made before a failure fails instead, and the plan is re-planned).
+//! In debug builds, when the whole array fits in [`SimConfig::mem_check_max_bytes`], the data
+//! moves too, on raidcore's in-memory members ([`MemArray`]): each member read and write copies
+//! bytes when it completes on its simulated disk (so a plan whose reads straddle a failure sees
+//! what a real one would), the ops run through `raidcore::mem::run_ops` between the phases, every
+//! read is compared with a reference copy of the volume, and whenever no stripe is half written
+//! every cycle written since the last check is checked for parity consistency
+//! ([`check_consistency`]). Larger arrays in debug builds get `Plan::validate` on every plan.
+//! Release builds check only the failed-member rule. [`Report::check`] says which ran.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+use layout::Disk;
+use raidcore::{
+    check_consistency, plan_read, plan_write, ArrayState, CoreError, Geometry, MemArray, Plan,
+    RebuildOrder, RebuildScheduler, SpeedLimits, StripeLocks, WritePolicy,
+};
+
+use crate::disk::{Disk as _, DiskIo, DiskModel, DiskParamError, DriveParams, Rotation};
+use crate::metrics::{
+    cov, CheckMode, DiskStats, Histogram, Phase, PhaseStats, RebuildReport, Report,
+};
+use crate::trace::{Request, TraceError};
+use crate::workload::WorkloadError;
+use crate::Op;
+
+/// A source of requests for the simulator.
+pub trait Workload {
+    /// The next request, in arrival order; `None` when the workload is over. An error stops the
+    /// run (a lenient source skips bad lines itself and counts them in [`Workload::skipped`]).
+    fn next_request(&mut self) -> Option<Result<Request, TraceError>>;
+    /// `Some(depth)` for a closed loop: keep `depth` requests outstanding, ignoring their times.
+    fn closed_loop_depth(&self) -> Option<u32> {
+        None
+    }
+    /// Bad lines skipped so far.
+    fn skipped(&self) -> u64 {
+        0
+    }
+}
+
+/// No requests at all (an offline rebuild).
+pub struct NoWorkload;
+
+impl Workload for NoWorkload {
+    fn next_request(&mut self) -> Option<Result<Request, TraceError>> {
+        None
+    }
+}
+
+/// How a disk picks the next I/O from its queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheduler {
+    /// First come, first served.
+    Fifo,
+    /// Shortest positioning time first: the queued I/O that [`Disk::estimate`](crate::disk::Disk::estimate) says would
+    /// complete first, among the first `window` of the queue; but the oldest one as soon as it
+    /// has waited `age_max_ns` (no starvation).
+    Sptf {
+        /// Queue entries considered (at least 1).
+        window: usize,
+        /// Longest wait before the oldest entry is served regardless.
+        age_max_ns: u64,
+    },
+}
+
+impl Scheduler {
+    /// SPTF with a 32-entry window and a 500 ms age limit (the deadline scheduler's read expiry).
+    pub const ELEVATOR: Scheduler = Scheduler::Sptf {
+        window: 32,
+        age_max_ns: 500_000_000,
+    };
+}
+
+/// A member failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// The member.
+    pub member: Disk,
+    /// Simulated time of the failure, ns.
+    pub at_ns: u64,
+}
+
+/// Everything about a run except the array and the workload.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// The member drive (all members are the same model; members use its first bytes).
+    pub drive: DriveParams,
+    /// Seed of the run (the drives' rotational-latency draws when they use random rotation).
+    pub seed: u64,
+    /// Per-disk queue scheduler.
+    pub scheduler: Scheduler,
+    /// The failure, if any.
+    pub failure: Option<Failure>,
+    /// Delay between the failure and the start of the rebuild; `None`: never rebuild.
+    pub rebuild_delay_ns: Option<u64>,
+    /// Which cycles are rebuilt when.
+    pub rebuild_order: RebuildOrder,
+    /// Rebuild rate limits (MD's `sync_speed_min/max`; a max of 0 is unlimited).
+    pub speed: SpeedLimits,
+    /// Foreground I/O seen within this window makes the rebuild back off to the minimum rate.
+    pub foreground_idle_ns: u64,
+    /// RMW/RCW choice for writes.
+    pub write_policy: WritePolicy,
+    /// Time the ops phase of a plan with ops takes.
+    pub ops_ns: u64,
+    /// Most foreground requests in flight; further arrivals wait (and their wait counts in
+    /// their response time). Bounds memory when the array cannot keep up with the workload.
+    pub max_requests_in_flight: usize,
+    /// Requests arriving after this time are not replayed (`None`: the whole workload).
+    pub stop_ns: Option<u64>,
+    /// Run the in-memory plan checker (debug builds) when the array is at most this large
+    /// (members times member bytes); 0 disables it.
+    pub mem_check_max_bytes: u64,
+}
+
+impl SimConfig {
+    /// Defaults for `drive`: seed 0, FIFO, no failure, an immediate rebuild with four cycles in
+    /// flight (in cycle order, so one cycle's writes overlap the next one's reads, as MD's
+    /// resync window does; `RebuildOrder::Sequential` is strictly one cycle at a time), MD's
+    /// speed limits, MD's write policy, 64 Ki requests in flight, in-memory checking up to
+    /// 64 MiB.
+    pub fn new(drive: DriveParams) -> SimConfig {
+        SimConfig {
+            drive,
+            seed: 0,
+            scheduler: Scheduler::Fifo,
+            failure: None,
+            rebuild_delay_ns: Some(0),
+            rebuild_order: RebuildOrder::Parallel { max_in_flight: 4 },
+            speed: SpeedLimits::default(),
+            foreground_idle_ns: 500_000_000,
+            write_policy: WritePolicy::Md,
+            ops_ns: 0,
+            max_requests_in_flight: 1 << 16,
+            stop_ns: None,
+            mem_check_max_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Why a run could not be set up or could not go on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// The workload's trace is malformed or unreadable (names the file and line).
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// The synthetic workload's description is invalid.
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    /// The drive parameters are invalid.
+    #[error(transparent)]
+    Disk(#[from] DiskParamError),
+    /// raidcore refused the geometry or an event.
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    /// The configuration does not describe a run (members larger than the drive, a failure of
+    /// a member that does not exist, ...).
+    #[error("{0}")]
+    Config(String),
+}
+
+/// What an event does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// The held request arrives.
+    Arrival,
+    /// The I/O in service on `disk` completes (ignored unless `epoch` is the disk's current one).
+    DiskDone { disk: u32, epoch: u32 },
+    /// A plan's ops are done.
+    OpsDone { plan: u32 },
+    /// The member fails.
+    Fail,
+    /// The rebuild starts.
+    RebuildStart,
+    /// The rebuild throttle's wait is over.
+    RebuildWake,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Event {
+    time_ns: u64,
+    seq: u64,
+    kind: Kind,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, o: &Event) -> bool {
+        (self.time_ns, self.seq) == (o.time_ns, o.seq)
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Event) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Event {
+    fn cmp(&self, o: &Event) -> Ordering {
+        (self.time_ns, self.seq).cmp(&(o.time_ns, o.seq))
+    }
+}
+
+/// A vector of slots with a free list: stable small ids, deterministic reuse.
+struct Slab<T> {
+    slots: Vec<Option<T>>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl<T> Slab<T> {
+    fn new() -> Slab<T> {
+        Slab {
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+        }
+    }
+    fn insert(&mut self, v: T) -> u32 {
+        self.live += 1;
+        match self.free.pop() {
+            Some(i) => {
+                debug_assert!(self.slots[i as usize].is_none());
+                self.slots[i as usize] = Some(v);
+                i
+            }
+            None => {
+                self.slots.push(Some(v));
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+    fn remove(&mut self, i: u32) -> T {
+        let v = self.slots[i as usize].take().expect("slab slot is live");
+        self.free.push(i);
+        self.live -= 1;
+        v
+    }
+    fn get(&self, i: u32) -> &T {
+        self.slots[i as usize].as_ref().expect("slab slot is live")
+    }
+    fn get_mut(&mut self, i: u32) -> &mut T {
+        self.slots[i as usize].as_mut().expect("slab slot is live")
+    }
+    fn len(&self) -> usize {
+        self.live
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    Request(u32),
+    Rebuild,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Waiting,
+    Reading,
+    Ops,
+    Writing,
+}
+
+struct PlanRun {
+    plan: Plan,
+    owner: Owner,
+    /// Array byte where the plan's `user_offset` counts from: the request's offset, or the
+    /// start of the range re-planned.
+    user_base: u64,
+    stage: Stage,
+    /// I/Os of the current stage not yet completed.
+    pending: u32,
+    /// An I/O of this plan failed (its member failed): re-plan when the stage drains.
+    errored: bool,
+    /// The plan's buffers in the in-memory checker (debug builds, small arrays).
+    bufs: Option<Vec<Vec<u8>>>,
+    /// The checker: this plan re-does a plan abandoned after some of its writes landed, so
+    /// its stripes stay inconsistent until it completes.
+    settles: bool,
+}
+
+struct RequestRun {
+    /// Arrival time for the response time (trace time, or admission time in a closed loop).
+    arrival_ns: u64,
+    op: Op,
+    phase: Phase,
+    /// Plans not yet completed.
+    remaining: u32,
+    /// The planner refused part of it (data lost).
+    failed: bool,
+    /// Serial number (seeds the checker's data pattern).
+    serial: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct QueuedIo {
+    plan: u32,
+    /// Index in the plan's reads or writes.
+    index: u32,
+    offset_bytes: u64,
+    len_bytes: u64,
+    write: bool,
+    rebuild: bool,
+    enqueued_ns: u64,
+}
+
+struct DiskSlot {
+    model: DiskModel,
+    queue: VecDeque<QueuedIo>,
+    /// The I/O in service and when it started.
+    current: Option<(QueuedIo, u64)>,
+    epoch: u32,
+    failed: bool,
+    busy_ns: u64,
+    stats: DiskStats,
+}
+
+/// The in-memory reference the debug checker runs plans on.
+struct MemCheck {
+    mem: MemArray,
+    /// What the volume should hold.
+    reference: Vec<u8>,
+    member_bytes: u64,
+    /// Plans in their write phase: their stripes may be half written.
+    writing: usize,
+    /// Plans abandoned after some writes landed whose replacements have not completed.
+    unsettled: usize,
+    /// Cycles written since the last consistency check (checked when nothing is half
+    /// written).
+    unchecked: std::collections::BTreeSet<u64>,
+}
+
+/// Rebuild bookkeeping.
+struct RebuildRun {
+    sched: RebuildScheduler,
+    active: bool,
+    wake_pending: bool,
+    report: RebuildReport,
+}
+
+/// A simulation run in progress. Build with [`Simulator::new`], consume with
+/// [`Simulator::run`].
+pub struct Simulator {
+    geo: Geometry,
+    state: ArrayState,
+    cfg: SimConfig,
+    locks: StripeLocks,
+    disks: Vec<DiskSlot>,
+    events: BinaryHeap<Reverse<Event>>,
+    seq: u64,
+    now_ns: u64,
+    plans: Slab<PlanRun>,
+    requests: Slab<RequestRun>,
+    /// Plans waiting for their stripe locks, oldest first.
+    lock_waiters: VecDeque<u32>,
+    /// Waiting plans per cycle (a new plan of such a cycle queues behind them).
+    waiting_cycles: HashMap<u64, u32>,
+    /// The next request, admitted at its arrival event (or when a slot frees, if stalled).
+    held: Option<Request>,
+    held_scheduled: bool,
+    workload_done: bool,
+    closed_loop: Option<u32>,
+    request_cap: usize,
+    fg_plans_in_flight: usize,
+    last_foreground_ns: Option<u64>,
+    rebuild: Option<RebuildRun>,
+    phase_hist: [Histogram; 4],
+    first_arrival_ns: Option<u64>,
+    last_completion_ns: u64,
+    completed: u64,
+    failed_requests: u64,
+    unmappable: u64,
+    serial: u64,
+    plan_count: u64,
+    replans: u64,
+    event_count: u64,
+    check: CheckMode,
+    mem: Option<MemCheck>,
+    capacity_bytes: u64,
+}
+
+/// Base offset of a volume on the array: 0 for volume 0, otherwise a pseudo-random sector
+/// (SplitMix64 of the volume number) so that the volumes of a multi-volume trace land on
+/// different parts of the array before folding.
+fn volume_base(volume: u32, capacity_bytes: u64) -> u64 {
+    if volume == 0 {
+        return 0;
+    }
+    let mut r = crate::rng::SplitMix64::new(u64::from(volume));
+    r.next_u64() % (capacity_bytes / 512) * 512
+}
+
+impl Simulator {
+    /// A simulator for the array `geo` (healthy) with `cfg`.
+    pub fn new(geo: Geometry, cfg: SimConfig) -> Result<Simulator, SimError> {
+        let used = geo.member_bytes_used();
+        if used > cfg.drive.capacity_bytes() {
+            return Err(SimError::Config(format!(
+                "members of {used} bytes do not fit on a {} ({} bytes)",
+                cfg.drive.name(),
+                cfg.drive.capacity_bytes()
+            )));
+        }
+        if let Some(f) = cfg.failure {
+            if f.member as usize >= geo.disks() {
+                return Err(SimError::Config(format!(
+                    "cannot fail member {}: the array has members 0..{}",
+                    f.member,
+                    geo.disks()
+                )));
+            }
+        }
+        if cfg.max_requests_in_flight == 0 {
+            return Err(SimError::Config(
+                "max_requests_in_flight must be positive".into(),
+            ));
+        }
+        if let Scheduler::Sptf { window: 0, .. } = cfg.scheduler {
+            return Err(SimError::Config("the SPTF window must be positive".into()));
+        }
+        if let RebuildOrder::Parallel { max_in_flight: 0 } = cfg.rebuild_order {
+            return Err(SimError::Config(
+                "a parallel rebuild needs at least one cycle in flight".into(),
+            ));
+        }
+        // Fitting a drive's seek curve takes about a millisecond; members share one fitted
+        // model (clones share it) unless each needs its own random rotation stream.
+        let proto = cfg.drive.build(disk_seed(cfg.seed, 0, 0))?;
+        let disks = (0..geo.disks())
+            .map(|d| {
+                Ok(DiskSlot {
+                    model: new_drive(&cfg, &proto, d as u32, 0)?,
+                    queue: VecDeque::new(),
+                    current: None,
+                    epoch: 0,
+                    failed: false,
+                    busy_ns: 0,
+                    stats: DiskStats::default(),
+                })
+            })
+            .collect::<Result<Vec<_>, DiskParamError>>()?;
+        let state = ArrayState::new(&geo);
+        let total = used.saturating_mul(geo.disks() as u64);
+        let (check, mem) = if !cfg!(debug_assertions) {
+            (CheckMode::Off, None)
+        } else if total <= cfg.mem_check_max_bytes {
+            let mem = MemCheck {
+                mem: MemArray::new(geo.disks(), used),
+                reference: vec![0; geo.capacity_bytes() as usize],
+                member_bytes: used,
+                writing: 0,
+                unsettled: 0,
+                unchecked: Default::default(),
+            };
+            (CheckMode::MemArray, Some(mem))
+        } else {
+            (CheckMode::Validate, None)
+        };
+        let capacity_bytes = geo.capacity_bytes();
+        Ok(Simulator {
+            state,
+            cfg,
+            locks: StripeLocks::new(),
+            disks,
+            events: BinaryHeap::new(),
+            seq: 0,
+            now_ns: 0,
+            plans: Slab::new(),
+            requests: Slab::new(),
+            lock_waiters: VecDeque::new(),
+            waiting_cycles: HashMap::new(),
+            held: None,
+            held_scheduled: false,
+            workload_done: false,
+            closed_loop: None,
+            request_cap: 0,
+            fg_plans_in_flight: 0,
+            last_foreground_ns: None,
+            rebuild: None,
+            phase_hist: Default::default(),
+            first_arrival_ns: None,
+            last_completion_ns: 0,
+            completed: 0,
+            failed_requests: 0,
+            unmappable: 0,
+            serial: 0,
+            plan_count: 0,
+            replans: 0,
+            event_count: 0,
+            check,
+            mem,
+            capacity_bytes,
+            geo,
+        })
+    }
+
+    /// The geometry being simulated.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    /// The checker this run uses.
+    pub fn check_mode(&self) -> CheckMode {
+        self.check
+    }
+
+    fn schedule(&mut self, time_ns: u64, kind: Kind) {
+        debug_assert!(time_ns >= self.now_ns, "scheduling into the past");
+        self.seq += 1;
+        self.events.push(Reverse(Event {
+            time_ns,
+            seq: self.seq,
+            kind,
+        }));
+    }
+
+    /// Runs the whole workload (and the failure and rebuild, if configured) to the end.
+    pub fn run<W: Workload + ?Sized>(mut self, workload: &mut W) -> Result<Report, SimError> {
+        self.closed_loop = workload.closed_loop_depth();
+        self.request_cap = match self.closed_loop {
+            Some(depth) => (depth as usize).clamp(1, self.cfg.max_requests_in_flight),
+            None => self.cfg.max_requests_in_flight,
+        };
+        if let Some(f) = self.cfg.failure {
+            self.schedule(f.at_ns, Kind::Fail);
+        }
+        self.pull(workload)?;
+        while let Some(Reverse(ev)) = self.events.pop() {
+            debug_assert!(ev.time_ns >= self.now_ns, "time went backwards");
+            self.now_ns = ev.time_ns;
+            self.event_count += 1;
+            match ev.kind {
+                Kind::Arrival => {
+                    self.held_scheduled = false;
+                    let r = self.held.take().expect("an arrival holds a request");
+                    self.admit(r);
+                    self.pull(workload)?;
+                }
+                Kind::DiskDone { disk, epoch } => {
+                    if self.disks[disk as usize].epoch == epoch {
+                        self.disk_done(disk);
+                    }
+                }
+                Kind::OpsDone { plan } => self.start_writes(plan),
+                Kind::Fail => self.fail(),
+                Kind::RebuildStart => {
+                    if let Some(r) = self.rebuild.as_mut() {
+                        r.active = true;
+                        r.report.start_s = Some(self.now_ns as f64 / 1e9);
+                    }
+                    self.kick_rebuild();
+                }
+                Kind::RebuildWake => {
+                    if let Some(r) = self.rebuild.as_mut() {
+                        r.wake_pending = false;
+                    }
+                    self.kick_rebuild();
+                }
+            }
+            // A stalled arrival (in-flight limit) is re-armed when a request completes.
+            if !self.held_scheduled && self.held.is_some() && self.requests.len() < self.request_cap
+            {
+                let t = self.arrival_time(self.held.as_ref().expect("held"));
+                self.held_scheduled = true;
+                self.schedule(t, Kind::Arrival);
+            }
+        }
+        assert_eq!(self.plans.len(), 0, "plans left when the events ran out");
+        assert_eq!(
+            self.requests.len(),
+            0,
+            "requests left when the events ran out"
+        );
+        assert!(
+            self.lock_waiters.is_empty(),
+            "plans still waiting for locks"
+        );
+        assert_eq!(self.locks.held(), 0, "locks held at the end");
+        if let Some(m) = self.mem.as_ref() {
+            assert_eq!(
+                (m.writing, m.unsettled),
+                (0, 0),
+                "checker counts at the end"
+            );
+            assert!(m.unchecked.is_empty(), "cycles left unchecked at the end");
+        }
+        let skipped = workload.skipped();
+        Ok(self.report(skipped))
+    }
+
+    fn arrival_time(&self, r: &Request) -> u64 {
+        if self.closed_loop.is_some() {
+            self.now_ns
+        } else {
+            r.time_ns.max(self.now_ns)
+        }
+    }
+
+    /// Fetches the next request into `held` and schedules its arrival if a slot is free.
+    fn pull<W: Workload + ?Sized>(&mut self, w: &mut W) -> Result<(), SimError> {
+        debug_assert!(self.held.is_none());
+        if self.workload_done {
+            return Ok(());
+        }
+        loop {
+            let r = match w.next_request() {
+                None => {
+                    self.workload_done = true;
+                    return Ok(());
+                }
+                Some(Err(e)) => return Err(SimError::Trace(e)),
+                Some(Ok(r)) => r,
+            };
+            if self.cfg.stop_ns.is_some_and(|s| r.time_ns > s)
+                || (self.closed_loop.is_some() && self.cfg.stop_ns.is_some_and(|s| self.now_ns > s))
+            {
+                self.workload_done = true;
+                return Ok(());
+            }
+            let cap = self.capacity_bytes;
+            if r.len_bytes == 0 || r.len_bytes > cap {
+                self.unmappable += 1;
+                continue;
+            }
+            // Fold onto the array: volume base plus offset, modulo the capacity, sector
+            // aligned, moved down if it would run past the end.
+            let base = volume_base(r.volume, cap);
+            let mut off =
+                ((u128::from(r.offset_bytes) + u128::from(base)) % u128::from(cap)) as u64;
+            off = off / 512 * 512;
+            if off + r.len_bytes > cap {
+                off = (cap - r.len_bytes) / 512 * 512;
+            }
+            let mapped = Request {
+                offset_bytes: off,
+                ..r
+            };
+            self.held = Some(mapped);
+            if self.requests.len() < self.request_cap {
+                let t = self.arrival_time(&mapped);
+                self.held_scheduled = true;
+                self.schedule(t, Kind::Arrival);
+            }
+            return Ok(());
+        }
+    }
+
+    fn current_phase(&self) -> Phase {
+        match &self.rebuild {
+            None => Phase::Normal,
+            Some(r) => match (r.report.start_s, r.report.end_s) {
+                (Some(_), Some(_)) => Phase::After,
+                // A rebuild that could not run leaves the array degraded.
+                (Some(_), None) if r.report.error.is_none() => Phase::Rebuilding,
+                _ => Phase::Degraded,
+            },
+        }
+    }
+
+    fn admit(&mut self, r: Request) {
+        let arrival_ns = if self.closed_loop.is_some() {
+            self.now_ns
+        } else {
+            r.time_ns
+        };
+        self.first_arrival_ns.get_or_insert(arrival_ns);
+        self.last_foreground_ns = Some(self.now_ns);
+        self.serial += 1;
+        let planned = match r.op {
+            Op::Read => plan_read(&self.geo, &self.state, r.offset_bytes, r.len_bytes),
+            Op::Write => plan_write(
+                &self.geo,
+                &self.state,
+                r.offset_bytes,
+                r.len_bytes,
+                &self.cfg.write_policy,
+            ),
+        };
+        let plans = match planned {
+            Ok(p) => p,
+            Err(CoreError::DataLost { .. }) => {
+                self.failed_requests += 1;
+                return;
+            }
+            Err(e) => panic!("the simulator mapped a request the planner refuses: {e}"),
+        };
+        let id = self.requests.insert(RequestRun {
+            arrival_ns,
+            op: r.op,
+            phase: self.current_phase(),
+            remaining: plans.len() as u32,
+            failed: false,
+            serial: self.serial,
+        });
+        for p in plans {
+            self.submit(p, Owner::Request(id), r.offset_bytes, false, false);
+        }
+    }
+
+    /// A new plan: check it, then start it or queue it for its locks. A `replanned` plan
+    /// replaces one that was already running: it goes ahead of the plans waiting for locks.
+    fn submit(&mut self, plan: Plan, owner: Owner, user_base: u64, replanned: bool, settles: bool) {
+        plan.assert_avoids(self.state.failed());
+        if self.check == CheckMode::Validate {
+            plan.validate();
+        }
+        if let Owner::Request(_) = owner {
+            self.fg_plans_in_flight += 1;
+        }
+        self.plan_count += 1;
+        let cycle = plan.cycle;
+        let id = self.plans.insert(PlanRun {
+            plan,
+            owner,
+            user_base,
+            stage: Stage::Waiting,
+            pending: 0,
+            errored: false,
+            bufs: None,
+            settles,
+        });
+        let queue_behind = !replanned
+            && !self.lock_waiters.is_empty()
+            && self.waiting_cycles.get(&cycle).is_some_and(|&n| n > 0);
+        if queue_behind || !self.try_start(id) {
+            self.wait_for_locks(id, cycle, replanned);
+        }
+    }
+
+    fn wait_for_locks(&mut self, id: u32, cycle: u64, front: bool) {
+        *self.waiting_cycles.entry(cycle).or_insert(0) += 1;
+        if front {
+            self.lock_waiters.push_front(id);
+        } else {
+            self.lock_waiters.push_back(id);
+        }
+    }
+
+    /// Takes the plan's locks and starts its reads; false if the locks are busy.
+    fn try_start(&mut self, id: u32) -> bool {
+        let run = self.plans.get(id);
+        if !self.locks.try_lock(&run.plan.locks) {
+            return false;
+        }
+        if !self.state.plan_is_current(&run.plan) {
+            let run = self.plans.get(id);
+            self.locks.unlock(&run.plan.locks);
+            self.replan(id);
+            return true;
+        }
+        self.start_reads(id);
+        true
+    }
+
+    /// Retries waiting plans in order; a plan never overtakes an older waiting plan of its
+    /// cycle.
+    fn retry_waiters(&mut self) {
+        if self.lock_waiters.is_empty() {
+            return;
+        }
+        let mut blocked: Vec<u64> = Vec::new();
+        let waiting = std::mem::take(&mut self.lock_waiters);
+        for id in waiting {
+            let cycle = self.plans.get(id).plan.cycle;
+            if blocked.contains(&cycle) {
+                self.lock_waiters.push_back(id);
+                continue;
+            }
+            let n = self
+                .waiting_cycles
+                .get_mut(&cycle)
+                .expect("a waiting plan's cycle is counted");
+            *n -= 1;
+            if *n == 0 {
+                self.waiting_cycles.remove(&cycle);
+            }
+            if !self.try_start(id) {
+                blocked.push(cycle);
+                *self.waiting_cycles.entry(cycle).or_insert(0) += 1;
+                self.lock_waiters.push_back(id);
+            }
+        }
+    }
+
+    fn start_reads(&mut self, id: u32) {
+        self.plans.get_mut(id).stage = Stage::Reading;
+        if self.mem.is_some() {
+            self.mem_start(id);
+        }
+        if self.issue(id, false) {
+            self.reads_done(id);
+        }
+    }
+
+    fn reads_done(&mut self, id: u32) {
+        let run = self.plans.get_mut(id);
+        if run.errored {
+            self.abandon(id);
+            return;
+        }
+        if self.cfg.ops_ns > 0 && !run.plan.ops.is_empty() {
+            run.stage = Stage::Ops;
+            let t = self.now_ns + self.cfg.ops_ns;
+            self.schedule(t, Kind::OpsDone { plan: id });
+        } else {
+            self.start_writes(id);
+        }
+    }
+
+    fn start_writes(&mut self, id: u32) {
+        let run = self.plans.get_mut(id);
+        run.stage = Stage::Writing;
+        if let Some(m) = self.mem.as_mut() {
+            m.writing += 1;
+        }
+        if let Some(bufs) = run.bufs.as_mut() {
+            raidcore::mem::run_ops(&run.plan.ops, bufs)
+                .unwrap_or_else(|e| panic!("ops failed in memory: {e}\n{}", run.plan));
+        }
+        if self.issue(id, true) {
+            if self.plans.get(id).errored {
+                self.abandon(id);
+            } else {
+                self.plan_done(id);
+            }
+        }
+    }
+
+    /// Queues the plan's reads (or writes) on their disks. An I/O to a member that has failed
+    /// since the plan was made fails at once. Returns true when nothing is left in flight
+    /// (no I/O, or all of it failed): the caller then moves the plan on.
+    fn issue(&mut self, id: u32, write: bool) -> bool {
+        let now = self.now_ns;
+        let run = self.plans.get(id);
+        let rebuild = run.owner == Owner::Rebuild;
+        let n = if write {
+            run.plan.writes.len()
+        } else {
+            run.plan.reads.len()
+        };
+        let mut queued = 0u32;
+        let mut refused = false;
+        for i in 0..n {
+            let run = self.plans.get(id);
+            let m = if write {
+                run.plan.writes[i]
+            } else {
+                run.plan.reads[i]
+            };
+            let slot = &mut self.disks[m.member as usize];
+            if slot.failed {
+                refused = true;
+                continue;
+            }
+            slot.queue.push_back(QueuedIo {
+                plan: id,
+                index: i as u32,
+                offset_bytes: m.offset_bytes,
+                len_bytes: m.data.len as u64,
+                write,
+                rebuild,
+                enqueued_ns: now,
+            });
+            queued += 1;
+            if slot.current.is_none() {
+                self.dispatch(m.member);
+            }
+        }
+        let run = self.plans.get_mut(id);
+        run.pending = queued;
+        run.errored |= refused;
+        queued == 0
+    }
+
+    /// Starts the next queued I/O on an idle disk.
+    fn dispatch(&mut self, member: Disk) {
+        let now = self.now_ns;
+        let slot = &mut self.disks[member as usize];
+        debug_assert!(slot.current.is_none() && !slot.failed);
+        let pick = match self.cfg.scheduler {
+            Scheduler::Fifo => 0,
+            Scheduler::Sptf { window, age_max_ns } => {
+                let oldest = slot.queue.front().map(|q| q.enqueued_ns);
+                match oldest {
+                    None => return,
+                    Some(t) if now.saturating_sub(t) >= age_max_ns => 0,
+                    Some(_) => {
+                        let mut best = (u64::MAX, 0usize);
+                        for (i, q) in slot.queue.iter().take(window).enumerate() {
+                            let s = slot.model.estimate(now, disk_io(q));
+                            if s.completion_ns < best.0 {
+                                best = (s.completion_ns, i);
+                            }
+                        }
+                        best.1
+                    }
+                }
+            }
+        };
+        let Some(io) = slot.queue.remove(pick) else {
+            return;
+        };
+        let s = slot.model.submit(now, disk_io(&io));
+        debug_assert_eq!(s.start_ns, now, "the executor submits only to idle disks");
+        slot.current = Some((io, s.start_ns));
+        let epoch = slot.epoch;
+        self.schedule(
+            s.completion_ns,
+            Kind::DiskDone {
+                disk: member,
+                epoch,
+            },
+        );
+    }
+
+    fn disk_done(&mut self, member: Disk) {
+        let now = self.now_ns;
+        let slot = &mut self.disks[member as usize];
+        let (io, start) = slot
+            .current
+            .take()
+            .expect("a completion has an I/O in service");
+        slot.busy_ns += now - start;
+        let st = &mut slot.stats;
+        if io.write {
+            st.writes += 1;
+            st.write_bytes += io.len_bytes;
+            st.rebuild_writes += u64::from(io.rebuild);
+        } else {
+            st.reads += 1;
+            st.read_bytes += io.len_bytes;
+            st.rebuild_reads += u64::from(io.rebuild);
+        }
+        if !slot.queue.is_empty() {
+            self.dispatch(member);
+        }
+        if self.mem.is_some() {
+            self.mem_io(member, &io);
+        }
+        self.io_finished(io.plan, false);
+    }
+
+    /// One I/O of plan `id` finished (or failed).
+    fn io_finished(&mut self, id: u32, error: bool) {
+        let run = self.plans.get_mut(id);
+        run.errored |= error;
+        run.pending -= 1;
+        if run.pending > 0 {
+            return;
+        }
+        match run.stage {
+            Stage::Reading => self.reads_done(id),
+            Stage::Writing => {
+                if run.errored {
+                    self.abandon(id);
+                } else {
+                    self.plan_done(id);
+                }
+            }
+            s => unreachable!("I/O completion in stage {s:?}"),
+        }
+    }
+
+    /// Releases a plan hit by a failure (or stale) and plans its work again.
+    fn abandon(&mut self, id: u32) {
+        let run = self.plans.get(id);
+        self.locks.unlock(&run.plan.locks);
+        if let Some(m) = self.mem.as_mut() {
+            if run.stage == Stage::Writing {
+                // Some of its writes may have landed: its stripes are unsettled until the
+                // replacement plan completes.
+                m.writing -= 1;
+                if !run.settles {
+                    m.unsettled += 1;
+                }
+                self.plans.get_mut(id).settles = true;
+            }
+        }
+        self.replan(id);
+        self.retry_waiters();
+    }
+
+    /// Removes plan `id` (locks already released or never taken) and re-plans what it did.
+    fn replan(&mut self, id: u32) {
+        self.replans += 1;
+        let run = self.plans.remove(id);
+        match run.owner {
+            Owner::Rebuild => {
+                let r = self.rebuild.as_mut().expect("a rebuild plan has a rebuild");
+                r.sched.abort(&run.plan);
+                self.kick_rebuild();
+            }
+            Owner::Request(rid) => {
+                self.fg_plans_in_flight -= 1;
+                let req = self.requests.get(rid);
+                let offset = run.user_base + run.plan.user_offset;
+                let len = run.plan.buffers[0] as u64;
+                let planned = match req.op {
+                    Op::Read => plan_read(&self.geo, &self.state, offset, len),
+                    Op::Write => {
+                        plan_write(&self.geo, &self.state, offset, len, &self.cfg.write_policy)
+                    }
+                };
+                match planned {
+                    Ok(plans) => {
+                        let req = self.requests.get_mut(rid);
+                        req.remaining = req.remaining - 1 + plans.len() as u32;
+                        // The range lies in one cycle, so it is one plan, which settles what
+                        // the abandoned plan left half written.
+                        debug_assert!(plans.len() == 1 && plans[0].cycle == run.plan.cycle);
+                        let mut settles = run.settles;
+                        for p in plans {
+                            self.submit(p, Owner::Request(rid), offset, true, settles);
+                            settles = false;
+                        }
+                    }
+                    Err(CoreError::DataLost { .. }) => {
+                        if run.settles {
+                            self.settled();
+                        }
+                        self.requests.get_mut(rid).failed = true;
+                        self.request_part_done(rid);
+                    }
+                    Err(e) => panic!("re-planning a request failed: {e}"),
+                }
+            }
+        }
+    }
+
+    fn plan_done(&mut self, id: u32) {
+        let run = self.plans.remove(id);
+        self.locks.unlock(&run.plan.locks);
+        if let Some(m) = self.mem.as_mut() {
+            m.writing -= 1;
+            if run.settles {
+                m.unsettled -= 1;
+            }
+            if !run.plan.writes.is_empty() {
+                m.unchecked.insert(run.plan.cycle);
+            }
+            self.mem_check(&run);
+        }
+        match run.owner {
+            Owner::Request(rid) => {
+                self.fg_plans_in_flight -= 1;
+                self.request_part_done(rid);
+            }
+            Owner::Rebuild => {
+                let r = self.rebuild.as_mut().expect("a rebuild plan has a rebuild");
+                r.sched.complete(&mut self.state, &run.plan);
+                r.report.plans += 1;
+                r.report.bytes_written += run.plan.io_counts().write_bytes;
+                self.kick_rebuild();
+            }
+        }
+        self.check_settled_cycles();
+        self.retry_waiters();
+    }
+
+    /// Debug checker: a plan abandoned half-written has no replacement (data lost).
+    fn settled(&mut self) {
+        if let Some(m) = self.mem.as_mut() {
+            m.unsettled -= 1;
+        }
+    }
+
+    /// Debug checker: when no stripe is half written, every cycle written since the last
+    /// check must be parity-consistent.
+    fn check_settled_cycles(&mut self) {
+        let Some(m) = self.mem.as_mut() else {
+            return;
+        };
+        if m.writing > 0 || m.unsettled > 0 {
+            return;
+        }
+        for c in std::mem::take(&mut m.unchecked) {
+            if let Err(e) = check_consistency(&self.geo, &self.state, &m.mem.members, c) {
+                panic!("cycle {c} is inconsistent after its writes completed: {e}");
+            }
+        }
+    }
+
+    fn request_part_done(&mut self, rid: u32) {
+        let req = self.requests.get_mut(rid);
+        req.remaining -= 1;
+        if req.remaining > 0 {
+            return;
+        }
+        let req = self.requests.remove(rid);
+        self.last_foreground_ns = Some(self.now_ns);
+        if req.failed {
+            self.failed_requests += 1;
+            return;
+        }
+        self.completed += 1;
+        self.last_completion_ns = self.now_ns;
+        let phase_index = Phase::ALL
+            .iter()
+            .position(|&p| p == req.phase)
+            .expect("a phase");
+        self.phase_hist[phase_index].record(self.now_ns - req.arrival_ns);
+    }
+
+    /// Debug checker, start of a plan: its buffers, buffer 0 holding the write's data.
+    fn mem_start(&mut self, id: u32) {
+        let run = self.plans.get(id);
+        let plan = &run.plan;
+        let mut bufs: Vec<Vec<u8>> = plan.buffers.iter().map(|&n| vec![POISON; n]).collect();
+        if let Owner::Request(rid) = run.owner {
+            let req = self.requests.get(rid);
+            let at = run.user_base + plan.user_offset;
+            bufs[0] = match req.op {
+                Op::Write => (0..plan.buffers[0] as u64)
+                    .map(|i| pattern_byte(req.serial, at + i))
+                    .collect(),
+                Op::Read => vec![0; plan.buffers[0]],
+            };
+        }
+        self.plans.get_mut(id).bufs = Some(bufs);
+    }
+
+    /// Debug checker: the data of one member I/O moves when the I/O completes, as on a real
+    /// member (a plan's reads may span a failure; its writes land one by one).
+    fn mem_io(&mut self, member: Disk, io: &QueuedIo) {
+        let m = self.mem.as_mut().expect("checked by caller");
+        let run = self.plans.get_mut(io.plan);
+        let bufs = run.bufs.as_mut().expect("buffers of a started plan");
+        let (list, what) = if io.write {
+            (&run.plan.writes, "write")
+        } else {
+            (&run.plan.reads, "read")
+        };
+        let mi = list[io.index as usize];
+        debug_assert_eq!(mi.member, member);
+        let dev = m.mem.members[member as usize]
+            .as_mut()
+            .unwrap_or_else(|| panic!("{what} completed on missing member {member}"));
+        let range = mi.offset_bytes as usize..mi.offset_bytes as usize + mi.data.len;
+        let slice = mi.data.off..mi.data.end();
+        if io.write {
+            dev[range].copy_from_slice(&bufs[mi.data.buf][slice]);
+        } else {
+            bufs[mi.data.buf][slice].copy_from_slice(&dev[range]);
+        }
+    }
+
+    /// Debug checker, end of a plan: a read returned what the volume holds; a write updates
+    /// the reference and leaves its cycle's stripes consistent.
+    fn mem_check(&mut self, run: &PlanRun) {
+        let m = self.mem.as_mut().expect("checked by caller");
+        let plan = &run.plan;
+        let bufs = run.bufs.as_ref().expect("buffers of a completed plan");
+        let Owner::Request(rid) = run.owner else {
+            // Rebuilds are checked once their cycle is marked rebuilt.
+            return;
+        };
+        let req = self.requests.get(rid);
+        let at = (run.user_base + plan.user_offset) as usize;
+        let len = plan.buffers[0];
+        match req.op {
+            Op::Read => {
+                if bufs[0][..] != m.reference[at..at + len] {
+                    let first = (0..len)
+                        .find(|&i| bufs[0][i] != m.reference[at + i])
+                        .expect("a difference");
+                    panic!(
+                        "read of {len} bytes at array byte {at} returned wrong data from byte {first} on\n{plan}"
+                    );
+                }
+            }
+            Op::Write => {
+                m.reference[at..at + len].copy_from_slice(&bufs[0]);
+            }
+        }
+    }
+
+    /// The member fails: its I/Os fail, their plans will be re-planned, the rebuild is armed.
+    fn fail(&mut self) {
+        let f = self.cfg.failure.expect("a failure event has a failure");
+        let outcome = self
+            .state
+            .fail(&self.geo, f.member)
+            .expect("the member was checked at setup and fails once");
+        if let Some(m) = self.mem.as_mut() {
+            m.mem.remove(f.member);
+        }
+        let mut report = RebuildReport {
+            failed: f.member,
+            fail_at_s: self.now_ns as f64 / 1e9,
+            start_s: None,
+            end_s: None,
+            time_s: None,
+            replaced: None,
+            bytes_written: 0,
+            plans: 0,
+            error: None,
+        };
+        if outcome.data_lost {
+            report.error = Some("data lost: more failures than the layout tolerates".into());
+        }
+        self.rebuild = Some(RebuildRun {
+            sched: RebuildScheduler::new(self.cfg.rebuild_order, self.cfg.speed),
+            active: false,
+            wake_pending: false,
+            report,
+        });
+        let now = self.now_ns;
+        let slot = &mut self.disks[f.member as usize];
+        slot.failed = true;
+        slot.epoch += 1;
+        let mut dead: Vec<u32> = slot.queue.drain(..).map(|q| q.plan).collect();
+        if let Some((io, start)) = slot.current.take() {
+            slot.busy_ns += now - start;
+            dead.push(io.plan);
+        }
+        for id in dead {
+            self.io_finished(id, true);
+        }
+        if let Some(delay) = self.cfg.rebuild_delay_ns {
+            self.schedule(now + delay, Kind::RebuildStart);
+        }
+    }
+
+    /// Hands out rebuild plans while the throttle and the scheduler allow.
+    fn kick_rebuild(&mut self) {
+        loop {
+            let now = self.now_ns;
+            let fg_busy = self.fg_plans_in_flight > 0
+                || self
+                    .last_foreground_ns
+                    .is_some_and(|t| now.saturating_sub(t) < self.cfg.foreground_idle_ns);
+            let Some(r) = self.rebuild.as_mut() else {
+                return;
+            };
+            if !r.active {
+                return;
+            }
+            if r.sched.is_finished(&self.state) {
+                r.active = false;
+                r.report.end_s = Some(now as f64 / 1e9);
+                r.report.time_s = r.report.start_s.map(|s| now as f64 / 1e9 - s);
+                return;
+            }
+            let delay = r.sched.delay_ns(now, fg_busy);
+            if delay > 0 {
+                if !r.wake_pending {
+                    r.wake_pending = true;
+                    // Re-check at least every 500 ms, as MD does: the load may have gone.
+                    let t = now + delay.min(500_000_000);
+                    self.schedule(t, Kind::RebuildWake);
+                }
+                return;
+            }
+            match r.sched.next_plans(&self.geo, &self.state) {
+                Ok(plans) => {
+                    for p in plans {
+                        self.submit(p, Owner::Rebuild, 0, false, false);
+                    }
+                    return;
+                }
+                Err(CoreError::NeedsReplacement { member }) => {
+                    self.replace(member);
+                }
+                Err(e) => {
+                    r.active = false;
+                    r.report.error = Some(e.to_string());
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A hot replacement: a blank device of the same model takes the failed member's slot.
+    fn replace(&mut self, member: Disk) {
+        self.state
+            .replace(&self.geo, member)
+            .expect("replacing the member the planner asked for");
+        let slot = &mut self.disks[member as usize];
+        slot.epoch += 1;
+        let fresh = self
+            .cfg
+            .drive
+            .build(disk_seed(self.cfg.seed, 0, 0))
+            .expect("the drive was built before");
+        slot.model =
+            new_drive(&self.cfg, &fresh, member, slot.epoch).expect("the drive was built before");
+        slot.failed = false;
+        debug_assert!(slot.queue.is_empty() && slot.current.is_none());
+        if let Some(m) = self.mem.as_mut() {
+            m.mem.insert(member, m.member_bytes, 0x5A);
+        }
+        if let Some(r) = self.rebuild.as_mut() {
+            r.report.replaced = Some(member);
+        }
+    }
+
+    fn report(self, skipped: u64) -> Report {
+        let end_ns = self.now_ns;
+        let span_ns = self
+            .first_arrival_ns
+            .map(|a| self.last_completion_ns.saturating_sub(a))
+            .unwrap_or(0);
+        let throughput_iops = if span_ns > 0 {
+            self.completed as f64 / (span_ns as f64 / 1e9)
+        } else {
+            0.0
+        };
+        let per_disk: Vec<DiskStats> = self
+            .disks
+            .iter()
+            .map(|d| DiskStats {
+                busy_s: d.busy_ns as f64 / 1e9,
+                ..d.stats.clone()
+            })
+            .collect();
+        let present: Vec<f64> = self
+            .disks
+            .iter()
+            .filter(|d| !d.failed)
+            .map(|d| d.busy_ns as f64)
+            .collect();
+        let member_ios = per_disk.iter().map(|d| d.reads + d.writes).sum();
+        Report {
+            scheme: self.geo.scheme().describe(),
+            disks: self.geo.disks(),
+            drive: self.cfg.drive.name().to_string(),
+            chunk_bytes: self.geo.chunk_bytes(),
+            member_bytes: self.geo.member_bytes_used(),
+            capacity_bytes: self.capacity_bytes,
+            sim_time_s: end_ns as f64 / 1e9,
+            requests: self.completed,
+            requests_failed: self.failed_requests,
+            requests_skipped: self.unmappable + skipped,
+            throughput_iops,
+            phases: Phase::ALL
+                .iter()
+                .zip(&self.phase_hist)
+                .map(|(&p, h)| (p, PhaseStats::from_histogram(h)))
+                .collect(),
+            per_disk,
+            load_cov: cov(&present),
+            rebuild: self.rebuild.map(|r| r.report),
+            member_ios,
+            plans: self.plan_count,
+            replans: self.replans,
+            events: self.event_count,
+            check: self.check,
+        }
+    }
+}
+
+fn disk_io(q: &QueuedIo) -> DiskIo {
+    if q.write {
+        DiskIo::write(q.offset_bytes, q.len_bytes)
+    } else {
+        DiskIo::read(q.offset_bytes, q.len_bytes)
+    }
+}
+
+/// A blank drive for member `d` (replacement `epoch`): a clone of the fitted `proto`, or a
+/// freshly seeded one when the drive draws random rotational latencies.
+fn new_drive(
+    cfg: &SimConfig,
+    proto: &DiskModel,
+    d: Disk,
+    epoch: u32,
+) -> Result<DiskModel, DiskParamError> {
+    match &cfg.drive {
+        DriveParams::Hdd(p) if p.rotation == Rotation::Random => {
+            cfg.drive.build(disk_seed(cfg.seed, d, epoch))
+        }
+        _ => Ok(proto.clone()),
+    }
+}
+
+/// Seed of member `d`'s drive (replacement `epoch`), derived from the run's seed.
+fn disk_seed(seed: u64, d: Disk, epoch: u32) -> u64 {
+    let mut r = crate::rng::SplitMix64::new(seed ^ (u64::from(d) << 32) ^ u64::from(epoch));
+    r.next_u64()
+}
+
+/// What the checker fills scratch buffers with (a plan must never use scratch it did not fill).
+const POISON: u8 = 0xE5;
+
+/// The checker's data: a byte that depends on the write and the array byte.
+fn pattern_byte(serial: u64, at: u64) -> u8 {
+    let x = at
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(serial.wrapping_mul(0xBF58_476D_1CE4_E5B9));
+    (x >> 56) as u8
+}

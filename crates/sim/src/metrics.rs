@@ -1,0 +1,388 @@
+//! What a simulation run measures, in bounded memory.
+//!
+//! Response times go into a [`Histogram`] with log-linear buckets (the HdrHistogram idea): exact
+//! below 128 ns, then 128 sub-buckets per power of two, so every recorded value is known to
+//! within 0.8 % and the table has a fixed size (7,424 counters) however many values arrive. The
+//! mean, the count, the minimum and the maximum are kept exactly.
+//!
+//! A run's result is a [`Report`]: one [`PhaseStats`] per phase of the run ([`Phase`]), per-disk
+//! busy time and I/O counts ([`DiskStats`]), the coefficient of variation of the busy times, the
+//! throughput and the rebuild's duration.
+
+use layout::Disk;
+
+/// Bits of linear sub-bucket resolution per power of two.
+const SUB_BITS: u32 = 7;
+/// Sub-buckets per power of two.
+const SUB: u64 = 1 << SUB_BITS;
+/// Buckets needed for every `u64`: `SUB` exact values, then `SUB` per exponent 7..=63.
+const BUCKETS: usize = (SUB + (64 - SUB_BITS as u64) * SUB) as usize;
+
+/// A histogram of `u64` values (nanoseconds here) in log-linear buckets: fixed memory, relative
+/// error below `1 / 128`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    count: u64,
+    sum: u128,
+    min: u64,
+    max: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Histogram {
+        Histogram::new()
+    }
+}
+
+impl Histogram {
+    /// An empty histogram.
+    pub fn new() -> Histogram {
+        Histogram {
+            counts: vec![0; BUCKETS],
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+
+    fn index(v: u64) -> usize {
+        if v < SUB {
+            return v as usize;
+        }
+        let e = 63 - v.leading_zeros(); // >= SUB_BITS
+        let mantissa = (v >> (e - SUB_BITS)) - SUB; // 0..SUB
+        (SUB + u64::from(e - SUB_BITS) * SUB + mantissa) as usize
+    }
+
+    /// The smallest value of bucket `i` and the bucket's width.
+    fn bucket(i: usize) -> (u64, u64) {
+        let i = i as u64;
+        if i < SUB {
+            return (i, 1);
+        }
+        let e = (i - SUB) / SUB + u64::from(SUB_BITS);
+        let mantissa = (i - SUB) % SUB;
+        let width = 1u64 << (e - u64::from(SUB_BITS));
+        ((SUB + mantissa) * width, width)
+    }
+
+    /// Records one value.
+    pub fn record(&mut self, v: u64) {
+        self.counts[Self::index(v)] += 1;
+        self.count += 1;
+        self.sum += u128::from(v);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    /// Values recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Exact mean (0 when empty).
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+
+    /// Exact maximum (0 when empty).
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Exact minimum (0 when empty).
+    pub fn min(&self) -> u64 {
+        if self.count == 0 {
+            0
+        } else {
+            self.min
+        }
+    }
+
+    /// The `q`-quantile (`q` in `[0, 1]`): the midpoint of the bucket holding the value of rank
+    /// `ceil(q * count)`, clamped to the exact minimum and maximum (and exactly those for the
+    /// first and last ranks). 0 when empty.
+    pub fn quantile(&self, q: f64) -> u64 {
+        assert!((0.0..=1.0).contains(&q), "quantile {q} outside [0, 1]");
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        if rank == 1 {
+            return self.min;
+        }
+        if rank == self.count {
+            return self.max;
+        }
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                let (lo, width) = Self::bucket(i);
+                return (lo + width / 2).clamp(self.min, self.max);
+            }
+        }
+        unreachable!("rank {rank} beyond count {}", self.count)
+    }
+}
+
+/// The phases of a run, by the arrival time of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Phase {
+    /// Before the failure (or the whole run when nothing fails).
+    Normal,
+    /// After the failure, before the rebuild starts (or for good, when it cannot run).
+    Degraded,
+    /// While the rebuild runs.
+    Rebuilding,
+    /// After the rebuild has finished.
+    After,
+}
+
+impl Phase {
+    /// Every phase, in order.
+    pub const ALL: [Phase; 4] = [
+        Phase::Normal,
+        Phase::Degraded,
+        Phase::Rebuilding,
+        Phase::After,
+    ];
+
+    /// `normal`, `degraded`, `rebuilding`, `after`: the JSON keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Normal => "normal",
+            Phase::Degraded => "degraded",
+            Phase::Rebuilding => "rebuilding",
+            Phase::After => "after",
+        }
+    }
+}
+
+/// Response times of the requests that arrived in one phase, in milliseconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseStats {
+    /// Requests completed.
+    pub count: u64,
+    /// Mean response time.
+    pub mean_ms: f64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Largest.
+    pub max_ms: f64,
+}
+
+impl PhaseStats {
+    /// Summarises a histogram of nanoseconds.
+    pub fn from_histogram(h: &Histogram) -> PhaseStats {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        PhaseStats {
+            count: h.count(),
+            mean_ms: h.mean() / 1e6,
+            p50_ms: ms(h.quantile(0.5)),
+            p99_ms: ms(h.quantile(0.99)),
+            p999_ms: ms(h.quantile(0.999)),
+            max_ms: ms(h.max()),
+        }
+    }
+}
+
+/// What one member slot did over the run (a replacement continues its slot's counts).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DiskStats {
+    /// Time the device spent serving requests (completion minus start), seconds.
+    pub busy_s: f64,
+    /// Member reads served.
+    pub reads: u64,
+    /// Member writes served.
+    pub writes: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Of the reads, those issued by the rebuild.
+    pub rebuild_reads: u64,
+    /// Of the writes, those issued by the rebuild.
+    pub rebuild_writes: u64,
+}
+
+/// The rebuild of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RebuildReport {
+    /// The member that failed.
+    pub failed: Disk,
+    /// Simulated time of the failure, seconds.
+    pub fail_at_s: f64,
+    /// When the rebuild started (None: it never started).
+    pub start_s: Option<f64>,
+    /// When every cycle had reached the target layout (None: it did not finish).
+    pub end_s: Option<f64>,
+    /// `end - start`.
+    pub time_s: Option<f64>,
+    /// The member replaced by a blank device for the rebuild (layouts without spare space).
+    pub replaced: Option<Disk>,
+    /// Bytes the rebuild wrote.
+    pub bytes_written: u64,
+    /// Rebuild plans completed.
+    pub plans: u64,
+    /// Why the rebuild could not run, when it could not (too many failures, data lost).
+    pub error: Option<String>,
+}
+
+/// Which plan checker ran inside the simulator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckMode {
+    /// Every plan ran on raidcore's in-memory executor as well, every read was compared with a
+    /// reference copy of the volume, and every cycle a write or rebuild touched was checked for
+    /// parity consistency (debug builds, small arrays).
+    MemArray,
+    /// Every plan was checked with `Plan::validate` and for avoiding failed members (debug
+    /// builds, arrays too large to hold in memory).
+    Validate,
+    /// Release build: plans are checked to avoid failed members only.
+    Off,
+}
+
+impl CheckMode {
+    /// `memarray`, `validate` or `off`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckMode::MemArray => "memarray",
+            CheckMode::Validate => "validate",
+            CheckMode::Off => "off",
+        }
+    }
+}
+
+/// Everything a run measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// The scheme's description.
+    pub scheme: String,
+    /// Members (spares included).
+    pub disks: usize,
+    /// The drive model's name.
+    pub drive: String,
+    /// Chunk size, bytes.
+    pub chunk_bytes: u64,
+    /// Bytes of each member the array uses.
+    pub member_bytes: u64,
+    /// Usable capacity of the array, bytes.
+    pub capacity_bytes: u64,
+    /// Simulated time at the end of the run, seconds.
+    pub sim_time_s: f64,
+    /// Foreground requests completed.
+    pub requests: u64,
+    /// Requests refused by the planner (data lost after too many failures).
+    pub requests_failed: u64,
+    /// Trace lines skipped as malformed (`lenient`) or requests that cannot map onto the array
+    /// (empty, or longer than the whole array).
+    pub requests_skipped: u64,
+    /// Completed requests per second between the first arrival and the last completion.
+    pub throughput_iops: f64,
+    /// Response times per phase, in [`Phase::ALL`] order.
+    pub phases: Vec<(Phase, PhaseStats)>,
+    /// Per member slot.
+    pub per_disk: Vec<DiskStats>,
+    /// Coefficient of variation (standard deviation over mean) of `busy_s` over the members
+    /// present at the end of the run.
+    pub load_cov: f64,
+    /// The rebuild, when a member failed.
+    pub rebuild: Option<RebuildReport>,
+    /// Member I/Os served (reads plus writes, foreground plus rebuild).
+    pub member_ios: u64,
+    /// Plans executed (foreground and rebuild, re-plans included).
+    pub plans: u64,
+    /// Plans re-planned (stale after an event, or hit by a failure mid-flight).
+    pub replans: u64,
+    /// Events processed by the executor.
+    pub events: u64,
+    /// The plan checker that ran.
+    pub check: CheckMode,
+}
+
+impl Report {
+    /// The stats of one phase.
+    pub fn phase(&self, p: Phase) -> &PhaseStats {
+        &self
+            .phases
+            .iter()
+            .find(|(q, _)| *q == p)
+            .expect("every phase is reported")
+            .1
+    }
+
+    /// `rebuild.time_s`, if the rebuild finished.
+    pub fn rebuild_time_s(&self) -> Option<f64> {
+        self.rebuild.as_ref().and_then(|r| r.time_s)
+    }
+}
+
+/// Coefficient of variation of `xs` (0 for fewer than two values or a zero mean).
+pub fn cov(xs: &[f64]) -> f64 {
+    if xs.len() < 2 {
+        return 0.0;
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    if mean == 0.0 {
+        return 0.0;
+    }
+    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+    var.sqrt() / mean
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_cover_u64_and_are_monotonic() {
+        let mut last = 0;
+        for v in (0..100_000u64).chain([u64::MAX / 3, u64::MAX - 1, u64::MAX]) {
+            let i = Histogram::index(v);
+            assert!(i < BUCKETS);
+            assert!(i >= last || v > 100_000);
+            last = i;
+            let (lo, w) = Histogram::bucket(i);
+            assert!(lo <= v && v - lo < w, "v {v} bucket {i} lo {lo} width {w}");
+        }
+    }
+
+    #[test]
+    fn quantiles_are_within_a_bucket() {
+        let mut h = Histogram::new();
+        for v in 1..=10_000u64 {
+            h.record(v * 1000);
+        }
+        assert_eq!(h.count(), 10_000);
+        assert!((h.mean() - 5_000_500.0).abs() < 1e-6);
+        for (q, exact) in [
+            (0.5, 5_000_000.0),
+            (0.99, 9_900_000.0),
+            (0.999, 9_990_000.0),
+        ] {
+            let got = h.quantile(q) as f64;
+            assert!((got / exact - 1.0).abs() < 0.01, "q {q}: {got} vs {exact}");
+        }
+        assert_eq!(h.quantile(1.0), 10_000_000);
+        assert_eq!(h.quantile(0.0), 1000);
+        assert_eq!(Histogram::new().quantile(0.5), 0);
+    }
+
+    #[test]
+    fn cov_of_equal_values_is_zero() {
+        assert_eq!(cov(&[2.0, 2.0, 2.0]), 0.0);
+        assert!((cov(&[1.0, 3.0]) - 0.5).abs() < 1e-12);
+    }
+}

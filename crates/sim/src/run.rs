@@ -1,0 +1,447 @@
+//! Workload specifications and one-call runs.
+//!
+//! A [`WorkloadSpec`] is what a user writes after `--workload`: `none` (an offline rebuild), a
+//! synthetic description (`random:read=0.7:size=4K:iops=200`, `seq:size=1M:qd=4`,
+//! `financial1`, `financial2`), or the path of a trace file. [`WorkloadSpec::open`] turns it
+//! into a [`Source`], the streaming [`Workload`] the executor pulls requests from; traces are
+//! read a line at a time (and looped by reopening the file), so memory does not depend on their
+//! length. [`simulate`] builds the geometry and the executor and runs everything.
+//!
+//! ## Synthetic specs
+//!
+//! `random` or `seq` (alias `sequential`), then `:key=value` pairs:
+//!
+//! | key | meaning | default |
+//! |---|---|---|
+//! | `read` | fraction of reads, 0..1 | 1 |
+//! | `size` | bytes (`4K`, `1M`, `512`), or a mix `4K@70,64K@30` (size@weight) | 4K |
+//! | `iops` | Poisson arrivals at this mean rate | closed loop, `qd=1` |
+//! | `qd` | closed loop: requests kept outstanding | |
+//! | `seq` | fraction of requests continuing the previous one | 0 (`random`), 1 (`seq`) |
+//! | `requests` | number of requests | endless (needs a stop time) |
+//! | `volumes` | volumes the requests spread over | 1 |
+//! | `span` | bytes of each volume | the array's capacity |
+//! | `align` | offsets are multiples of this | 4K |
+//!
+//! `financial1` and `financial2` are [`SyntheticConfig::financial1_synthetic`] and
+//! [`SyntheticConfig::financial2_synthetic`] (synthetic stand-ins matching the published
+//! statistics of the SPC Financial traces; label results from them as synthetic); they accept
+//! the same keys to override a field, e.g. `financial1:requests=100000`.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use layout::Scheme;
+use raidcore::Geometry;
+
+use crate::exec::{SimConfig, SimError, Simulator, Workload};
+use crate::metrics::Report;
+use crate::trace::{self, ReadOptions, Request, TraceError, TraceFormat, TraceReader};
+use crate::workload::{Arrival, SizeDist, Synthetic, SyntheticConfig};
+
+/// What to replay.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorkloadSpec {
+    /// Nothing (an offline rebuild).
+    None,
+    /// A synthetic workload. A `volume_capacity_bytes` of 0 means "the array's capacity".
+    Synthetic(SyntheticConfig),
+    /// A trace file.
+    Trace {
+        /// The file.
+        path: PathBuf,
+        /// Its format (`None`: detect from the first lines).
+        format: Option<TraceFormat>,
+    },
+}
+
+/// How a workload is read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceOptions {
+    /// Replay this many times faster (traces: timestamps divided by it; synthetic open-loop
+    /// workloads: rate multiplied by it).
+    pub speedup: f64,
+    /// Skip malformed trace lines (and count them) instead of stopping at the first.
+    pub lenient: bool,
+    /// Stop after this many requests (over all loops).
+    pub limit: Option<u64>,
+    /// Replay a trace this many times back to back (1 = once).
+    pub loops: u64,
+}
+
+impl Default for SourceOptions {
+    fn default() -> SourceOptions {
+        SourceOptions {
+            speedup: 1.0,
+            lenient: false,
+            limit: None,
+            loops: 1,
+        }
+    }
+}
+
+/// A workload description that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("workload {spec:?}: {reason}")]
+pub struct SpecError {
+    /// The spec as given.
+    pub spec: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// Parses a byte count: digits with an optional binary suffix `K`, `M`, `G`, `T` (`KiB` etc.
+/// and `B` accepted).
+pub fn parse_bytes(s: &str) -> Option<u64> {
+    let t = s.trim();
+    let t = t.strip_suffix(['B', 'b']).unwrap_or(t);
+    let t = t.strip_suffix(['i', 'I']).unwrap_or(t);
+    let (num, mult) = match t.char_indices().last()? {
+        (i, 'k' | 'K') => (&t[..i], 1u64 << 10),
+        (i, 'm' | 'M') => (&t[..i], 1 << 20),
+        (i, 'g' | 'G') => (&t[..i], 1 << 30),
+        (i, 't' | 'T') => (&t[..i], 1 << 40),
+        _ => (t, 1),
+    };
+    num.trim().parse::<u64>().ok()?.checked_mul(mult)
+}
+
+impl WorkloadSpec {
+    /// Parses a `--workload` value (see the module docs). A value that is not `none` and does
+    /// not start with a synthetic name is a trace path; `format` names its format.
+    pub fn parse(
+        spec: &str,
+        seed: u64,
+        format: Option<TraceFormat>,
+    ) -> Result<WorkloadSpec, SpecError> {
+        let bad = |reason: String| SpecError {
+            spec: spec.to_string(),
+            reason,
+        };
+        let mut parts = spec.split(':');
+        let head = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let mut cfg = match head.as_str() {
+            "none" | "" => return Ok(WorkloadSpec::None),
+            "random" | "seq" | "sequential" => SyntheticConfig {
+                name: format!("{head}-synthetic"),
+                seed,
+                requests: None,
+                read_fraction: 1.0,
+                sequential_fraction: if head == "random" { 0.0 } else { 1.0 },
+                sizes: SizeDist::Fixed(4096),
+                volumes: 1,
+                volume_capacity_bytes: 0,
+                align_bytes: 4096,
+                arrival: Arrival::ClosedLoop { queue_depth: 1 },
+            },
+            name => match SyntheticConfig::preset(name, seed) {
+                Some(c) => c,
+                None => {
+                    return Ok(WorkloadSpec::Trace {
+                        path: PathBuf::from(spec),
+                        format,
+                    })
+                }
+            },
+        };
+        for kv in parts {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| bad(format!("{kv:?} is not key=value")))?;
+            let num = |v: &str| -> Result<f64, SpecError> {
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite() && *x >= 0.0)
+                    .ok_or_else(|| bad(format!("{k}={v}: not a non-negative number")))
+            };
+            let bytes = |v: &str| -> Result<u64, SpecError> {
+                parse_bytes(v).ok_or_else(|| bad(format!("{k}={v}: not a byte count")))
+            };
+            match k {
+                "read" => cfg.read_fraction = num(v)?,
+                "seq" => cfg.sequential_fraction = num(v)?,
+                "size" => {
+                    cfg.sizes = if v.contains('@') || v.contains(',') {
+                        let mut mix = Vec::new();
+                        for item in v.split(',') {
+                            let (b, w) = item.split_once('@').unwrap_or((item, "1"));
+                            let w: u32 = w
+                                .parse()
+                                .map_err(|_| bad(format!("size weight {w:?} is not an integer")))?;
+                            mix.push((bytes(b)?, w));
+                        }
+                        SizeDist::Mix(mix)
+                    } else {
+                        SizeDist::Fixed(bytes(v)?)
+                    }
+                }
+                "iops" => {
+                    cfg.arrival = Arrival::Poisson {
+                        requests_per_sec: num(v)?,
+                    }
+                }
+                "qd" => {
+                    cfg.arrival = Arrival::ClosedLoop {
+                        queue_depth: v
+                            .parse()
+                            .map_err(|_| bad(format!("qd={v}: not an integer")))?,
+                    }
+                }
+                "requests" => {
+                    cfg.requests = Some(
+                        v.parse()
+                            .map_err(|_| bad(format!("requests={v}: not an integer")))?,
+                    )
+                }
+                "volumes" => {
+                    cfg.volumes = v
+                        .parse()
+                        .map_err(|_| bad(format!("volumes={v}: not an integer")))?
+                }
+                "span" => cfg.volume_capacity_bytes = bytes(v)?,
+                "align" => cfg.align_bytes = bytes(v)?,
+                _ => return Err(bad(format!("unknown key {k:?}"))),
+            }
+        }
+        Ok(WorkloadSpec::Synthetic(cfg))
+    }
+
+    /// Opens the workload for an array of `capacity_bytes`.
+    pub fn open(&self, capacity_bytes: u64, opts: &SourceOptions) -> Result<Source, SimError> {
+        if !(opts.speedup.is_finite() && opts.speedup > 0.0) {
+            return Err(SimError::Config("speedup must be positive".into()));
+        }
+        let kind = match self {
+            WorkloadSpec::None => SourceKind::None,
+            WorkloadSpec::Synthetic(c) => {
+                let mut c = c.clone();
+                if c.volume_capacity_bytes == 0 {
+                    c.volume_capacity_bytes = capacity_bytes / c.align_bytes.max(1)
+                        * c.align_bytes.max(1)
+                        / u64::from(c.volumes.max(1));
+                }
+                if let Arrival::Poisson { requests_per_sec } = &mut c.arrival {
+                    *requests_per_sec *= opts.speedup;
+                }
+                let closed = match c.arrival {
+                    Arrival::ClosedLoop { queue_depth } => Some(queue_depth),
+                    Arrival::Poisson { .. } => None,
+                };
+                SourceKind::Synthetic {
+                    gen: Box::new(c.generator()?),
+                    closed,
+                }
+            }
+            WorkloadSpec::Trace { path, format } => {
+                let options = ReadOptions {
+                    speedup: opts.speedup,
+                    ..ReadOptions::default()
+                };
+                let reader = trace::open(path, *format, options)?;
+                let format = Some(reader.format());
+                SourceKind::Trace {
+                    reader: Box::new(reader),
+                    path: path.clone(),
+                    format,
+                    options,
+                    loops_left: opts.loops.max(1) - 1,
+                    offset_ns: 0,
+                    last_ns: 0,
+                    in_pass: 0,
+                }
+            }
+        };
+        Ok(Source {
+            kind,
+            lenient: opts.lenient,
+            limit: opts.limit,
+            emitted: 0,
+            skipped: 0,
+        })
+    }
+
+    /// True when the workload never ends by itself (a synthetic one without `requests`).
+    pub fn is_endless(&self) -> bool {
+        matches!(self, WorkloadSpec::Synthetic(c) if c.requests.is_none())
+    }
+}
+
+enum SourceKind {
+    None,
+    Synthetic {
+        gen: Box<Synthetic>,
+        closed: Option<u32>,
+    },
+    Trace {
+        reader: Box<TraceReader<BufReader<File>>>,
+        path: PathBuf,
+        format: Option<TraceFormat>,
+        options: ReadOptions,
+        loops_left: u64,
+        /// Added to every time of the current pass (the earlier passes' length).
+        offset_ns: u64,
+        /// Latest time returned in this pass (without the offset).
+        last_ns: u64,
+        /// Requests returned in this pass.
+        in_pass: u64,
+    },
+}
+
+/// A streaming workload: what [`WorkloadSpec::open`] returns.
+pub struct Source {
+    kind: SourceKind,
+    lenient: bool,
+    limit: Option<u64>,
+    emitted: u64,
+    skipped: u64,
+}
+
+impl Source {
+    fn reopen(path: &Path, format: Option<TraceFormat>, options: ReadOptions) -> TraceReaderBox {
+        trace::open(path, format, options).map(Box::new)
+    }
+}
+
+type TraceReaderBox = Result<Box<TraceReader<BufReader<File>>>, TraceError>;
+
+impl Workload for Source {
+    fn next_request(&mut self) -> Option<Result<Request, TraceError>> {
+        if self.limit.is_some_and(|l| self.emitted >= l) {
+            return None;
+        }
+        let r = loop {
+            match &mut self.kind {
+                SourceKind::None => return None,
+                SourceKind::Synthetic { gen, .. } => break gen.next()?,
+                SourceKind::Trace {
+                    reader,
+                    path,
+                    format,
+                    options,
+                    loops_left,
+                    offset_ns,
+                    last_ns,
+                    in_pass,
+                } => match reader.next() {
+                    Some(Ok(mut r)) => {
+                        *last_ns = (*last_ns).max(r.time_ns);
+                        *in_pass += 1;
+                        r.time_ns = r.time_ns.saturating_add(*offset_ns);
+                        break r;
+                    }
+                    Some(Err(e)) if self.lenient && !matches!(e, TraceError::Io { .. }) => {
+                        self.skipped += 1;
+                    }
+                    Some(Err(e)) => return Some(Err(e)),
+                    None if *loops_left > 0 && *in_pass > 0 => {
+                        *loops_left -= 1;
+                        // The next pass starts one mean inter-arrival time after this one.
+                        let gap = (*last_ns / *in_pass).max(1);
+                        *offset_ns = offset_ns.saturating_add(*last_ns + gap);
+                        *last_ns = 0;
+                        *in_pass = 0;
+                        match Source::reopen(path, *format, *options) {
+                            Ok(r) => *reader = r,
+                            Err(e) => return Some(Err(e)),
+                        }
+                    }
+                    None => return None,
+                },
+            }
+        };
+        self.emitted += 1;
+        Some(Ok(r))
+    }
+
+    fn closed_loop_depth(&self) -> Option<u32> {
+        match &self.kind {
+            SourceKind::Synthetic { closed, .. } => *closed,
+            _ => None,
+        }
+    }
+
+    fn skipped(&self) -> u64 {
+        self.skipped
+    }
+}
+
+/// Builds the array (`scheme` with `chunk_bytes` chunks on members of `member_bytes`), opens
+/// the workload and runs it.
+pub fn simulate(
+    scheme: Arc<dyn Scheme>,
+    chunk_bytes: u64,
+    member_bytes: u64,
+    cfg: SimConfig,
+    workload: &WorkloadSpec,
+    opts: &SourceOptions,
+) -> Result<Report, SimError> {
+    let geo = Geometry::new(scheme, chunk_bytes, member_bytes)?;
+    if workload.is_endless() && cfg.stop_ns.is_none() && opts.limit.is_none() {
+        return Err(SimError::Config(
+            "an endless synthetic workload needs an end: requests=N in its spec, a request \
+             limit (--requests) or a stop time (--duration)"
+                .into(),
+        ));
+    }
+    let mut source = workload.open(geo.capacity_bytes(), opts)?;
+    Simulator::new(geo, cfg)?.run(&mut source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_parse() {
+        assert_eq!(parse_bytes("4K"), Some(4096));
+        assert_eq!(parse_bytes("1MiB"), Some(1 << 20));
+        assert_eq!(parse_bytes("512"), Some(512));
+        assert_eq!(parse_bytes("2g"), Some(2 << 30));
+        assert_eq!(parse_bytes("x"), None);
+    }
+
+    #[test]
+    fn specs_parse() {
+        let s = WorkloadSpec::parse("random:read=0.7:size=4K:iops=200", 3, None).unwrap();
+        let WorkloadSpec::Synthetic(c) = s else {
+            panic!("synthetic expected")
+        };
+        assert_eq!(c.read_fraction, 0.7);
+        assert_eq!(c.sizes, SizeDist::Fixed(4096));
+        assert_eq!(
+            c.arrival,
+            Arrival::Poisson {
+                requests_per_sec: 200.0
+            }
+        );
+        assert_eq!(c.seed, 3);
+        let WorkloadSpec::Synthetic(c) =
+            WorkloadSpec::parse("seq:size=4K@3,64K@1:qd=4:requests=10", 0, None).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(c.sizes, SizeDist::Mix(vec![(4096, 3), (65536, 1)]));
+        assert_eq!(c.arrival, Arrival::ClosedLoop { queue_depth: 4 });
+        assert_eq!(c.sequential_fraction, 1.0);
+        assert_eq!(c.requests, Some(10));
+        let WorkloadSpec::Synthetic(c) =
+            WorkloadSpec::parse("financial2:requests=5", 0, None).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(c.name, "financial2-synthetic");
+        assert_eq!(c.requests, Some(5));
+        assert_eq!(
+            WorkloadSpec::parse("none", 0, None).unwrap(),
+            WorkloadSpec::None
+        );
+        assert!(matches!(
+            WorkloadSpec::parse("/x/y.csv", 0, None).unwrap(),
+            WorkloadSpec::Trace { .. }
+        ));
+        assert!(WorkloadSpec::parse("random:bogus=1", 0, None).is_err());
+        assert!(WorkloadSpec::parse("random:read", 0, None).is_err());
+    }
+}

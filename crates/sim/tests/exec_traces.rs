@@ -1,0 +1,187 @@
+//! Every real trace under `../shared/traces/` replays on RAID5 and RAID+, and a malformed line
+//! stops the run with an error naming the file and the line (or is skipped and counted when
+//! lenient).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use layout::{Params, Scheme, SchemeKind};
+use raidcore::{RebuildOrder, SpeedLimits};
+use sim::{
+    simulate, Drive, Failure, Phase, Report, SimConfig, SimError, SourceOptions, WorkloadSpec,
+};
+
+const SEC: u64 = 1_000_000_000;
+
+/// The shared trace directory, from this crate: `<workspace>/../shared/traces`.
+fn traces_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
+}
+
+fn raid5() -> Arc<dyn Scheme> {
+    layout::build(
+        SchemeKind::Raid5,
+        &Params {
+            disks: Some(5),
+            ..Params::default()
+        },
+    )
+    .unwrap()
+}
+
+fn raidplus() -> Arc<dyn Scheme> {
+    layout::build(
+        SchemeKind::RaidPlus,
+        &Params {
+            disks: Some(7),
+            width: Some(3),
+            ..Params::default()
+        },
+    )
+    .unwrap()
+}
+
+fn replay(scheme: Arc<dyn Scheme>, path: &Path, opts: &SourceOptions) -> Result<Report, SimError> {
+    let mut cfg = SimConfig::new(Drive::SeagateSt3500320as.params());
+    // A failure a short way in, so the prefix is replayed healthy, degraded and rebuilding.
+    cfg.failure = Some(Failure {
+        member: 1,
+        at_ns: SEC / 5,
+    });
+    cfg.rebuild_order = RebuildOrder::Parallel { max_in_flight: 2 };
+    cfg.speed = SpeedLimits {
+        min_bytes_per_sec: 8 << 20,
+        max_bytes_per_sec: 0,
+    };
+    let spec = WorkloadSpec::Trace {
+        path: path.to_path_buf(),
+        format: None,
+    };
+    simulate(scheme, 64 << 10, 8 << 20, cfg, &spec, opts)
+}
+
+#[test]
+fn every_shared_trace_replays_on_raid5_and_raidplus() {
+    let dir = traces_dir();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!(
+            "SKIPPED: {} is absent; the shared traces are not on this machine",
+            dir.display()
+        );
+        return;
+    };
+    let mut files: Vec<PathBuf> = entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e != "md"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no traces in {}", dir.display());
+    // A bounded prefix of each (the Tencent sample alone has 50,000 lines).
+    let opts = SourceOptions {
+        limit: Some(1500),
+        ..SourceOptions::default()
+    };
+    for path in &files {
+        for scheme in [raid5(), raidplus()] {
+            let name = scheme.name();
+            let r = replay(scheme, path, &opts)
+                .unwrap_or_else(|e| panic!("{} on {name}: {e}", path.display()));
+            eprintln!(
+                "{} on {name}: {} requests, normal mean {:.2} ms, {} member I/Os",
+                path.file_name().unwrap().to_string_lossy(),
+                r.requests,
+                r.phase(Phase::Normal).mean_ms,
+                r.member_ios
+            );
+            assert!(r.requests > 0, "{}: nothing replayed", path.display());
+            assert!(r.requests <= 1500);
+            assert_eq!(r.requests_failed, 0);
+            assert!(
+                r.rebuild_time_s().is_some(),
+                "{}: rebuild unfinished",
+                path.display()
+            );
+        }
+    }
+}
+
+fn write_trace(name: &str, text: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("raidforge-sim-{}-{name}", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn malformed_line_names_file_and_line_or_is_skipped_when_lenient() {
+    let path = write_trace(
+        "bad.spc",
+        "0,2048,4096,w,0.000000\n1,4096,512,r,0.002500\n0,notanumber,4096,r,0.003\n0,8,4096,r,0.004\n",
+    );
+    let spec = WorkloadSpec::Trace {
+        path: path.clone(),
+        format: Some(sim::TraceFormat::Spc),
+    };
+    let cfg = SimConfig::new(Drive::SeagateSt3500320as.params());
+    let err = simulate(
+        raid5(),
+        64 << 10,
+        8 << 20,
+        cfg.clone(),
+        &spec,
+        &SourceOptions::default(),
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("{}:3", path.display())),
+        "error does not name file and line: {msg}"
+    );
+    assert!(msg.contains("notanumber"), "{msg}");
+
+    let lenient = SourceOptions {
+        lenient: true,
+        ..SourceOptions::default()
+    };
+    let r = simulate(raid5(), 64 << 10, 8 << 20, cfg, &spec, &lenient).unwrap();
+    assert_eq!((r.requests, r.requests_skipped), (3, 1));
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
+fn looped_traces_replay_every_pass_later_in_time() {
+    let path = write_trace(
+        "loop.spc",
+        "0,0,4096,r,0.000\n0,64,4096,w,0.010\n0,128,8192,r,0.020\n",
+    );
+    let spec = WorkloadSpec::Trace {
+        path: path.clone(),
+        format: None,
+    };
+    let cfg = SimConfig::new(Drive::IntelX25e64gb.params());
+    let once = simulate(
+        raid5(),
+        64 << 10,
+        8 << 20,
+        cfg.clone(),
+        &spec,
+        &SourceOptions::default(),
+    )
+    .unwrap();
+    let looped = simulate(
+        raid5(),
+        64 << 10,
+        8 << 20,
+        cfg,
+        &spec,
+        &SourceOptions {
+            loops: 4,
+            ..SourceOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(once.requests, 3);
+    assert_eq!(looped.requests, 12);
+    // Each pass starts after the previous one (20 ms of trace plus a 6.7 ms mean gap).
+    assert!(looped.sim_time_s > 3.0 * 0.0267, "{}", looped.sim_time_s);
+    std::fs::remove_file(path).unwrap();
+}

@@ -15,7 +15,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use raidcore::{MemberIo, Plan, Slice};
+use raidcore::{MemberIo, Plan};
 
 use crate::Member;
 
@@ -69,9 +69,17 @@ impl BatchErrors {
     }
 }
 
-fn slice_of(bufs: &[Vec<u8>], s: &Slice) -> std::ops::Range<usize> {
-    debug_assert!(s.off + s.len <= bufs[s.buf].len());
-    s.off..s.off + s.len
+/// A plan whose member I/O can move straight between the caller's buffer and the members: a
+/// read with no ops whose reads all land in buffer 0, or a write with no reads and no ops whose
+/// writes all come from buffer 0 (RAID0, mirrors, healthy full copies). No scratch, no copies.
+fn is_direct(p: &Plan) -> bool {
+    use raidcore::PlanKind;
+    p.ops.is_empty()
+        && match p.kind {
+            PlanKind::Read => p.reads.iter().all(|r| r.data.buf == 0) && p.writes.is_empty(),
+            PlanKind::Write => p.reads.is_empty() && p.writes.iter().all(|w| w.data.buf == 0),
+            _ => false,
+        }
 }
 
 /// Runs `plans` as one batch. `users[i]` is plan i's user buffer (`plans[i].buffers[0]` bytes:
@@ -84,6 +92,16 @@ pub fn run_plans(
     m: &Members<'_>,
 ) -> Result<(), BatchErrors> {
     assert_eq!(plans.len(), users.len(), "one user buffer per plan");
+    for (p, u) in plans.iter().zip(users.iter()) {
+        assert_eq!(p.buffers[0], u.len(), "user buffer length");
+    }
+    if plans.iter().all(is_direct) {
+        // Reads land in the caller's memory and writes leave from it: no buffers at all.
+        let mut empty: Vec<Vec<Vec<u8>>> = plans.iter().map(|_| Vec::new()).collect();
+        read_phase_into(plans, &mut empty, Some(users), m)?;
+        let srcs: Vec<&[u8]> = users.iter().map(|u| &**u).collect();
+        return commit_from(plans, &empty, Some(&srcs), m);
+    }
     let bufs = prepare(plans, users, m)?;
     let result = commit(plans, &bufs, m);
     // Reads deliver buffer 0 to the caller.
@@ -95,11 +113,36 @@ pub fn run_plans(
     result
 }
 
+/// Runs the write plans of one request: `data` is the whole request, plan `i` writes
+/// `data[plans[i].user_offset..][..plans[i].buffers[0]]`. Like [`run_plans`], without copying
+/// the caller's bytes when the plans need no scratch.
+pub fn run_write(plans: &[Plan], data: &[u8], m: &Members<'_>) -> Result<(), BatchErrors> {
+    let srcs: Vec<&[u8]> = plans
+        .iter()
+        .map(|p| &data[p.user_offset as usize..p.user_offset as usize + p.buffers[0]])
+        .collect();
+    if plans.iter().all(is_direct) {
+        let empty: Vec<Vec<Vec<u8>>> = plans.iter().map(|_| Vec::new()).collect();
+        return commit_from(plans, &empty, Some(&srcs), m);
+    }
+    let bufs = prepare_from(plans, &srcs, m)?;
+    commit(plans, &bufs, m)
+}
+
 /// Phases 1 and 2 of a batch: allocates the buffers (buffer 0 a copy of the user buffer), reads,
 /// and runs the ops. Returns the buffers for [`commit`].
 pub fn prepare(
     plans: &[Plan],
     users: &[&mut [u8]],
+    m: &Members<'_>,
+) -> Result<Vec<Vec<Vec<u8>>>, BatchErrors> {
+    let srcs: Vec<&[u8]> = users.iter().map(|u| &**u).collect();
+    prepare_from(plans, &srcs, m)
+}
+
+fn prepare_from(
+    plans: &[Plan],
+    users: &[&[u8]],
     m: &Members<'_>,
 ) -> Result<Vec<Vec<Vec<u8>>>, BatchErrors> {
     let mut bufs: Vec<Vec<Vec<u8>>> = plans
@@ -112,7 +155,7 @@ pub fn prepare(
             b
         })
         .collect();
-    read_phase(plans, &mut bufs, m)?;
+    read_phase_into(plans, &mut bufs, None, m)?;
     for (p, b) in plans.iter().zip(bufs.iter_mut()) {
         // The planner made these ops; a codec refusal is a planner bug.
         raidcore::mem::run_ops(&p.ops, b).expect("plan ops are valid");
@@ -123,22 +166,36 @@ pub fn prepare(
 /// Phase 3 of a batch: every write, grouped by member, one thread per member. A failing
 /// member stops its own writes only.
 pub fn commit(plans: &[Plan], bufs: &[Vec<Vec<u8>>], m: &Members<'_>) -> Result<(), BatchErrors> {
+    commit_from(plans, bufs, None, m)
+}
+
+/// [`commit`], taking buffer 0 of every plan from `users` when given.
+fn commit_from(
+    plans: &[Plan],
+    bufs: &[Vec<Vec<u8>>],
+    users: Option<&[&[u8]]>,
+    m: &Members<'_>,
+) -> Result<(), BatchErrors> {
     let mut errors = BatchErrors::default();
-    let mut by_member: Vec<Vec<(usize, MemberIo)>> = vec![Vec::new(); m.members.len()];
+    let mut by_member: Vec<Vec<(u64, &[u8])>> = vec![Vec::new(); m.members.len()];
     for (pi, p) in plans.iter().enumerate() {
         for io in &p.writes {
-            by_member[io.member as usize].push((pi, *io));
+            let s = io.data;
+            let src: &[u8] = match users {
+                Some(u) if s.buf == 0 => &u[pi][s.off..s.end()],
+                _ => &bufs[pi][s.buf][s.off..s.end()],
+            };
+            by_member[io.member as usize].push((io.offset_bytes, src));
         }
     }
-    let results: Vec<Result<(), MemberError>> = per_member(&by_member, |member, ios| {
+    let results: Vec<Result<(), MemberError>> = per_member(by_member, |member, ios| {
         let dev = m.members[member].as_ref().ok_or_else(|| MemberError {
             member: member as u32,
             write: true,
             source: std::io::Error::other("member is failed or missing"),
         })?;
-        for (pi, io) in ios {
-            let b = &bufs[*pi][io.data.buf][slice_of(&bufs[*pi], &io.data)];
-            dev.write_at(b, m.data_offset_bytes + io.offset_bytes)
+        for (offset, b) in ios {
+            dev.write_at(b, m.data_offset_bytes + offset)
                 .map_err(|e| MemberError {
                     member: member as u32,
                     write: true,
@@ -146,7 +203,7 @@ pub fn commit(plans: &[Plan], bufs: &[Vec<Vec<u8>>], m: &Members<'_>) -> Result<
                 })?;
             m.counters[member]
                 .write_bytes
-                .fetch_add(io.data.len as u64, Ordering::Relaxed);
+                .fetch_add(b.len() as u64, Ordering::Relaxed);
         }
         Ok(())
     });
@@ -162,55 +219,86 @@ pub fn commit(plans: &[Plan], bufs: &[Vec<Vec<u8>>], m: &Members<'_>) -> Result<
     }
 }
 
-/// Phase 1 of a batch: every read of every plan into `bufs` (per plan, per buffer).
-fn read_phase(
+/// Phase 1 of a batch: every read of every plan, straight into its destination. Destinations
+/// are carved out of the buffers as disjoint slices (a plan's reads never overlap: checked by
+/// `Plan::check`), so each member's thread fills its own slices with no copy. With `users`,
+/// buffer 0 of every plan is the caller's memory.
+fn read_phase_into(
     plans: &[Plan],
     bufs: &mut [Vec<Vec<u8>>],
+    mut users: Option<&mut [&mut [u8]]>,
     m: &Members<'_>,
 ) -> Result<(), BatchErrors> {
-    let mut errors = BatchErrors::default();
-    // Phase 1: reads, grouped by member, one thread per member.
-    let mut by_member: Vec<Vec<(usize, MemberIo)>> = vec![Vec::new(); m.members.len()];
-    for (pi, p) in plans.iter().enumerate() {
+    let mut by_member: Vec<Vec<(u64, &mut [u8])>> =
+        (0..m.members.len()).map(|_| Vec::new()).collect();
+    let mut user_iter = users.as_deref_mut().map(|u| u.iter_mut());
+    for (p, pb) in plans.iter().zip(bufs.iter_mut()) {
+        let user: Option<&mut [u8]> = user_iter
+            .as_mut()
+            .map(|it| &mut **it.next().expect("one user buffer per plan"));
+        // Reads per buffer, in buffer order.
+        let nbufs = p.buffers.len();
+        let mut per_buf: Vec<Vec<&MemberIo>> = vec![Vec::new(); nbufs];
         for io in &p.reads {
-            by_member[io.member as usize].push((pi, *io));
+            per_buf[io.data.buf].push(io);
         }
-    }
-    let results: Vec<Result<Vec<(usize, MemberIo, Vec<u8>)>, MemberError>> =
-        per_member(&by_member, |member, ios| {
-            let dev = m.members[member].as_ref().ok_or_else(|| MemberError {
-                member: member as u32,
-                write: false,
-                source: std::io::Error::other("member is failed or missing"),
-            })?;
-            let mut out = Vec::with_capacity(ios.len());
-            for (pi, io) in ios {
-                let mut buf = vec![0u8; io.data.len];
-                dev.read_at(&mut buf, m.data_offset_bytes + io.offset_bytes)
-                    .map_err(|e| MemberError {
-                        member: member as u32,
-                        write: false,
-                        source: e,
-                    })?;
-                m.counters[member]
-                    .read_bytes
-                    .fetch_add(io.data.len as u64, Ordering::Relaxed);
-                out.push((*pi, *io, buf));
-            }
-            Ok(out)
-        });
-    for r in results {
-        match r {
-            Ok(done) => {
-                for (pi, io, data) in done {
-                    let range = slice_of(&bufs[pi], &io.data);
-                    bufs[pi][io.data.buf][range].copy_from_slice(&data);
+        let mut targets: Vec<&mut [u8]> = Vec::with_capacity(nbufs);
+        let mut user = user;
+        let unallocated = pb.is_empty();
+        for (bi, b) in pb.iter_mut().enumerate() {
+            match (bi, user.take()) {
+                (0, Some(u)) => targets.push(u),
+                (_, u) => {
+                    user = u;
+                    targets.push(b.as_mut_slice());
                 }
             }
-            Err(e) => errors.read_errors.push(e),
+        }
+        if let Some(u) = user.take() {
+            // A direct plan has no allocated buffers: buffer 0 is the caller's.
+            debug_assert!(unallocated);
+            targets.push(u);
+        }
+        for (ios, target) in per_buf.iter_mut().zip(targets) {
+            ios.sort_by_key(|io| io.data.off);
+            let mut rest: &mut [u8] = target;
+            let mut pos = 0usize;
+            for io in ios.iter() {
+                assert!(io.data.off >= pos, "reads into one buffer overlap: {io:?}");
+                let tail = std::mem::take(&mut rest);
+                let (_, tail) = tail.split_at_mut(io.data.off - pos);
+                let (dst, tail) = tail.split_at_mut(io.data.len);
+                rest = tail;
+                pos = io.data.end();
+                by_member[io.member as usize].push((io.offset_bytes, dst));
+            }
         }
     }
-
+    let results: Vec<Result<(), MemberError>> = per_member(by_member, |member, ios| {
+        let dev = m.members[member].as_ref().ok_or_else(|| MemberError {
+            member: member as u32,
+            write: false,
+            source: std::io::Error::other("member is failed or missing"),
+        })?;
+        for (offset, dst) in ios {
+            dev.read_at(dst, m.data_offset_bytes + offset)
+                .map_err(|e| MemberError {
+                    member: member as u32,
+                    write: false,
+                    source: e,
+                })?;
+            m.counters[member]
+                .read_bytes
+                .fetch_add(dst.len() as u64, Ordering::Relaxed);
+        }
+        Ok(())
+    });
+    let mut errors = BatchErrors::default();
+    for r in results {
+        if let Err(e) = r {
+            errors.read_errors.push(e);
+        }
+    }
     if errors.is_empty() {
         Ok(())
     } else {
@@ -219,24 +307,24 @@ fn read_phase(
 }
 
 /// Runs `f` for every member that has I/O in `by_member`, each member on its own thread so
-/// that members work in parallel while each sees its I/Os in order. With a single busy member
-/// it runs on the calling thread: a thread would only add its start-up cost.
-fn per_member<T, F>(by_member: &[Vec<(usize, MemberIo)>], f: F) -> Vec<T>
+/// that members work in parallel while each sees its I/Os in order. One busy member runs on the
+/// calling thread (a thread would only add its start-up cost), and so does the last of several.
+fn per_member<I, T, F>(by_member: Vec<Vec<I>>, f: F) -> Vec<T>
 where
+    I: Send,
     T: Send,
-    F: Fn(usize, &[(usize, MemberIo)]) -> T + Sync,
+    F: Fn(usize, Vec<I>) -> T + Sync,
 {
-    let busy: Vec<(usize, &[(usize, MemberIo)])> = by_member
-        .iter()
+    let mut busy: Vec<(usize, Vec<I>)> = by_member
+        .into_iter()
         .enumerate()
         .filter(|(_, ios)| !ios.is_empty())
-        .map(|(member, ios)| (member, ios.as_slice()))
         .collect();
-    if busy.len() <= 1 {
-        return busy
-            .into_iter()
-            .map(|(member, ios)| f(member, ios))
-            .collect();
+    let Some((last_member, last_ios)) = busy.pop() else {
+        return Vec::new();
+    };
+    if busy.is_empty() {
+        return vec![f(last_member, last_ios)];
     }
     let f = &f;
     std::thread::scope(|s| {
@@ -244,10 +332,13 @@ where
             .into_iter()
             .map(|(member, ios)| s.spawn(move || f(member, ios)))
             .collect();
-        handles
+        let mine = f(last_member, last_ios);
+        let mut out: Vec<T> = handles
             .into_iter()
             .map(|h| h.join().expect("member I/O thread"))
-            .collect()
+            .collect();
+        out.push(mine);
+        out
     })
 }
 
@@ -258,6 +349,6 @@ pub fn run_reads(plan: &Plan, m: &Members<'_>) -> Result<Vec<Vec<u8>>, BatchErro
         .iter()
         .map(|&len| vec![0u8; len])
         .collect::<Vec<_>>()];
-    read_phase(std::slice::from_ref(plan), &mut bufs, m)?;
+    read_phase_into(std::slice::from_ref(plan), &mut bufs, None, m)?;
     Ok(bufs.pop().expect("one plan"))
 }

@@ -444,14 +444,7 @@ impl SharedPool {
             let Some(members) = self.current_members(&plans)? else {
                 continue;
             };
-            let mut copies: Vec<Vec<u8>> = plans
-                .iter()
-                .map(|p| {
-                    data[p.user_offset as usize..p.user_offset as usize + p.buffers[0]].to_vec()
-                })
-                .collect();
-            let mut users: Vec<&mut [u8]> = copies.iter_mut().map(|c| c.as_mut_slice()).collect();
-            match run_plans(&plans, &mut users, &self.view(&members)) {
+            match crate::exec::run_write(&plans, data, &self.view(&members)) {
                 Ok(()) => return Ok(()),
                 Err(e) => {
                     let only_writes = e.read_errors.is_empty();

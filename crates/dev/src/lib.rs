@@ -110,6 +110,26 @@ impl FileMember {
         &self.path
     }
 
+    /// Takes an exclusive advisory lock (`flock`) on the file or device without waiting, so
+    /// that two raidforge processes never run one member at once (each would plan against a
+    /// state the other is changing). Held until this member is dropped.
+    pub fn lock_exclusive(&self) -> io::Result<()> {
+        match self.file.try_lock() {
+            Ok(()) => Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "{} is in use by another raidforge process (or another pool in this one)",
+                    self.path.display()
+                ),
+            )),
+            Err(std::fs::TryLockError::Error(e)) => Err(io::Error::new(
+                e.kind(),
+                format!("cannot lock {}: {e}", self.path.display()),
+            )),
+        }
+    }
+
     pub fn is_direct(&self) -> bool {
         self.direct
     }

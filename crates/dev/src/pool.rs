@@ -231,10 +231,13 @@ fn now_unix() -> u64 {
         .unwrap_or(0)
 }
 
+/// Opens a member (creating or growing a file to `create` bytes), locked against other
+/// raidforge processes when `lock` (every pool that does I/O; only a status peek does not).
 fn open_member(
     path: &Path,
     emulate: &Option<String>,
     create: Option<u64>,
+    lock: bool,
 ) -> std::io::Result<Arc<dyn Member>> {
     let f = FileMember::open(
         path,
@@ -243,6 +246,9 @@ fn open_member(
             create_bytes: create,
         },
     )?;
+    if lock {
+        f.lock_exclusive()?;
+    }
     Ok(match emulate {
         Some(spec) => {
             let speed = Speed::parse(spec).map_err(|e| {
@@ -367,6 +373,9 @@ impl Pool {
             seen.push(id);
             match FileMember::open(p, OpenOpts::default()) {
                 Ok(existing) => {
+                    existing
+                        .lock_exclusive()
+                        .map_err(|e| member_err(e.to_string()))?;
                     if let Ok(sb) = read_superblock(&existing) {
                         if !opts.force {
                             return Err(member_err(format!(
@@ -447,11 +456,12 @@ impl Pool {
                     }
                 }
             }
-            let m = open_member(p, &opts.emulate, Some(size)).map_err(|e| PoolError::Member {
-                index: i,
-                path: p.clone(),
-                reason: e.to_string(),
-            })?;
+            let m =
+                open_member(p, &opts.emulate, Some(size), true).map_err(|e| PoolError::Member {
+                    index: i,
+                    path: p.clone(),
+                    reason: e.to_string(),
+                })?;
             if m.size_bytes() < size {
                 return Err(PoolError::Member {
                     index: i,
@@ -499,8 +509,33 @@ impl Pool {
         Ok(pool)
     }
 
-    /// Opens a pool from its descriptor, checking every member's superblock.
+    /// Opens a pool from its descriptor, checking every member's superblock. The members stay
+    /// locked against other raidforge processes until the pool is dropped.
     pub fn open(desc_path: &Path) -> Result<Pool> {
+        let desc = Self::read_descriptor(desc_path)?;
+        Self::from_members(desc_path, desc, true)
+    }
+
+    /// The status of a pool without opening it for I/O: no lock taken, nothing written, so it
+    /// works while another process (a rebuild, say) has the pool open; rebuild progress is then
+    /// what that process last recorded (it does at least every second).
+    pub fn peek_status(desc_path: &Path) -> Result<Status> {
+        let desc = Self::read_descriptor(desc_path)?;
+        let mut tries = 0;
+        loop {
+            match Self::from_members(desc_path, desc.clone(), false) {
+                Ok(p) => return Ok(p.status()),
+                // A superblock being rewritten by the other process can read torn.
+                Err(PoolError::Member { .. }) if tries < 3 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn read_descriptor(desc_path: &Path) -> Result<Descriptor> {
         let text = std::fs::read_to_string(desc_path).map_err(|e| PoolError::Descriptor {
             path: desc_path.to_path_buf(),
             reason: format!("{e} (create the pool with `raidforge create`, or rebuild this file with `raidforge assemble`)"),
@@ -515,7 +550,7 @@ impl Pool {
                 reason: format!("unknown format {} version {}", desc.format, desc.version),
             });
         }
-        Self::from_members(desc_path, desc)
+        Ok(desc)
     }
 
     /// Recreates the descriptor from member paths alone (like `mdadm --assemble`) and opens
@@ -579,12 +614,15 @@ impl Pool {
                 })
                 .collect(),
         };
-        let pool = Self::from_members(desc_path, desc)?;
+        let pool = Self::from_members(desc_path, desc, true)?;
         pool.save_descriptor()?;
         Ok(pool)
     }
 
-    fn from_members(desc_path: &Path, desc: Descriptor) -> Result<Pool> {
+    /// Opens the members a descriptor names and restores the array state from their
+    /// superblocks. `lock`: lock the members and record what assembly found (a member missing);
+    /// without it nothing is locked or written (a status peek).
+    fn from_members(desc_path: &Path, desc: Descriptor, lock: bool) -> Result<Pool> {
         let uuid = unhex(&desc.uuid).ok_or_else(|| PoolError::Descriptor {
             path: desc_path.to_path_buf(),
             reason: format!("bad uuid '{}'", desc.uuid),
@@ -606,7 +644,7 @@ impl Pool {
                     reason,
                 })
             };
-            let m = match open_member(&md.path, &md.emulate, None) {
+            let m = match open_member(&md.path, &md.emulate, None, lock) {
                 Ok(m) => m,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     opened.push(Probe::Missing);
@@ -728,7 +766,7 @@ impl Pool {
             members,
             policy: WritePolicy::Md,
         };
-        if pool.events.len() != best.events.len() {
+        if lock && pool.events.len() != best.events.len() {
             pool.persist(ArrayStateTag::Degraded)?;
         }
         Ok(pool)
@@ -755,13 +793,22 @@ impl Pool {
         }
         for (i, md) in self.desc.members.iter_mut().enumerate() {
             md.emulate = spec.clone();
-            if self.members[i].is_some() {
-                let m = open_member(&md.path, &spec, None).map_err(|e| PoolError::Member {
-                    index: i,
-                    path: md.path.clone(),
-                    reason: e.to_string(),
-                })?;
-                self.members[i] = Some(m);
+            // The old handle goes first: it holds the member's lock.
+            if let Some(old) = self.members[i].take() {
+                drop(old);
+                match open_member(&md.path, &spec, None, true) {
+                    Ok(m) => self.members[i] = Some(m),
+                    Err(e) => {
+                        let reason = e.to_string();
+                        // Put the member back as it was (without emulation) if possible.
+                        self.members[i] = open_member(&md.path, &None, None, true).ok();
+                        return Err(PoolError::Member {
+                            index: i,
+                            path: md.path.clone(),
+                            reason,
+                        });
+                    }
+                }
             }
         }
         Ok(())
@@ -954,14 +1001,7 @@ impl Pool {
                 data.len() as u64,
                 &self.policy,
             )?;
-            let mut copies: Vec<Vec<u8>> = plans
-                .iter()
-                .map(|p| {
-                    data[p.user_offset as usize..p.user_offset as usize + p.buffers[0]].to_vec()
-                })
-                .collect();
-            let mut users: Vec<&mut [u8]> = copies.iter_mut().map(|c| c.as_mut_slice()).collect();
-            match run_plans(&plans, &mut users, &self.members_view()) {
+            match crate::exec::run_write(&plans, data, &self.members_view()) {
                 Ok(()) => return Ok(()),
                 Err(e) => {
                     let failed = e.failed_members();
@@ -1024,7 +1064,7 @@ impl Pool {
             }
         }
         let emulate = self.desc.members[i].emulate.clone();
-        let m = open_member(path, &emulate, Some(size)).map_err(|e| PoolError::Member {
+        let m = open_member(path, &emulate, Some(size), true).map_err(|e| PoolError::Member {
             index: i,
             path: path.to_path_buf(),
             reason: e.to_string(),

@@ -196,8 +196,8 @@ pub fn status(a: PoolArg) -> anyhow::Result<()> {
     if let Some(live) = crate::control::live(&a.pool) {
         return crate::control::status(&live, a.json);
     }
-    let p = Pool::open(&a.pool)?;
-    print_status(&p, a.json)
+    // Without taking the pool: works while another command (a rebuild) runs on it.
+    print_status_of(&Pool::peek_status(&a.pool)?, a.json)
 }
 
 pub fn io(c: IoCommand) -> anyhow::Result<()> {

@@ -39,6 +39,10 @@ pub trait Member: Send + Sync {
     fn size_bytes(&self) -> u64;
     /// A short description for messages (path, or "memory").
     fn describe(&self) -> String;
+    /// Alignment in bytes that buffers, offsets and lengths must have (O_DIRECT: 4096).
+    fn io_align(&self) -> usize {
+        1
+    }
 }
 
 fn out_of_range(what: &str, offset: u64, len: usize, size: u64) -> io::Error {
@@ -46,6 +50,28 @@ fn out_of_range(what: &str, offset: u64, len: usize, size: u64) -> io::Error {
         io::ErrorKind::InvalidInput,
         format!("{what}: {len} bytes at offset {offset} run past the end ({size} bytes)"),
     )
+}
+
+/// Memory, offset and length alignment O_DIRECT needs on common file systems and devices.
+const DIRECT_ALIGN: usize = 4096;
+
+/// An aligned byte buffer for O_DIRECT bounces. Written here because std has no aligned byte
+/// vector; over-allocating and slicing keeps it safe.
+struct AlignedBuf {
+    raw: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    fn new(len: usize) -> AlignedBuf {
+        let raw = vec![0u8; len + DIRECT_ALIGN];
+        let start = raw.as_ptr().align_offset(DIRECT_ALIGN);
+        AlignedBuf { raw, start, len }
+    }
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.raw[self.start..self.start + self.len]
+    }
 }
 
 /// A regular file or block device.
@@ -145,6 +171,13 @@ impl Member for FileMember {
                 self.size_bytes,
             ));
         }
+        if self.direct && (buf.as_ptr() as usize) % DIRECT_ALIGN != 0 {
+            // O_DIRECT needs aligned memory: read through an aligned bounce buffer.
+            let mut b = AlignedBuf::new(buf.len());
+            self.read_at(b.as_mut(), offset)?;
+            buf.copy_from_slice(b.as_mut());
+            return Ok(());
+        }
         self.file.read_exact_at(buf, offset).map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -165,6 +198,11 @@ impl Member for FileMember {
                 self.size_bytes,
             ));
         }
+        if self.direct && (buf.as_ptr() as usize) % DIRECT_ALIGN != 0 {
+            let mut b = AlignedBuf::new(buf.len());
+            b.as_mut().copy_from_slice(buf);
+            return self.write_at(b.as_mut(), offset);
+        }
         self.file.write_all_at(buf, offset).map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -184,6 +222,13 @@ impl Member for FileMember {
     }
     fn describe(&self) -> String {
         self.path.display().to_string()
+    }
+    fn io_align(&self) -> usize {
+        if self.direct {
+            4096
+        } else {
+            1
+        }
     }
 }
 
@@ -407,6 +452,9 @@ impl<M: Member> Member for Emulated<M> {
             self.speed.latency_ns as f64 / 1e6
         )
     }
+    fn io_align(&self) -> usize {
+        self.inner.io_align()
+    }
 }
 
 /// Faults to inject into a member.
@@ -490,6 +538,9 @@ impl<M: Member> Member for Faulty<M> {
     fn describe(&self) -> String {
         self.inner.describe()
     }
+    fn io_align(&self) -> usize {
+        self.inner.io_align()
+    }
 }
 
 impl Member for Box<dyn Member> {
@@ -507,5 +558,8 @@ impl Member for Box<dyn Member> {
     }
     fn describe(&self) -> String {
         (**self).describe()
+    }
+    fn io_align(&self) -> usize {
+        (**self).io_align()
     }
 }

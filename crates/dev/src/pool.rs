@@ -55,6 +55,9 @@ pub enum PoolError {
 
 type Result<T> = std::result::Result<T, PoolError>;
 
+/// Member I/O alignment (and buffer alignment) for O_DIRECT members.
+pub const DIRECT_ALIGN_BYTES: u64 = 4096;
+
 /// The descriptor file's content.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Descriptor {
@@ -64,6 +67,9 @@ pub struct Descriptor {
     /// Hex array UUID, the same as in every member's superblock.
     pub uuid: String,
     pub members: Vec<MemberDesc>,
+    /// Members are opened with O_DIRECT (and every member I/O is 4 KiB aligned).
+    #[serde(default)]
+    pub direct: bool,
 }
 
 /// One member in the descriptor.
@@ -95,6 +101,8 @@ pub struct CreateOpts {
     pub emulate: Option<String>,
     /// Overwrite members that already hold a raidforge superblock.
     pub force: bool,
+    /// Open members with O_DIRECT (bypass the page cache); member I/O is then 4 KiB aligned.
+    pub direct: bool,
 }
 
 /// How to rebuild.
@@ -238,11 +246,12 @@ fn open_member(
     emulate: &Option<String>,
     create: Option<u64>,
     lock: bool,
+    direct: bool,
 ) -> std::io::Result<Arc<dyn Member>> {
     let f = FileMember::open(
         path,
         OpenOpts {
-            direct: false,
+            direct,
             create_bytes: create,
         },
     )?;
@@ -343,6 +352,13 @@ impl Pool {
                 )))
             }
             r => r?,
+        };
+        // O_DIRECT needs block-aligned member I/O; the planner then reads and merges partial
+        // blocks itself.
+        let geo = if opts.direct {
+            geo.with_io_align(DIRECT_ALIGN_BYTES)?
+        } else {
+            geo
         };
         if let Some(spec) = &opts.emulate {
             Speed::parse(spec).map_err(|e| PoolError::Usage(format!("--emulate {spec}: {e}")))?;
@@ -456,12 +472,13 @@ impl Pool {
                     }
                 }
             }
-            let m =
-                open_member(p, &opts.emulate, Some(size), true).map_err(|e| PoolError::Member {
+            let m = open_member(p, &opts.emulate, Some(size), true, opts.direct).map_err(|e| {
+                PoolError::Member {
                     index: i,
                     path: p.clone(),
                     reason: e.to_string(),
-                })?;
+                }
+            })?;
             if m.size_bytes() < size {
                 return Err(PoolError::Member {
                     index: i,
@@ -486,6 +503,7 @@ impl Pool {
                     write_bytes: 0,
                 })
                 .collect(),
+            direct: opts.direct,
         };
         let state = ArrayState::new(&geo);
         let mut pool = Pool {
@@ -613,6 +631,7 @@ impl Pool {
                     write_bytes: 0,
                 })
                 .collect(),
+            direct: false,
         };
         let pool = Self::from_members(desc_path, desc, true)?;
         pool.save_descriptor()?;
@@ -644,7 +663,7 @@ impl Pool {
                     reason,
                 })
             };
-            let m = match open_member(&md.path, &md.emulate, None, lock) {
+            let m = match open_member(&md.path, &md.emulate, None, lock, desc.direct) {
                 Ok(m) => m,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     opened.push(Probe::Missing);
@@ -703,6 +722,11 @@ impl Pool {
         let (kind, params) = layout::from_text(&best.layout)?;
         let scheme = layout::build(kind, &params)?;
         let geo = Geometry::new(scheme, best.chunk_bytes, best.data_bytes)?;
+        let geo = if desc.direct {
+            geo.with_io_align(DIRECT_ALIGN_BYTES)?
+        } else {
+            geo
+        };
         let mut state = ArrayState::new(&geo);
         for e in &best.events {
             match *e {
@@ -788,6 +812,7 @@ impl Pool {
     /// Changes (or removes, with `None`) the emulated speed of every member, now and in the
     /// descriptor.
     pub fn set_emulation(&mut self, spec: Option<String>) -> Result<()> {
+        let direct = self.desc.direct;
         if let Some(s) = &spec {
             Speed::parse(s).map_err(|e| PoolError::Usage(e.to_string()))?;
         }
@@ -796,12 +821,12 @@ impl Pool {
             // The old handle goes first: it holds the member's lock.
             if let Some(old) = self.members[i].take() {
                 drop(old);
-                match open_member(&md.path, &spec, None, true) {
+                match open_member(&md.path, &spec, None, true, direct) {
                     Ok(m) => self.members[i] = Some(m),
                     Err(e) => {
                         let reason = e.to_string();
                         // Put the member back as it was (without emulation) if possible.
-                        self.members[i] = open_member(&md.path, &None, None, true).ok();
+                        self.members[i] = open_member(&md.path, &None, None, true, direct).ok();
                         return Err(PoolError::Member {
                             index: i,
                             path: md.path.clone(),
@@ -1064,10 +1089,12 @@ impl Pool {
             }
         }
         let emulate = self.desc.members[i].emulate.clone();
-        let m = open_member(path, &emulate, Some(size), true).map_err(|e| PoolError::Member {
-            index: i,
-            path: path.to_path_buf(),
-            reason: e.to_string(),
+        let m = open_member(path, &emulate, Some(size), true, self.desc.direct).map_err(|e| {
+            PoolError::Member {
+                index: i,
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            }
         })?;
         if m.size_bytes() < size {
             return Err(PoolError::Member {

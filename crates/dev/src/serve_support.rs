@@ -768,6 +768,7 @@ mod tests {
                 chunk_bytes: 16 << 10,
                 emulate: None,
                 force: false,
+                direct: false,
             },
         )
         .unwrap()

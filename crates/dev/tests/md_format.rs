@@ -153,6 +153,7 @@ fn create(dir: &Path, kind: SchemeKind, n: usize, chunk: u64) -> Pool {
             chunk_bytes: chunk,
             emulate: None,
             force: false,
+            direct: false,
         },
     )
     .unwrap()

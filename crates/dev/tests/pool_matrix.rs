@@ -527,6 +527,7 @@ fn scenario(name: &str, kind: SchemeKind, p: Params, size: Size, seed: u64, pair
             chunk_bytes: size.chunk,
             emulate: None,
             force: false,
+            direct: false,
         },
     )
     .unwrap_or_else(|e| panic!("{name}: create: {e}"));
@@ -908,6 +909,7 @@ fn members_failing_under_io() {
             chunk_bytes: 4096,
             emulate: None,
             force: false,
+            direct: false,
         },
     )
     .unwrap();
@@ -1011,6 +1013,7 @@ fn verify_finds_a_flipped_byte() {
                 chunk_bytes: 4096,
                 emulate: None,
                 force: false,
+                direct: false,
             },
         )
         .unwrap();
@@ -1068,6 +1071,7 @@ fn second_failure_mid_rebuild_loses_only_unrebuilt_cycles() {
             chunk_bytes: 4096,
             emulate: None,
             force: false,
+            direct: false,
         },
     )
     .unwrap();
@@ -1124,6 +1128,7 @@ fn many_replacements_over_a_pool_lifetime() {
             chunk_bytes: 4096,
             emulate: None,
             force: false,
+            direct: false,
         },
     )
     .unwrap();

@@ -167,6 +167,7 @@ fn run_in(a: &DemoArgs, dir: &Path) -> anyhow::Result<()> {
                 chunk_bytes: a.chunk,
                 emulate: None,
                 force: false,
+                direct: false,
             },
         )?;
         let usable = pool.capacity_bytes();

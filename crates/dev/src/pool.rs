@@ -112,6 +112,9 @@ pub struct RebuildOpts {
     pub parallel_cycles: usize,
     /// Upper bound on rebuild bytes written per second (None = unlimited).
     pub speed_max_bytes_per_sec: Option<u64>,
+    /// While clients are doing I/O (a served pool), the rebuild backs off to this rate, like
+    /// MD's sync_speed_min (None = no back-off).
+    pub speed_min_bytes_per_sec: Option<u64>,
     /// Batches run at once (2 overlaps one batch's writes with the next one's reads).
     pub batches_in_flight: usize,
     /// Stop after rebuilding this many cycles (None = rebuild everything). The progress made
@@ -125,6 +128,7 @@ impl Default for RebuildOpts {
         RebuildOpts {
             parallel_cycles: 8,
             speed_max_bytes_per_sec: None,
+            speed_min_bytes_per_sec: None,
             batches_in_flight: 2,
             max_cycles: None,
         }

@@ -26,7 +26,7 @@
 //! While served, the superblocks say `Active` (not cleanly shut down); [`SharedPool::close`]
 //! flushes every member and marks the pool clean (or degraded / rebuilding, as it is).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -276,7 +276,15 @@ pub struct SharedPool {
     rebuild: Mutex<RebuildInfo>,
     stop_rebuild: AtomicBool,
     rebuild_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Clock for the rebuild throttle and the foreground-activity mark.
+    epoch: Instant,
+    /// When a client request last started (ns since `epoch`, 0 = never): the rebuild backs
+    /// off to its minimum speed while this is recent.
+    last_foreground_ns: AtomicU64,
 }
+
+/// Client I/O within this long counts as foreground load for the rebuild throttle.
+const FOREGROUND_WINDOW_NS: u64 = 500_000_000;
 
 /// Stripes held by one request; released (and waiters woken) when dropped.
 struct StripeGuard<'a> {
@@ -318,7 +326,19 @@ impl SharedPool {
             rebuild: Mutex::new(RebuildInfo::default()),
             stop_rebuild: AtomicBool::new(false),
             rebuild_thread: Mutex::new(None),
+            epoch: Instant::now(),
+            last_foreground_ns: AtomicU64::new(0),
         }))
+    }
+
+    fn now_ns(&self) -> u64 {
+        (self.epoch.elapsed().as_nanos() as u64).max(1)
+    }
+
+    /// Records that a client request is starting (foreground load for the rebuild throttle).
+    fn note_foreground(&self) {
+        self.last_foreground_ns
+            .store(self.now_ns(), Ordering::Relaxed);
     }
 
     /// Usable bytes.
@@ -390,6 +410,7 @@ impl SharedPool {
 
     /// Reads `buf.len()` bytes at `offset`.
     pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.note_foreground();
         if self.mode == Concurrency::Serial {
             let data = self.with_pool(|p| p.read(offset, buf.len() as u64))?;
             buf.copy_from_slice(&data);
@@ -426,6 +447,7 @@ impl SharedPool {
 
     /// Writes `data` at `offset`.
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.note_foreground();
         if self.mode == Concurrency::Serial {
             return self.with_pool(|p| p.write(offset, data));
         }
@@ -605,6 +627,12 @@ impl SharedPool {
 
     fn rebuild_loop(&self, opts: RebuildOpts) {
         let mut cur = RebuildCursor::new();
+        let mut throttle = opts.speed_min_bytes_per_sec.map(|min| {
+            raidcore::Throttle::new(raidcore::SpeedLimits {
+                min_bytes_per_sec: min,
+                max_bytes_per_sec: opts.speed_max_bytes_per_sec.unwrap_or(0),
+            })
+        });
         let set = |f: &dyn Fn(&mut RebuildInfo)| {
             let mut i = self.rebuild.lock().unwrap_or_else(|e| e.into_inner());
             f(&mut i);
@@ -646,7 +674,15 @@ impl SharedPool {
             // Pace: leave the pool to clients for a while after each step, and keep under
             // the speed limit.
             let mut pause = (t0.elapsed() / 8).max(Duration::from_micros(200));
-            if let Some(max) = opts.speed_max_bytes_per_sec.filter(|&m| m > 0) {
+            if let Some(th) = throttle.as_mut() {
+                // MD's sync_speed_min/max: the minimum while clients are busy, the maximum
+                // (or unlimited) when they are idle.
+                let now = self.now_ns();
+                let last = self.last_foreground_ns.load(Ordering::Relaxed);
+                let busy = last != 0 && now.saturating_sub(last) < FOREGROUND_WINDOW_NS;
+                let d = th.delay_ns(now, busy, cur.bytes_written());
+                pause = pause.max(Duration::from_nanos(d));
+            } else if let Some(max) = opts.speed_max_bytes_per_sec.filter(|&m| m > 0) {
                 let due = Duration::from_secs_f64(cur.bytes_written() as f64 / max as f64);
                 pause = pause.max(due.saturating_sub(cur.elapsed()));
             }

@@ -348,6 +348,7 @@ impl Rig {
         RebuildOpts {
             parallel_cycles: self.parallel,
             speed_max_bytes_per_sec: None,
+            speed_min_bytes_per_sec: None,
             batches_in_flight: self.in_flight,
             max_cycles,
         }

@@ -215,8 +215,7 @@ fn run_in(a: &DemoArgs, dir: &Path) -> anyhow::Result<()> {
             &RebuildOpts {
                 parallel_cycles: 8,
                 speed_max_bytes_per_sec: None,
-                batches_in_flight: 2,
-                max_cycles: None,
+                ..RebuildOpts::default()
             },
             |pr| {
                 if let Some(b) = &bar {

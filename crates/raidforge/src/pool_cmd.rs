@@ -272,8 +272,10 @@ pub struct RebuildArgs {
     /// Cycles in flight for the parallel policy.
     #[arg(long, default_value_t = 8)]
     pub parallel: usize,
-    /// Lower bound on rebuild speed, bytes/s (kept even under foreground load; with no
-    /// foreground load in this process it has no effect).
+    /// Rebuild speed while clients are doing I/O (a served pool), bytes/s, like MD's
+    /// sync_speed_min: the rebuild backs off to it under load and runs up to --speed-max when
+    /// clients are idle. A rebuild run by this command has no clients, so it applies to
+    /// `raidforge serve`d pools.
     #[arg(long, value_parser = parse_size)]
     pub speed_min: Option<u64>,
     /// Upper bound on rebuild speed, bytes written per second (e.g. 200M).
@@ -318,8 +320,8 @@ pub fn rebuild(a: RebuildArgs) -> anyhow::Result<()> {
         &RebuildOpts {
             parallel_cycles: parallel,
             speed_max_bytes_per_sec: a.speed_max,
-            batches_in_flight: 2,
-            max_cycles: None,
+            speed_min_bytes_per_sec: a.speed_min,
+            ..RebuildOpts::default()
         },
         |pr| {
             if let Some(b) = &bar {

@@ -392,6 +392,7 @@ fn handle(line: &str, pool: &Arc<SharedPool>, server: &Server) -> Value {
                 let opts = RebuildOpts {
                     parallel_cycles: req["parallel"].as_u64().unwrap_or(8).max(1) as usize,
                     speed_max_bytes_per_sec: req["speed_max"].as_u64(),
+                    speed_min_bytes_per_sec: req["speed_min"].as_u64(),
                     ..RebuildOpts::default()
                 };
                 pool.start_rebuild(opts)?;

@@ -188,7 +188,9 @@ fn commit_from(
             by_member[io.member as usize].push((io.offset_bytes, src));
         }
     }
-    let results: Vec<Result<(), MemberError>> = per_member(by_member, |member, ios| {
+    let bytes: usize = by_member.iter().flatten().map(|(_, b)| b.len()).sum();
+    let parallel = worth_threads(m, &by_member, bytes);
+    let results: Vec<Result<(), MemberError>> = per_member(by_member, parallel, |member, ios| {
         let dev = m.members[member].as_ref().ok_or_else(|| MemberError {
             member: member as u32,
             write: true,
@@ -274,7 +276,9 @@ fn read_phase_into(
             }
         }
     }
-    let results: Vec<Result<(), MemberError>> = per_member(by_member, |member, ios| {
+    let bytes: usize = by_member.iter().flatten().map(|(_, b)| b.len()).sum();
+    let parallel = worth_threads(m, &by_member, bytes);
+    let results: Vec<Result<(), MemberError>> = per_member(by_member, parallel, |member, ios| {
         let dev = m.members[member].as_ref().ok_or_else(|| MemberError {
             member: member as u32,
             write: false,
@@ -309,7 +313,7 @@ fn read_phase_into(
 /// Runs `f` for every member that has I/O in `by_member`, each member on its own thread so
 /// that members work in parallel while each sees its I/Os in order. One busy member runs on the
 /// calling thread (a thread would only add its start-up cost), and so does the last of several.
-fn per_member<I, T, F>(by_member: Vec<Vec<I>>, f: F) -> Vec<T>
+fn per_member<I, T, F>(by_member: Vec<Vec<I>>, parallel: bool, f: F) -> Vec<T>
 where
     I: Send,
     T: Send,
@@ -323,8 +327,12 @@ where
     let Some((last_member, last_ios)) = busy.pop() else {
         return Vec::new();
     };
-    if busy.is_empty() {
-        return vec![f(last_member, last_ios)];
+    if busy.is_empty() || !parallel {
+        busy.push((last_member, last_ios));
+        return busy
+            .into_iter()
+            .map(|(member, ios)| f(member, ios))
+            .collect();
     }
     let f = &f;
     std::thread::scope(|s| {
@@ -340,6 +348,22 @@ where
         out.push(mine);
         out
     })
+}
+
+/// Batches smaller than this, on members that complete at memory speed, run on the calling
+/// thread: member threads would cost more than they save.
+const INLINE_BATCH_BYTES: usize = 256 * 1024;
+
+/// Whether a phase moving `bytes` over the members with I/O in `by_member` should run one
+/// thread per member.
+fn worth_threads<I>(m: &Members<'_>, by_member: &[Vec<I>], bytes: usize) -> bool {
+    bytes > INLINE_BATCH_BYTES
+        || by_member.iter().enumerate().any(|(i, ios)| {
+            !ios.is_empty()
+                && !m.members[i]
+                    .as_ref()
+                    .is_some_and(|d| d.completes_in_memory())
+        })
 }
 
 /// Runs only the reads of `plan` (a verify plan, say) and returns its buffers.

@@ -43,6 +43,12 @@ pub trait Member: Send + Sync {
     fn io_align(&self) -> usize {
         1
     }
+    /// True when I/O normally completes at memory speed (a buffered regular file served from
+    /// the page cache, memory): the executor then runs small batches on the calling thread,
+    /// because starting threads would cost more than the copies.
+    fn completes_in_memory(&self) -> bool {
+        false
+    }
 }
 
 fn out_of_range(what: &str, offset: u64, len: usize, size: u64) -> io::Error {
@@ -81,6 +87,8 @@ pub struct FileMember {
     path: PathBuf,
     size_bytes: u64,
     direct: bool,
+    /// A regular file (not a block device).
+    regular: bool,
 }
 
 /// How to open a [`FileMember`].
@@ -129,6 +137,7 @@ impl FileMember {
             path: path.to_path_buf(),
             size_bytes: size,
             direct: opts.direct,
+            regular: meta.file_type().is_file(),
         })
     }
 
@@ -230,6 +239,9 @@ impl Member for FileMember {
             1
         }
     }
+    fn completes_in_memory(&self) -> bool {
+        !self.direct && self.regular
+    }
 }
 
 /// A member held in memory.
@@ -287,6 +299,9 @@ impl Member for MemMember {
     }
     fn describe(&self) -> String {
         "memory".into()
+    }
+    fn completes_in_memory(&self) -> bool {
+        true
     }
 }
 
@@ -541,6 +556,9 @@ impl<M: Member> Member for Faulty<M> {
     fn io_align(&self) -> usize {
         self.inner.io_align()
     }
+    fn completes_in_memory(&self) -> bool {
+        self.inner.completes_in_memory()
+    }
 }
 
 impl Member for Box<dyn Member> {
@@ -561,5 +579,8 @@ impl Member for Box<dyn Member> {
     }
     fn io_align(&self) -> usize {
         (**self).io_align()
+    }
+    fn completes_in_memory(&self) -> bool {
+        (**self).completes_in_memory()
     }
 }

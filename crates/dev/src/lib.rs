@@ -39,10 +39,6 @@ pub trait Member: Send + Sync {
     fn size_bytes(&self) -> u64;
     /// A short description for messages (path, or "memory").
     fn describe(&self) -> String;
-    /// Alignment in bytes that buffers, offsets and lengths must have (O_DIRECT: 4096).
-    fn io_align(&self) -> usize {
-        1
-    }
     /// True when I/O normally completes at memory speed (a buffered regular file served from
     /// the page cache, memory): the executor then runs small batches on the calling thread,
     /// because starting threads would cost more than the copies.
@@ -231,13 +227,6 @@ impl Member for FileMember {
     }
     fn describe(&self) -> String {
         self.path.display().to_string()
-    }
-    fn io_align(&self) -> usize {
-        if self.direct {
-            4096
-        } else {
-            1
-        }
     }
     fn completes_in_memory(&self) -> bool {
         !self.direct && self.regular
@@ -467,9 +456,6 @@ impl<M: Member> Member for Emulated<M> {
             self.speed.latency_ns as f64 / 1e6
         )
     }
-    fn io_align(&self) -> usize {
-        self.inner.io_align()
-    }
 }
 
 /// Faults to inject into a member.
@@ -553,9 +539,6 @@ impl<M: Member> Member for Faulty<M> {
     fn describe(&self) -> String {
         self.inner.describe()
     }
-    fn io_align(&self) -> usize {
-        self.inner.io_align()
-    }
     fn completes_in_memory(&self) -> bool {
         self.inner.completes_in_memory()
     }
@@ -576,9 +559,6 @@ impl Member for Box<dyn Member> {
     }
     fn describe(&self) -> String {
         (**self).describe()
-    }
-    fn io_align(&self) -> usize {
-        (**self).io_align()
     }
     fn completes_in_memory(&self) -> bool {
         (**self).completes_in_memory()

@@ -1278,8 +1278,6 @@ impl Pool {
         let mut r = VerifyReport::default();
         for c in 0..self.geo.cycles() {
             let plan = raidcore::plan_verify_cycle(&self.geo, &self.state, c);
-            let mut empty: Vec<u8> = Vec::new();
-            let mut users: Vec<&mut [u8]> = vec![empty.as_mut_slice()];
             let bufs = match crate::exec::run_reads(&plan, &self.members_view()) {
                 Ok(b) => b,
                 Err(e) => {
@@ -1290,8 +1288,7 @@ impl Pool {
                     )));
                 }
             };
-            let _ = &mut users;
-            let outcome = raidcore::check_verify(&self.geo, &self.state, &plan, &bufs);
+            let outcome = raidcore::check_verify(&self.state, &plan, &bufs);
             r.cycles_checked += 1;
             r.stripes_checked += outcome.checked as u64;
             r.stripes_degraded += outcome.degraded as u64;

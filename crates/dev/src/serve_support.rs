@@ -730,7 +730,7 @@ impl SharedPool {
                         )));
                     }
                 };
-                let outcome = raidcore::check_verify(&p.geo, &p.state, &plan, &bufs);
+                let outcome = raidcore::check_verify(&p.state, &plan, &bufs);
                 r.cycles_checked += 1;
                 r.stripes_checked += outcome.checked as u64;
                 r.stripes_degraded += outcome.degraded as u64;

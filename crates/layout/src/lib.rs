@@ -25,7 +25,11 @@
 //! - [`check`] measures a scheme's properties (distinct disks per stripe, data and parity share
 //!   per disk, rebuild reads and writes per disk and their coefficient of variation).
 //!
-//! [`Layout`] wraps a scheme with a chunk size and maps logical chunk numbers of the whole array.
+//! [`Layout`] wraps a scheme with a chunk size and maps logical chunk numbers of the whole array
+//! with cycles packed back to back (stride = `rows`). It is the layout-level view the layout tests
+//! use (MD's formulas, bijectivity). The engine and the simulator address members through
+//! `raidcore::Geometry`, whose stride may exceed `rows` to leave room for rebuilt units; within a
+//! cycle both use the same [`Cycle`].
 
 #![forbid(unsafe_code)]
 

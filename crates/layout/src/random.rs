@@ -49,15 +49,13 @@ fn jenkins_mix(mut a: u32, mut b: u32, mut c: u32) -> (u32, u32, u32) {
 
 /// CRUSH's three-input rjenkins1 hash.
 pub(crate) fn jenkins_hash3(a: u32, b: u32, c: u32) -> u32 {
-    let mut h: u32 = 1_315_423_911 ^ a ^ b ^ c;
-    let (mut a, mut b, mut c) = (a, b, c);
-    let (mut x, mut y): (u32, u32) = (231_232, 1_232);
-    (a, b, h) = jenkins_mix(a, b, h);
-    (c, x, h) = jenkins_mix(c, x, h);
-    (y, a, h) = jenkins_mix(y, a, h);
-    (b, x, h) = jenkins_mix(b, x, h);
-    (y, c, h) = jenkins_mix(y, c, h);
-    let _ = (a, b, c, x, y);
+    let h: u32 = 1_315_423_911 ^ a ^ b ^ c;
+    let (x, y): (u32, u32) = (231_232, 1_232);
+    let (a, b, h) = jenkins_mix(a, b, h);
+    let (c, x, h) = jenkins_mix(c, x, h);
+    let (y, _, h) = jenkins_mix(y, a, h);
+    let (_, _, h) = jenkins_mix(b, x, h);
+    let (_, _, h) = jenkins_mix(y, c, h);
     h
 }
 

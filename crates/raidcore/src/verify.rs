@@ -22,7 +22,7 @@ pub struct VerifyOutcome {
 
 /// The available places of cycle `c`, in stripe order, each once: buffer `i + 1` of the verify
 /// plan holds place `i`.
-fn places(geo: &Geometry, state: &ArrayState, c: u64) -> Vec<Loc> {
+fn places(state: &ArrayState, c: u64) -> Vec<Loc> {
     let gen = state.cycle_generation(c);
     let mut seen = HashMap::new();
     let mut out = Vec::new();
@@ -34,7 +34,6 @@ fn places(geo: &Geometry, state: &ArrayState, c: u64) -> Vec<Loc> {
             }
         }
     }
-    let _ = geo;
     out
 }
 
@@ -42,7 +41,7 @@ fn places(geo: &Geometry, state: &ArrayState, c: u64) -> Vec<Loc> {
 /// empty).
 pub fn plan_verify_cycle(geo: &Geometry, state: &ArrayState, c: u64) -> Plan {
     let chunk = geo.chunk_bytes() as usize;
-    let locs = places(geo, state, c);
+    let locs = places(state, c);
     let mut buffers = vec![0usize];
     let mut reads = Vec::with_capacity(locs.len());
     for (i, l) in locs.iter().enumerate() {
@@ -70,19 +69,14 @@ pub fn plan_verify_cycle(geo: &Geometry, state: &ArrayState, c: u64) -> Plan {
 
 /// Checks the stripes of the cycle a [`plan_verify_cycle`] plan read. `bufs[i]` is the plan's
 /// buffer `i` after its reads.
-pub fn check_verify(
-    geo: &Geometry,
-    state: &ArrayState,
-    plan: &Plan,
-    bufs: &[Vec<u8>],
-) -> VerifyOutcome {
+pub fn check_verify(state: &ArrayState, plan: &Plan, bufs: &[Vec<u8>]) -> VerifyOutcome {
     let c = plan.cycle;
     assert_eq!(
         plan.layout_generation,
         state.cycle_generation(c),
         "verify plan is stale"
     );
-    let index: HashMap<Loc, usize> = places(geo, state, c)
+    let index: HashMap<Loc, usize> = places(state, c)
         .into_iter()
         .enumerate()
         .map(|(i, l)| (l, i + 1))

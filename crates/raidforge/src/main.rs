@@ -10,6 +10,7 @@ mod control;
 mod demo;
 mod layout_cmd;
 mod pool_cmd;
+mod reproduce_cmd;
 mod serve_cmd;
 mod sim_cmd;
 
@@ -97,6 +98,12 @@ enum Command {
     /// Example: raidforge sim --scheme raid5 --disks 8 --disk st32000645ns --member-size 10G
     /// --chunk 1M --workload none --fail 0 --json
     Sim(Box<sim_cmd::SimArgs>),
+    /// Regenerate the seed papers' published results (S2-RAID, RAID+, RAID4S, RAIDH, lazy
+    /// parity) on simulated copies of their hardware; writes OUT/NAME.md, OUT/NAME.json and
+    /// SVG plots, published values beside ours. Exits 1 if a qualitative claim fails.
+    ///
+    /// Example: raidforge reproduce all --quick --out reproduce
+    Reproduce(reproduce_cmd::ReproduceArgs),
 }
 
 /// Output piped into `head` and the like should end the program quietly, as it does for other
@@ -139,6 +146,11 @@ fn main() -> ExitCode {
         },
         Command::Demo(a) => demo::run(a),
         Command::Sim(a) => sim_cmd::run(*a),
+        Command::Reproduce(a) => match reproduce_cmd::run(a) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::from(1),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -23,6 +23,10 @@ pub struct SimArgs {
     /// wd6401aals and x25-e (RAID4S/RAIDH thesis).
     #[arg(long, default_value = "st32000645ns")]
     disk: String,
+    /// A member of another drive model, MEMBER=MODEL (repeatable), e.g. --disk-at 4=x25-e puts
+    /// an SSD in slot 4 among HDDs (RAID4S: the parity member).
+    #[arg(long, value_name = "MEMBER=MODEL")]
+    disk_at: Vec<String>,
     /// Bytes of each member the array uses, from the start of the drive (e.g. 10G; default:
     /// the whole drive).
     #[arg(long)]
@@ -137,6 +141,23 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
     }
     let mut cfg = SimConfig::new(params_drive);
     cfg.seed = seed;
+    for spec in &a.disk_at {
+        let (m, name) = spec
+            .split_once('=')
+            .with_context(|| format!("--disk-at {spec:?}: expected MEMBER=MODEL, e.g. 4=x25-e"))?;
+        let member: u32 = m
+            .trim()
+            .parse()
+            .with_context(|| format!("--disk-at {spec:?}: {m:?} is not a member number"))?;
+        let d = Drive::from_name(name.trim()).with_context(|| {
+            let names: Vec<&str> = Drive::ALL.iter().map(|d| d.name()).collect();
+            format!(
+                "--disk-at {spec:?}: unknown model; known: {}",
+                names.join(", ")
+            )
+        })?;
+        cfg.drive_overrides.push((member, d.params()));
+    }
     cfg.failure = match a.fail {
         Some(member) => Some(Failure {
             member,

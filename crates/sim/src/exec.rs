@@ -124,8 +124,12 @@ pub struct Failure {
 /// Everything about a run except the array and the workload.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
-    /// The member drive (all members are the same model; members use its first bytes).
+    /// The member drive (members use its first bytes); every member is this model unless
+    /// `drive_overrides` names another one for it.
     pub drive: DriveParams,
+    /// Members of another model, e.g. an SSD parity member of RAID4S among HDDs. A replacement
+    /// of such a member is of its model too.
+    pub drive_overrides: Vec<(Disk, DriveParams)>,
     /// Seed of the run (the drives' rotational-latency draws when they use random rotation).
     pub seed: u64,
     /// Per-disk queue scheduler.
@@ -163,6 +167,7 @@ impl SimConfig {
     pub fn new(drive: DriveParams) -> SimConfig {
         SimConfig {
             drive,
+            drive_overrides: Vec::new(),
             seed: 0,
             scheduler: Scheduler::Fifo,
             failure: None,
@@ -435,12 +440,23 @@ impl Simulator {
     /// A simulator for the array `geo` (healthy) with `cfg`.
     pub fn new(geo: Geometry, cfg: SimConfig) -> Result<Simulator, SimError> {
         let used = geo.member_bytes_used();
-        if used > cfg.drive.capacity_bytes() {
-            return Err(SimError::Config(format!(
-                "members of {used} bytes do not fit on a {} ({} bytes)",
-                cfg.drive.name(),
-                cfg.drive.capacity_bytes()
-            )));
+        for (d, _) in &cfg.drive_overrides {
+            if *d as usize >= geo.disks() {
+                return Err(SimError::Config(format!(
+                    "a drive model is given for member {d}, but the array has members 0..{}",
+                    geo.disks()
+                )));
+            }
+        }
+        for d in 0..geo.disks() as Disk {
+            let drive = drive_of(&cfg, d);
+            if used > drive.capacity_bytes() {
+                return Err(SimError::Config(format!(
+                    "members of {used} bytes do not fit on a {} ({} bytes)",
+                    drive.name(),
+                    drive.capacity_bytes()
+                )));
+            }
         }
         if let Some(f) = cfg.failure {
             if f.member as usize >= geo.disks() {
@@ -1318,9 +1334,7 @@ impl Simulator {
             .expect("replacing the member the planner asked for");
         let slot = &mut self.disks[member as usize];
         slot.epoch += 1;
-        let fresh = self
-            .cfg
-            .drive
+        let fresh = drive_of(&self.cfg, member)
             .build(disk_seed(self.cfg.seed, 0, 0))
             .expect("the drive was built before");
         slot.model =
@@ -1364,7 +1378,13 @@ impl Simulator {
         Report {
             scheme: self.geo.scheme().describe(),
             disks: self.geo.disks(),
-            drive: self.cfg.drive.name().to_string(),
+            drive: {
+                let mut name = self.cfg.drive.name().to_string();
+                for (d, p) in &self.cfg.drive_overrides {
+                    name.push_str(&format!(", member {d}: {}", p.name()));
+                }
+                name
+            },
             chunk_bytes: self.geo.chunk_bytes(),
             member_bytes: self.geo.member_bytes_used(),
             capacity_bytes: self.capacity_bytes,
@@ -1406,12 +1426,25 @@ fn new_drive(
     d: Disk,
     epoch: u32,
 ) -> Result<DiskModel, DiskParamError> {
-    match &cfg.drive {
+    let drive = drive_of(cfg, d);
+    match drive {
         DriveParams::Hdd(p) if p.rotation == Rotation::Random => {
-            cfg.drive.build(disk_seed(cfg.seed, d, epoch))
+            drive.build(disk_seed(cfg.seed, d, epoch))
+        }
+        _ if cfg.drive_overrides.iter().any(|(o, _)| *o == d) => {
+            drive.build(disk_seed(cfg.seed, 0, 0))
         }
         _ => Ok(proto.clone()),
     }
+}
+
+/// The drive model of member `d`: its override, or the array's drive.
+fn drive_of(cfg: &SimConfig, d: Disk) -> &DriveParams {
+    cfg.drive_overrides
+        .iter()
+        .rev()
+        .find(|(o, _)| *o == d)
+        .map_or(&cfg.drive, |(_, p)| p)
 }
 
 /// Seed of member `d`'s drive (replacement `epoch`), derived from the run's seed.

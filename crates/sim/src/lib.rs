@@ -76,6 +76,7 @@ pub mod exec;
 pub mod metrics;
 pub mod rng;
 pub mod run;
+pub mod svg;
 pub mod trace;
 pub mod workload;
 

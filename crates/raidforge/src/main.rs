@@ -9,6 +9,7 @@ mod bench_cmd;
 mod control;
 mod demo;
 mod layout_cmd;
+mod model_cmd;
 mod pool_cmd;
 mod reproduce_cmd;
 mod serve_cmd;
@@ -104,6 +105,12 @@ enum Command {
     ///
     /// Example: raidforge reproduce all --quick --out reproduce
     Reproduce(reproduce_cmd::ReproduceArgs),
+    /// Analytic models: `model mttdl` gives the mean time to data loss of RAID5, RAID6, RAID6
+    /// with lazy parity update, RAID-50 and RAID+ against the number of disks.
+    ///
+    /// Example: raidforge model mttdl --mttf-hours 30000 --mttr-hours 24 --disks 4..16
+    #[command(subcommand)]
+    Model(model_cmd::ModelCommand),
 }
 
 /// Output piped into `head` and the like should end the program quietly, as it does for other
@@ -146,6 +153,7 @@ fn main() -> ExitCode {
         },
         Command::Demo(a) => demo::run(a),
         Command::Sim(a) => sim_cmd::run(*a),
+        Command::Model(c) => model_cmd::run(c),
         Command::Reproduce(a) => match reproduce_cmd::run(a) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::from(1),

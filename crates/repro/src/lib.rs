@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub mod lpu;
+pub mod mttdl;
 pub mod raid4s;
 pub mod raidh;
 pub mod raidplus;

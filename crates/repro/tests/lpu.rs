@@ -1,0 +1,38 @@
+//! `raidforge reproduce lpu --quick` as CI runs it: the MTTDL figures (5 and 6) with the seed's
+//! parameters, every claim holding, notes where ours departs from the seed's ratios, and the
+//! documented JSON shape. Figure 7 waits for the lazy-parity simulator.
+
+mod common;
+
+use common::{experiment, row};
+
+#[test]
+fn quick_run_upholds_every_claim() {
+    let r = common::check_seed("lpu");
+    let ids: Vec<&str> = r.experiments.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids, ["fig5", "fig6"], "fig7 is not wired yet");
+    let f5 = experiment(&r, "fig5");
+    let f6 = experiment(&r, "fig6");
+    for n in 4..=16 {
+        let r5 = row(f5, &format!("{n} disks RAID5 MTTDL")).ours;
+        let r6 = row(f5, &format!("{n} disks RAID6 MTTDL")).ours;
+        let lp = row(f6, &format!("{n} disks RAID6+LPU MTTDL")).ours;
+        assert!(r5 < lp && lp < r6, "n={n}");
+        // RAID5 ~ MTTF^2 / (n (n-1) MTTR) with the seed's 30,000 h and 24 h.
+        let approx = 30_000f64.powi(2) / ((n * (n - 1)) as f64 * 24.0);
+        assert!(
+            ((r5 - approx) / approx).abs() < 0.05,
+            "n={n}: {r5} vs {approx}"
+        );
+    }
+    // The seed's ratios sit beside ours, within an order of magnitude.
+    for n in [4, 8] {
+        let a = row(f6, &format!("{n} disks RAID6+LPU / RAID6"));
+        assert_eq!(a.published, Some(0.2));
+        assert!(a.ours > 0.02 && a.ours < 2.0, "{}", a.ours);
+        let b = row(f6, &format!("{n} disks RAID6+LPU / RAID5"));
+        assert_eq!(b.published, Some(1000.0));
+        assert!(b.ours > 100.0 && b.ours < 10_000.0, "{}", b.ours);
+    }
+    assert!(repro::lpu::fig7(&repro::Opts::default()).unwrap().is_none());
+}

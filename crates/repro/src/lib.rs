@@ -22,6 +22,7 @@ pub mod raid4s;
 pub mod raidh;
 pub mod raidplus;
 pub mod s2raid;
+pub(crate) mod simkit;
 
 /// Relative difference from the published value above which a row must say why.
 pub const TOLERANCE: f64 = 0.20;

@@ -22,7 +22,7 @@ use layout::{Params, SchemeKind};
 use raidcore::SpeedLimits;
 use sim::Drive;
 
-use crate::s2raid::simkit::{bytes_text, ratio, ArraySpec, Load, RunSpec, Runner, GB, MIB};
+use crate::simkit::{bytes_text, ratio, ArraySpec, Load, RunSpec, Runner, GB, MIB};
 use crate::{Claim, Experiment, Opts, Plot, Row};
 
 /// The paper.

@@ -33,13 +33,11 @@
 //! - Member disks queue requests first come, first served; the drive model is the datasheet's,
 //!   the same as in every other experiment.
 
-pub(crate) mod simkit;
-
 use layout::{Params, SchemeKind};
 use raidcore::SpeedLimits;
 use sim::{Drive, Phase};
 
-use self::simkit::{bytes_text, ratio, ArraySpec, Load, Outcome, RunSpec, Runner, GB, KIB, MIB};
+use crate::simkit::{bytes_text, ratio, ArraySpec, Load, Outcome, RunSpec, Runner, GB, KIB, MIB};
 use crate::{Claim, Experiment, Opts, Plot, Row};
 
 /// The paper.

@@ -57,16 +57,21 @@ impl Default for SpeedLimits {
     }
 }
 
-/// Rate measurement window step: the rate is measured over the last one to two steps (MD keeps
-/// marks every 3 s).
+/// Rate measurement marks: one every `THROTTLE_STEP_NS`, the last `THROTTLE_MARKS` kept, and the
+/// rate measured from the oldest, so over the last 27 to 30 s. These are MD's `SYNC_MARK_STEP`
+/// (3 s) and `SYNC_MARKS` (10): a window long enough that a burst of rebuild plans handed out
+/// together (several MiB with a few cycles in flight) is paid for at a low minimum rate instead
+/// of slipping out of the window, and short enough that an idle gap buys at most 30 s of rate.
 const THROTTLE_STEP_NS: u64 = 3_000_000_000;
+const THROTTLE_MARKS: usize = 10;
 
 /// A pure rate limiter: the caller supplies the clock.
 #[derive(Clone, Debug)]
 pub struct Throttle {
     limits: SpeedLimits,
-    /// (time ns, bytes) marks: the older one is where the rate is measured from.
-    marks: Option<[(u64, u64); 2]>,
+    /// (time ns, bytes) marks, oldest first, at most `THROTTLE_MARKS`; the rate is measured
+    /// from the oldest.
+    marks: std::collections::VecDeque<(u64, u64)>,
 }
 
 impl Throttle {
@@ -74,7 +79,7 @@ impl Throttle {
     pub fn new(limits: SpeedLimits) -> Throttle {
         Throttle {
             limits,
-            marks: None,
+            marks: std::collections::VecDeque::with_capacity(THROTTLE_MARKS),
         }
     }
 
@@ -84,16 +89,21 @@ impl Throttle {
     }
 
     /// Nanoseconds to wait before issuing more rebuild I/O, at time `now_ns` (monotonic, from
-    /// the executor's clock), with `bytes_done` rebuilt so far (monotonic). The allowed rate is
-    /// `min_bytes_per_sec` while foreground I/O is active and `max_bytes_per_sec` otherwise; a
-    /// rate of 0 means unlimited.
+    /// the executor's clock), with `bytes_done` rebuilt (or handed out) so far (monotonic). The
+    /// allowed rate is `min_bytes_per_sec` while foreground I/O is active and
+    /// `max_bytes_per_sec` otherwise; a rate of 0 means unlimited.
     pub fn delay_ns(&mut self, now_ns: u64, foreground_busy: bool, bytes_done: u64) -> u64 {
-        let marks = self.marks.get_or_insert([(now_ns, bytes_done); 2]);
-        assert!(now_ns >= marks[1].0, "the clock went backwards");
-        assert!(bytes_done >= marks[1].1, "bytes done went backwards");
-        if now_ns - marks[1].0 >= THROTTLE_STEP_NS {
-            marks[0] = marks[1];
-            marks[1] = (now_ns, bytes_done);
+        if self.marks.is_empty() {
+            self.marks.push_back((now_ns, bytes_done));
+        }
+        let &(last_ns, last_bytes) = self.marks.back().expect("a mark");
+        assert!(now_ns >= last_ns, "the clock went backwards");
+        assert!(bytes_done >= last_bytes, "bytes done went backwards");
+        if now_ns - last_ns >= THROTTLE_STEP_NS {
+            self.marks.push_back((now_ns, bytes_done));
+            if self.marks.len() > THROTTLE_MARKS {
+                self.marks.pop_front();
+            }
         }
         let rate = if foreground_busy {
             self.limits.min_bytes_per_sec
@@ -103,7 +113,7 @@ impl Throttle {
         if rate == 0 {
             return 0;
         }
-        let (t0, b0) = marks[0];
+        let (t0, b0) = *self.marks.front().expect("a mark");
         let earliest_ns = t0 as u128 + (bytes_done - b0) as u128 * 1_000_000_000 / rate as u128;
         earliest_ns
             .saturating_sub(now_ns as u128)
@@ -283,13 +293,25 @@ mod tests {
             max_bytes_per_sec: 1000,
         });
         t.delay_ns(0, false, 0);
-        // A long idle gap (nothing rebuilt) must not buy an unlimited burst forever: after two
-        // window steps the rate is measured from a recent mark.
-        t.delay_ns(10 * SEC, false, 0);
-        t.delay_ns(14 * SEC, false, 0);
-        let d = t.delay_ns(14 * SEC, false, 10_000);
-        // Measured from the mark at 10 s: 10000 bytes at 1000 B/s end at 20 s.
-        assert_eq!(d, 6 * SEC);
+        // A long idle gap (nothing rebuilt) buys at most one window (30 s) of burst: marks
+        // every 3 s, the oldest of the last ten is where the rate is measured from.
+        for s in (3..=60).step_by(3) {
+            t.delay_ns(s * SEC, false, 0);
+        }
+        // Measured from the mark at 33 s: 40000 bytes at 1000 B/s end at 73 s.
+        assert_eq!(t.delay_ns(60 * SEC, false, 40_000), 13 * SEC);
+        // Bytes handed out in one burst stay in the window for 27-30 s: 10000 bytes at 0 s
+        // are not forgotten 6 s later (a two-mark window would have let a second burst go).
+        let mut u = Throttle::new(SpeedLimits {
+            min_bytes_per_sec: 1000,
+            max_bytes_per_sec: 1000,
+        });
+        u.delay_ns(0, true, 0);
+        assert_eq!(u.delay_ns(0, true, 10_000), 10 * SEC);
+        for s in (3..=9).step_by(3) {
+            assert_eq!(u.delay_ns(s * SEC, true, 10_000), (10 - s) * SEC);
+        }
+        assert_eq!(u.delay_ns(9 * SEC, true, 20_000), 11 * SEC);
     }
 
     #[test]

@@ -506,8 +506,7 @@ fn online_rows(
             format!(
                 "Ours averaged {ours:.2} MB/s against a guaranteed {:.2} MB/s ({throttled} x \
                  speed_limit_min): user I/O never pauses for the 500 ms the throttle needs to go \
-                 faster, so the rebuild runs near its minimum (above it where whole cycles of \
-                 several MiB are admitted at once). The paper's {published:.0} s for 10 GB is \
+                 faster, so the rebuild runs near its minimum. The paper's {published:.0} s for 10 GB is \
                  {theirs:.1} MB/s, {why}.",
                 throttled as f64 * 1000.0 * 1024.0 / 1e6,
             )
@@ -541,8 +540,8 @@ fn online_rows(
         || {
             format!(
                 "Both rebuilds run near their guaranteed minimum, so the speed-up is set by the \
-                 throttle ({s2_throttled} sub-array minimums against MD's one, less where MD's \
-                 whole-cycle bursts lift it above its minimum), not by the disks; the paper's \
+                 throttle ({s2_throttled} sub-array minimums against MD's one), not by the \
+                 disks; the paper's \
                  rebuilds ran above their minimums, where S2-RAID's parallel rebuild gains more."
             )
         },

@@ -29,11 +29,31 @@ pub struct MemberError {
     pub source: std::io::Error,
 }
 
-/// Bytes read and written per member, updated as I/O completes.
+/// Bytes and I/Os read and written per member, updated as I/O completes.
 #[derive(Debug, Default)]
 pub struct Counters {
     pub read_bytes: AtomicU64,
     pub write_bytes: AtomicU64,
+    /// Member read and write operations (data area).
+    pub reads: AtomicU64,
+    pub writes: AtomicU64,
+    /// Metadata writes (the deferred-parity list), not counted in `writes`.
+    pub meta_writes: AtomicU64,
+}
+
+impl Counters {
+    /// Moves everything counted here into `to`.
+    pub fn drain_into(&self, to: &Counters) {
+        for (a, b) in [
+            (&self.read_bytes, &to.read_bytes),
+            (&self.write_bytes, &to.write_bytes),
+            (&self.reads, &to.reads),
+            (&self.writes, &to.writes),
+            (&self.meta_writes, &to.meta_writes),
+        ] {
+            b.fetch_add(a.swap(0, Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
 }
 
 /// Members as the executor sees them: `None` for a failed or missing member. `data_offset` is
@@ -206,6 +226,7 @@ fn commit_from(
             m.counters[member]
                 .write_bytes
                 .fetch_add(b.len() as u64, Ordering::Relaxed);
+            m.counters[member].writes.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     });
@@ -294,6 +315,7 @@ fn read_phase_into(
             m.counters[member]
                 .read_bytes
                 .fetch_add(dst.len() as u64, Ordering::Relaxed);
+            m.counters[member].reads.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     });

@@ -16,10 +16,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use layout::{Disk, Params, SchemeKind};
+use raidcore::lazy::{BpglRecord, BPGL_DEFAULT_CAPACITY, BPGL_MAX_CAPACITY, BPGL_SLOT_BYTES};
 use raidcore::superblock::{
-    ArrayStateTag, Event, Superblock, DEFAULT_DATA_OFFSET_BYTES, SUPERBLOCK_BYTES,
+    ArrayStateTag, Event, Superblock, BPGL_OFFSET_BYTES, DEFAULT_DATA_OFFSET_BYTES,
+    SUPERBLOCK_BYTES,
 };
-use raidcore::{plan_read, plan_rebuild_cycle, plan_write, ArrayState, Geometry, WritePolicy};
+use raidcore::{
+    plan_flush_cycle, plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, ArrayState,
+    Geometry, ParityPolicy, WritePolicy,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::exec::{run_plans, Counters, Members};
@@ -85,6 +90,15 @@ pub struct MemberDesc {
     /// Bytes written to this member by all commands so far.
     #[serde(default)]
     pub write_bytes: u64,
+    /// Read operations on this member's data area by all commands so far.
+    #[serde(default)]
+    pub reads: u64,
+    /// Write operations on this member's data area by all commands so far.
+    #[serde(default)]
+    pub writes: u64,
+    /// Writes of the deferred-parity list (metadata) to this member so far.
+    #[serde(default)]
+    pub meta_writes: u64,
 }
 
 /// How to create a pool.
@@ -103,6 +117,10 @@ pub struct CreateOpts {
     pub force: bool,
     /// Open members with O_DIRECT (bypass the page cache); member I/O is then 4 KiB aligned.
     pub direct: bool,
+    /// Eager (both parities on every write) or lazy (defer one parity of two-parity layouts).
+    pub parity: ParityPolicy,
+    /// Bound of the deferred-parity list (default [`BPGL_DEFAULT_CAPACITY`]).
+    pub bpgl_capacity: Option<usize>,
 }
 
 /// How to rebuild.
@@ -154,6 +172,13 @@ pub struct MemberStatus {
     pub data_offset_bytes: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
+    /// Data-area read and write operations, and deferred-parity list writes.
+    #[serde(default)]
+    pub reads: u64,
+    #[serde(default)]
+    pub writes: u64,
+    #[serde(default)]
+    pub meta_writes: u64,
     pub emulate: Option<String>,
 }
 
@@ -172,6 +197,18 @@ pub struct Status {
     pub cycles_clean: u64,
     pub failed: Vec<Disk>,
     pub members: Vec<MemberStatus>,
+    /// "eager" or "lazy".
+    #[serde(default)]
+    pub parity: String,
+    /// Stripes whose background parity is deferred (the BPGL's length) and its bound.
+    #[serde(default)]
+    pub bpgl_len: usize,
+    #[serde(default)]
+    pub bpgl_capacity: usize,
+    /// Member failures the pool survives now: the scheme's tolerance, 1 at most while parity
+    /// updates are deferred, minus the members already failed.
+    #[serde(default)]
+    pub fault_tolerance: usize,
 }
 
 /// Result of `verify`.
@@ -202,6 +239,14 @@ pub struct Pool {
     pub(crate) members: Vec<Option<Arc<dyn Member>>>,
     pub(crate) counters: Vec<Counters>,
     pub(crate) policy: WritePolicy,
+    /// Eager or lazy parity (recorded in the superblocks).
+    pub(crate) parity: ParityPolicy,
+    /// Sequence number of the newest persisted BPGL record.
+    bpgl_seq: u64,
+    /// The persisted BPGL may differ from the one in memory.
+    bpgl_dirty: bool,
+    /// The list as last persisted (a rebuild drops entries without a flush).
+    bpgl_on_disk: Vec<raidcore::StripeId>,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -505,11 +550,28 @@ impl Pool {
                     emulate: opts.emulate.clone(),
                     read_bytes: 0,
                     write_bytes: 0,
+                    reads: 0,
+                    writes: 0,
+                    meta_writes: 0,
                 })
                 .collect(),
             direct: opts.direct,
         };
-        let state = ArrayState::new(&geo);
+        let mut state = ArrayState::new(&geo);
+        let cap = opts.bpgl_capacity.unwrap_or(BPGL_DEFAULT_CAPACITY);
+        if cap > BPGL_MAX_CAPACITY {
+            return Err(PoolError::Usage(format!(
+                "--bpgl-capacity {cap} is too large (at most {BPGL_MAX_CAPACITY})"
+            )));
+        }
+        state.set_bpgl_capacity(cap);
+        if opts.parity == ParityPolicy::Lazy && !state.lazy_groups().supported() {
+            return Err(PoolError::Usage(format!(
+                "--parity lazy needs a two-parity layout (rm2, raid6, or raidplus/random/hash \
+                 with --level 6); {} has no parity to defer",
+                opts.scheme.name()
+            )));
+        }
         let mut pool = Pool {
             desc_path: desc_path.to_path_buf(),
             desc,
@@ -526,6 +588,10 @@ impl Pool {
             created_unix_secs: now_unix(),
             members,
             policy: WritePolicy::Md,
+            parity: opts.parity,
+            bpgl_seq: 0,
+            bpgl_dirty: true,
+            bpgl_on_disk: Vec::new(),
         };
         pool.persist(ArrayStateTag::Clean)?;
         Ok(pool)
@@ -633,6 +699,9 @@ impl Pool {
                     emulate: emulate.clone(),
                     read_bytes: 0,
                     write_bytes: 0,
+                    reads: 0,
+                    writes: 0,
+                    meta_writes: 0,
                 })
                 .collect(),
             direct: false,
@@ -777,6 +846,18 @@ impl Pool {
                 }
             }
         }
+        state.set_bpgl_capacity(if best.bpgl_capacity == 0 {
+            BPGL_DEFAULT_CAPACITY
+        } else {
+            best.bpgl_capacity as usize
+        });
+        // The deferred-parity list: the newest valid record on any present member (a crash
+        // with updates deferred leaves them listed there).
+        let bpgl = newest_bpgl(&members, &uuid);
+        let bpgl_seq = bpgl.as_ref().map_or(0, |r| r.sequence);
+        if let Some(r) = &bpgl {
+            state.restore_bpgl(r);
+        }
         let mut pool = Pool {
             desc_path: desc_path.to_path_buf(),
             counters: (0..n).map(|_| Counters::default()).collect(),
@@ -793,9 +874,17 @@ impl Pool {
             created_unix_secs: best.created_unix_secs,
             members,
             policy: WritePolicy::Md,
+            parity: best.parity,
+            bpgl_seq,
+            bpgl_dirty: false,
+            bpgl_on_disk: bpgl.map(|r| r.stripes).unwrap_or_default(),
         };
         if lock && pool.events.len() != best.events.len() {
             pool.persist(ArrayStateTag::Degraded)?;
+        }
+        // Assembled without a member while updates were deferred: those first.
+        if lock && !pool.state.failed().is_empty() && !pool.state.bpgl().is_empty() {
+            pool.flush_bpgl(0)?;
         }
         Ok(pool)
     }
@@ -811,6 +900,132 @@ impl Pool {
     }
     pub fn set_policy(&mut self, policy: WritePolicy) {
         self.policy = policy;
+    }
+    /// The parity policy writes use.
+    pub fn parity(&self) -> ParityPolicy {
+        self.parity
+    }
+    /// Changes the parity policy (recorded in the superblocks when the pool is closed). Going
+    /// eager does not flush: deferred updates stay listed until flushed.
+    pub fn set_parity(&mut self, parity: ParityPolicy) -> Result<()> {
+        if parity == ParityPolicy::Lazy && !self.state.lazy_groups().supported() {
+            return Err(PoolError::Usage(format!(
+                "--parity lazy needs a two-parity layout (rm2, raid6, or raidplus/random/hash \
+                 with --level 6); this pool is {}",
+                self.kind.name()
+            )));
+        }
+        self.parity = parity;
+        Ok(())
+    }
+
+    /// Writes the deferred-parity list to the first two present members (alternating between
+    /// the two slots after the superblock, sequence-numbered, checksummed) and makes it
+    /// durable. Called before a lazy write that lists new stripes runs its member writes.
+    pub(crate) fn persist_bpgl_if_dirty(&mut self) -> Result<()> {
+        if self.bpgl_dirty
+            || !self
+                .state
+                .bpgl()
+                .stripes()
+                .eq(self.bpgl_on_disk.iter().copied())
+        {
+            self.persist_bpgl()?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn persist_bpgl(&mut self) -> Result<()> {
+        let seq = self.bpgl_seq + 1;
+        let bytes = self.state.bpgl().record(self.uuid, seq).encode();
+        debug_assert!(bytes.len() <= BPGL_SLOT_BYTES);
+        let at = BPGL_OFFSET_BYTES + (seq % 2) * BPGL_SLOT_BYTES as u64;
+        debug_assert!(at + BPGL_SLOT_BYTES as u64 <= self.data_offset_bytes);
+        let mut copies = 0;
+        for (i, m) in self.members.iter().enumerate() {
+            let Some(m) = m else { continue };
+            m.write_at(&bytes, at)
+                .and_then(|_| m.flush())
+                .map_err(|e| PoolError::Io(format!("deferred-parity list on member {i}: {e}")))?;
+            self.counters[i].meta_writes.fetch_add(1, Ordering::Relaxed);
+            copies += 1;
+            if copies == 2 {
+                break;
+            }
+        }
+        self.bpgl_seq = seq;
+        self.bpgl_dirty = false;
+        self.bpgl_on_disk = self.state.bpgl().stripes().collect();
+        Ok(())
+    }
+
+    /// Plans flushes of up to `max_cycles` cycles of the deferred-parity list.
+    pub(crate) fn plan_flush_batch(&self, max_cycles: usize) -> Result<Vec<raidcore::FlushPlan>> {
+        let mut fps = Vec::new();
+        for c in self.state.bpgl().flushable_cycles(max_cycles) {
+            if let Some(f) = plan_flush_cycle(&self.geo, &self.state, c)? {
+                fps.push(f);
+            }
+        }
+        Ok(fps)
+    }
+
+    /// Records the outcome of running flush plans: on success the recomputed parities are
+    /// made durable and their entries dropped (returns how many); on member errors the members
+    /// are failed (returns `None`: plan again).
+    pub(crate) fn end_flush(
+        &mut self,
+        fps: &[raidcore::FlushPlan],
+        outcome: std::result::Result<(), crate::exec::BatchErrors>,
+    ) -> Result<Option<usize>> {
+        match outcome {
+            Ok(()) => {
+                // The recomputed parities are durable before the list forgets them.
+                self.flush_members()?;
+                let mut n = 0;
+                for f in fps {
+                    n += self.state.flush_done(&f.entries);
+                }
+                self.bpgl_dirty = true;
+                Ok(Some(n))
+            }
+            Err(e) => {
+                self.fail_members(&e.failed_members())?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Recomputes deferred background parities until at most `down_to` stripes are listed
+    /// (0: all), a batch of cycles at a time; then records the shorter list. Returns the
+    /// number of stripes flushed. Only for exclusive use of the pool (the CLI); a served pool
+    /// flushes through [`crate::serve_support::SharedPool`], which takes stripe locks.
+    pub fn flush_bpgl(&mut self, down_to: usize) -> Result<usize> {
+        let mut flushed = 0;
+        let mut attempts = 0;
+        while self.state.bpgl().len() > down_to {
+            let fps = self.plan_flush_batch(16)?;
+            if fps.is_empty() {
+                break;
+            }
+            let plans: Vec<raidcore::Plan> = fps.iter().map(|f| f.plan.clone()).collect();
+            let mut empty: Vec<Vec<u8>> = plans.iter().map(|_| Vec::new()).collect();
+            let mut users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
+            let outcome = run_plans(&plans, &mut users, &self.members_view());
+            match self.end_flush(&fps, outcome)? {
+                Some(n) => flushed += n,
+                None => {
+                    attempts += 1;
+                    if attempts > 8 {
+                        return Err(PoolError::Io(
+                            "flushing deferred parity: members keep failing".into(),
+                        ));
+                    }
+                }
+            }
+        }
+        self.persist_bpgl_if_dirty()?;
+        Ok(flushed)
     }
 
     /// Changes (or removes, with `None`) the emulated speed of every member, now and in the
@@ -881,12 +1096,15 @@ impl Pool {
                 layout: layout_text.clone(),
                 events: self.events.clone(),
                 runs: runs.clone(),
+                parity: self.parity,
+                bpgl_capacity: self.state.bpgl().capacity() as u32,
             };
             let b = sb.encode().map_err(|e| PoolError::Io(e.to_string()))?;
             m.write_at(&b, 0)
                 .map_err(|e| PoolError::Io(format!("superblock of member {i}: {e}")))?;
         }
         self.flush_members()?;
+        self.persist_bpgl_if_dirty()?;
         self.save_descriptor()
     }
 
@@ -915,6 +1133,7 @@ impl Pool {
             *state.layout_of(0) == *self.state.layout_of(0) && state.all_clean(),
             "compacting the history changed the layout"
         );
+        state.adopt_bpgl(&self.state);
         self.state = state;
         self.events = failed.iter().map(|&d| Event::Fail(d)).collect();
         Ok(())
@@ -946,6 +1165,9 @@ impl Pool {
         for (md, c) in d.members.iter_mut().zip(&self.counters) {
             md.read_bytes += c.read_bytes.load(Ordering::Relaxed);
             md.write_bytes += c.write_bytes.load(Ordering::Relaxed);
+            md.reads += c.reads.load(Ordering::Relaxed);
+            md.writes += c.writes.load(Ordering::Relaxed);
+            md.meta_writes += c.meta_writes.load(Ordering::Relaxed);
         }
         let text = serde_json::to_string_pretty(&d).expect("descriptor serializes");
         let tmp = self.desc_path.with_extension("tmp");
@@ -1014,28 +1236,61 @@ impl Pool {
                 Err(e) => {
                     let failed = e.failed_members();
                     self.fail_members(&failed)?;
+                    // A member failed: deferred parity first, so a second failure is survived.
+                    self.flush_bpgl(0)?;
                 }
             }
         }
     }
 
     /// Writes `data` at `offset`. Plans run a batch at a time (one plan per cycle touched).
+    /// Under lazy parity, stripes whose background parity the write leaves stale are listed
+    /// (and the list made durable) before any member write; when the list is full it is
+    /// flushed down to half its bound afterwards.
     pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         self.check_range(offset, data.len() as u64)?;
         loop {
-            let plans = plan_write(
-                &self.geo,
-                &self.state,
-                offset,
-                data.len() as u64,
-                &self.policy,
-            )?;
-            match crate::exec::run_write(&plans, data, &self.members_view()) {
-                Ok(()) => return Ok(()),
+            let (plans, deferred) = if self.parity == ParityPolicy::Lazy {
+                let lw = plan_write_lazy(
+                    &self.geo,
+                    &self.state,
+                    offset,
+                    data.len() as u64,
+                    &self.policy,
+                )?;
+                (lw.plans, lw.deferred)
+            } else {
+                let plans = plan_write(
+                    &self.geo,
+                    &self.state,
+                    offset,
+                    data.len() as u64,
+                    &self.policy,
+                )?;
+                (plans, Vec::new())
+            };
+            if self.state.defer(&deferred) > 0 {
+                if let Err(e) = self.persist_bpgl() {
+                    self.state.deferred_write_done(&deferred);
+                    return Err(e);
+                }
+            }
+            let result = crate::exec::run_write(&plans, data, &self.members_view());
+            self.state.deferred_write_done(&deferred);
+            match result {
+                Ok(()) => {
+                    let b = self.state.bpgl();
+                    if !b.is_empty() && b.len() >= b.capacity() {
+                        let half = b.capacity() / 2;
+                        self.flush_bpgl(half)?;
+                    }
+                    return Ok(());
+                }
                 Err(e) => {
                     let failed = e.failed_members();
                     let only_writes = e.read_errors.is_empty();
                     self.fail_members(&failed)?;
+                    self.flush_bpgl(0)?;
                     if only_writes {
                         // Every healthy member was written; the failed one is now reconstructed
                         // from them.
@@ -1046,8 +1301,16 @@ impl Pool {
         }
     }
 
-    /// Marks member `i` failed (as if it had died).
+    /// Marks member `i` failed (as if it had died), then flushes the deferred parity.
     pub fn fail(&mut self, i: usize) -> Result<()> {
+        self.fail_no_flush(i)?;
+        // Deferred parity before anything else: then a second failure is survived again.
+        self.flush_bpgl(0)?;
+        Ok(())
+    }
+
+    /// [`Pool::fail`] without the flush (a served pool flushes under stripe locks itself).
+    pub(crate) fn fail_no_flush(&mut self, i: usize) -> Result<()> {
         if i >= self.members.len() {
             return Err(PoolError::Usage(format!(
                 "member {i} does not exist (the pool has members 0..{})",
@@ -1114,6 +1377,9 @@ impl Pool {
             std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         self.desc.members[i].read_bytes = 0;
         self.desc.members[i].write_bytes = 0;
+        self.desc.members[i].reads = 0;
+        self.desc.members[i].writes = 0;
+        self.desc.members[i].meta_writes = 0;
         let tag = self.tag();
         self.persist(tag)
     }
@@ -1274,7 +1540,10 @@ impl Pool {
     }
 
     /// Reads every stripe and checks parity and mirrors.
+    /// Deferred parity is flushed first (a listed stripe's background parity is stale by
+    /// design, not damaged).
     pub fn verify(&mut self) -> Result<VerifyReport> {
+        self.flush_bpgl(0)?;
         let mut r = VerifyReport::default();
         for c in 0..self.geo.cycles() {
             let plan = raidcore::plan_verify_cycle(&self.geo, &self.state, c);
@@ -1328,6 +1597,10 @@ impl Pool {
                     read_bytes: md.read_bytes + self.counters[i].read_bytes.load(Ordering::Relaxed),
                     write_bytes: md.write_bytes
                         + self.counters[i].write_bytes.load(Ordering::Relaxed),
+                    reads: md.reads + self.counters[i].reads.load(Ordering::Relaxed),
+                    writes: md.writes + self.counters[i].writes.load(Ordering::Relaxed),
+                    meta_writes: md.meta_writes
+                        + self.counters[i].meta_writes.load(Ordering::Relaxed),
                     emulate: md.emulate.clone(),
                 }
             })
@@ -1352,6 +1625,38 @@ impl Pool {
             cycles_clean: self.state.clean_cycles(),
             failed,
             members,
+            parity: self.parity.as_str().into(),
+            bpgl_len: self.state.bpgl().len(),
+            bpgl_capacity: self.state.bpgl().capacity(),
+            fault_tolerance: self.state.fault_tolerance(&self.geo),
         }
     }
+}
+
+/// The newest valid deferred-parity record of array `uuid` on any of `members` (both slots of
+/// each are read).
+fn newest_bpgl(members: &[Option<Arc<dyn Member>>], uuid: &[u8; 16]) -> Option<BpglRecord> {
+    let mut best: Option<BpglRecord> = None;
+    for m in members.iter().flatten() {
+        for slot in 0..2u64 {
+            let at = BPGL_OFFSET_BYTES + slot * BPGL_SLOT_BYTES as u64;
+            let mut head = vec![0u8; 4096];
+            if m.read_at(&mut head, at).is_err() {
+                continue;
+            }
+            let Some(len) = BpglRecord::encoded_len(&head) else {
+                continue;
+            };
+            let mut buf = vec![0u8; len];
+            if m.read_at(&mut buf, at).is_err() {
+                continue;
+            }
+            if let Some(r) = BpglRecord::decode(&buf) {
+                if &r.uuid == uuid && best.as_ref().is_none_or(|b| r.sequence > b.sequence) {
+                    best = Some(r);
+                }
+            }
+        }
+    }
+    best
 }

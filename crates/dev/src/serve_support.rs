@@ -32,7 +32,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use raidcore::superblock::ArrayStateTag;
-use raidcore::{plan_read, plan_rebuild_cycle, plan_write, Plan, PlanKind, StripeId, StripeLocks};
+use raidcore::{
+    plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, FlushAdvice, IdleDetector,
+    ParityPolicy, Plan, PlanKind, StripeId, StripeLocks,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::exec::{run_plans, Counters, Members};
@@ -281,6 +284,42 @@ pub struct SharedPool {
     /// When a client request last started (ns since `epoch`, 0 = never): the rebuild backs
     /// off to its minimum speed while this is recent.
     last_foreground_ns: AtomicU64,
+    /// When the array is idle enough to process deferred parity (lazy parity).
+    idle: Mutex<IdleDetector>,
+    stop_flusher: AtomicBool,
+    flusher_thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Quiet time after the last client request before deferred parity is processed.
+pub const BPGL_IDLE_AFTER: Duration = Duration::from_millis(200);
+/// How often the flusher looks at the idle detector.
+const FLUSHER_TICK: Duration = Duration::from_millis(20);
+/// Cycles flushed per step (a step holds their stripe locks).
+const FLUSH_STEP_CYCLES: usize = 8;
+
+/// Counts a client request as foreground I/O for the idle detector while it lives.
+struct Foreground<'a>(&'a SharedPool);
+
+impl<'a> Foreground<'a> {
+    fn start(sp: &'a SharedPool) -> Foreground<'a> {
+        let now = sp.now_ns();
+        sp.idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .foreground_start(now);
+        Foreground(sp)
+    }
+}
+
+impl Drop for Foreground<'_> {
+    fn drop(&mut self) {
+        let now = self.0.now_ns();
+        self.0
+            .idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .foreground_end(now);
+    }
 }
 
 /// Client I/O within this long counts as foreground load for the rebuild throttle.
@@ -310,11 +349,13 @@ fn closed() -> PoolError {
 }
 
 impl SharedPool {
-    /// Shares `pool` and marks it in use.
+    /// Shares `pool` and marks it in use. A background thread processes deferred parity
+    /// (lazy parity) when the array is idle ([`BPGL_IDLE_AFTER`] without client I/O) or the
+    /// list is full.
     pub fn new(mut pool: Pool, mode: Concurrency) -> Result<Arc<SharedPool>> {
         pool.mark_in_use()?;
         let n = pool.members.len();
-        Ok(Arc::new(SharedPool {
+        let sp = Arc::new(SharedPool {
             counters: (0..n).map(|_| Counters::default()).collect(),
             data_offset_bytes: pool.data_offset_bytes,
             capacity: pool.capacity_bytes(),
@@ -328,7 +369,96 @@ impl SharedPool {
             rebuild_thread: Mutex::new(None),
             epoch: Instant::now(),
             last_foreground_ns: AtomicU64::new(0),
-        }))
+            idle: Mutex::new(IdleDetector::new(BPGL_IDLE_AFTER.as_nanos() as u64)),
+            stop_flusher: AtomicBool::new(false),
+            flusher_thread: Mutex::new(None),
+        });
+        let weak = Arc::downgrade(&sp);
+        let h = std::thread::spawn(move || loop {
+            std::thread::sleep(FLUSHER_TICK);
+            let Some(sp) = weak.upgrade() else { return };
+            if sp.stop_flusher.load(Ordering::SeqCst) {
+                return;
+            }
+            // Errors (a member failing mid-flush) are recorded by the step; try again later.
+            let _ = sp.flusher_tick();
+        });
+        *sp.flusher_thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+        Ok(sp)
+    }
+
+    /// One look at the idle detector; flushes a step when it says so.
+    fn flusher_tick(&self) -> Result<()> {
+        let (len, cap) = self.with_pool(|p| {
+            let b = p.state.bpgl();
+            Ok((b.len(), b.capacity()))
+        })?;
+        let advice =
+            self.idle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .advise(self.now_ns(), len, cap);
+        match advice {
+            FlushAdvice::Wait => Ok(()),
+            FlushAdvice::Idle | FlushAdvice::Full => self.flush_step().map(|_| ()),
+        }
+    }
+
+    /// Processes deferred parity for up to 8 cycles under their stripe
+    /// locks, like a request. Returns the entries dropped (0 when nothing was flushable).
+    pub fn flush_step(&self) -> Result<usize> {
+        if self.mode == Concurrency::Serial {
+            return self.with_pool(|p| {
+                let fps = p.plan_flush_batch(FLUSH_STEP_CYCLES)?;
+                if fps.is_empty() {
+                    return p.persist_bpgl_if_dirty().map(|_| 0);
+                }
+                let plans: Vec<Plan> = fps.iter().map(|f| f.plan.clone()).collect();
+                let mut empty: Vec<Vec<u8>> = plans.iter().map(|_| Vec::new()).collect();
+                let mut users: Vec<&mut [u8]> =
+                    empty.iter_mut().map(|v| v.as_mut_slice()).collect();
+                let outcome = run_plans(&plans, &mut users, &p.members_view());
+                let n = p.end_flush(&fps, outcome)?.unwrap_or(0);
+                p.persist_bpgl_if_dirty()?;
+                Ok(n)
+            });
+        }
+        let fps = self.with_pool(|p| p.plan_flush_batch(FLUSH_STEP_CYCLES))?;
+        if fps.is_empty() {
+            self.with_pool(|p| p.persist_bpgl_if_dirty())?;
+            return Ok(0);
+        }
+        let plans: Vec<Plan> = fps.iter().map(|f| f.plan.clone()).collect();
+        let guard = self.lock_stripes(&plans);
+        let Some(members) = self.current_members(&plans)? else {
+            return Ok(0);
+        };
+        let mut empty: Vec<Vec<u8>> = plans.iter().map(|_| Vec::new()).collect();
+        let mut users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
+        let outcome = run_plans(&plans, &mut users, &self.view(&members));
+        let r = self.with_pool(|p| {
+            let n = p.end_flush(&fps, outcome)?.unwrap_or(0);
+            p.persist_bpgl_if_dirty()?;
+            Ok(n)
+        });
+        drop(guard);
+        r
+    }
+
+    /// Flushes the whole deferred-parity list (stripes with a write in flight are left to a
+    /// later step).
+    pub fn flush_deferred(&self) -> Result<()> {
+        for _ in 0..1_000_000 {
+            let left = self.with_pool(|p| Ok(p.state.bpgl().len()))?;
+            if left == 0 || self.flush_step()? == 0 {
+                let left2 = self.with_pool(|p| Ok(p.state.bpgl().len()))?;
+                if left2 == 0 || left2 == left {
+                    // Nothing flushable now (writes in flight); they will be flushed later.
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
     }
 
     fn now_ns(&self) -> u64 {
@@ -411,6 +541,7 @@ impl SharedPool {
     /// Reads `buf.len()` bytes at `offset`.
     pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.note_foreground();
+        let _fg = Foreground::start(self);
         if self.mode == Concurrency::Serial {
             let data = self.with_pool(|p| p.read(offset, buf.len() as u64))?;
             buf.copy_from_slice(&data);
@@ -437,6 +568,7 @@ impl SharedPool {
                 Err(e) => {
                     self.with_pool(|p| p.fail_members(&e.failed_members()))?;
                     drop(guard);
+                    self.flush_deferred()?;
                 }
             }
         }
@@ -446,27 +578,48 @@ impl SharedPool {
     }
 
     /// Writes `data` at `offset`.
+    /// Under lazy parity the stripes it defers are listed, and the list made durable, under
+    /// the pool mutex before the member writes run.
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         self.note_foreground();
+        let _fg = Foreground::start(self);
         if self.mode == Concurrency::Serial {
             return self.with_pool(|p| p.write(offset, data));
         }
         for _ in 0..MAX_ATTEMPTS {
-            let plans = self.with_pool(|p| {
+            let (plans, deferred) = self.with_pool(|p| {
                 p.check_range(offset, data.len() as u64)?;
-                Ok(plan_write(
-                    &p.geo,
-                    &p.state,
-                    offset,
-                    data.len() as u64,
-                    &p.policy,
-                )?)
+                if p.parity == ParityPolicy::Lazy {
+                    let lw =
+                        plan_write_lazy(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
+                    if p.state.defer(&lw.deferred) > 0 {
+                        if let Err(e) = p.persist_bpgl() {
+                            p.state.deferred_write_done(&lw.deferred);
+                            return Err(e);
+                        }
+                    }
+                    Ok((lw.plans, lw.deferred))
+                } else {
+                    let plans = plan_write(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
+                    Ok((plans, Vec::new()))
+                }
             })?;
+            let done = |sp: &SharedPool| {
+                if !deferred.is_empty() {
+                    let _ = sp.with_pool(|p| {
+                        p.state.deferred_write_done(&deferred);
+                        Ok(())
+                    });
+                }
+            };
             let guard = self.lock_stripes(&plans);
             let Some(members) = self.current_members(&plans)? else {
+                done(self);
                 continue;
             };
-            match crate::exec::run_write(&plans, data, &self.view(&members)) {
+            let result = crate::exec::run_write(&plans, data, &self.view(&members));
+            done(self);
+            match result {
                 Ok(()) => return Ok(()),
                 Err(e) => {
                     let only_writes = e.read_errors.is_empty();
@@ -474,6 +627,7 @@ impl SharedPool {
                     // member's stale units.
                     self.with_pool(|p| p.fail_members(&e.failed_members()))?;
                     drop(guard);
+                    self.flush_deferred()?;
                     if only_writes {
                         // Every healthy member was written; the failed one's units are now
                         // reconstructed from them.
@@ -520,14 +674,7 @@ impl SharedPool {
 
     fn fold_counters(&self, p: &Pool) {
         for (mine, theirs) in self.counters.iter().zip(&p.counters) {
-            theirs.read_bytes.fetch_add(
-                mine.read_bytes.swap(0, Ordering::Relaxed),
-                Ordering::Relaxed,
-            );
-            theirs.write_bytes.fetch_add(
-                mine.write_bytes.swap(0, Ordering::Relaxed),
-                Ordering::Relaxed,
-            );
+            mine.drain_into(theirs);
         }
     }
 
@@ -540,9 +687,12 @@ impl SharedPool {
     }
 
     /// Marks member `i` failed; clients go on, degraded.
+    /// Deferred parity is flushed first (under stripe locks), so that a second failure is
+    /// survived again.
     pub fn fail(&self, i: usize) -> Result<Status> {
+        self.with_pool(|p| p.fail_no_flush(i))?;
+        self.flush_deferred()?;
         self.with_pool(|p| {
-            p.fail(i)?;
             self.fold_counters(p);
             Ok(p.status())
         })
@@ -710,6 +860,8 @@ impl SharedPool {
     /// Reads every stripe and checks parity and mirrors, a cycle at a time, each cycle under
     /// its stripe locks so that client writes cannot change it midway.
     pub fn verify(&self) -> Result<VerifyReport> {
+        // A listed stripe's background parity is stale by design: flush first.
+        self.flush_deferred()?;
         let (cycles, stripes) =
             self.with_pool(|p| Ok((p.geo.cycles(), p.geo.healthy().stripes.len())))?;
         let mut r = VerifyReport::default();
@@ -746,6 +898,17 @@ impl SharedPool {
     /// nothing is failed or being rebuilt). Later requests fail.
     pub fn close(&self) -> Result<Status> {
         self.stop_rebuild();
+        self.stop_flusher.store(true, Ordering::SeqCst);
+        let h = self
+            .flusher_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(h) = h {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
         let mut g = self.lock()?;
         let p = g.take().ok_or_else(closed)?;
         // Wait for requests running outside the mutex (they hold stripe locks).
@@ -777,6 +940,7 @@ mod tests {
 
     use super::*;
     use crate::pool::CreateOpts;
+    use raidcore::ParityPolicy;
 
     struct Dir(PathBuf);
     impl Dir {
@@ -805,6 +969,8 @@ mod tests {
                 emulate: None,
                 force: false,
                 direct: false,
+                parity: Default::default(),
+                bpgl_capacity: None,
             },
         )
         .unwrap()
@@ -986,5 +1152,63 @@ mod tests {
         assert_eq!(pool.read(0, 200_000).unwrap(), bytes(9, 200_000));
         // Nothing more to do.
         assert!(pool.rebuild_step(&opts, &mut cur).unwrap().is_none());
+    }
+
+    /// Lazy parity on a served pool: concurrent lazy writes list stripes; the idle flusher
+    /// empties the list once clients go quiet; a failure with updates deferred flushes them
+    /// first and the second failure is survived.
+    #[test]
+    fn served_lazy_parity_flushes_when_idle_and_on_failure() {
+        for mode in [Concurrency::Stripes, Concurrency::Serial] {
+            let dir = Dir::new(&format!("lazy-{mode:?}"));
+            let mut pool = create(&dir.0, SchemeKind::Rm2, p(8), 8);
+            pool.set_parity(ParityPolicy::Lazy).unwrap();
+            let sp = SharedPool::new(pool, mode).unwrap();
+            let cap = sp.capacity_bytes();
+            let chunk = sp.chunk_bytes();
+            assert!(24 * (20_011 + chunk) < cap);
+            let writes: Vec<(u64, Vec<u8>)> = (0..24u64)
+                .map(|i| (i * 20_011 + i * chunk, bytes(i, 5000 + i as usize * 300)))
+                .collect();
+            std::thread::scope(|s| {
+                for t in 0..4 {
+                    let sp = &sp;
+                    let writes = &writes;
+                    s.spawn(move || {
+                        for (off, data) in writes.iter().skip(t).step_by(4) {
+                            sp.write(*off, data).unwrap();
+                        }
+                    });
+                }
+            });
+            let listed = sp.status().unwrap();
+            assert!(listed.bpgl_len > 0, "{mode:?}: writes deferred parity");
+            // Quiet: the idle detector lets the flusher empty the list.
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while sp.status().unwrap().bpgl_len > 0 {
+                assert!(
+                    Instant::now() < deadline,
+                    "{mode:?}: the list is never flushed"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert_eq!(sp.status().unwrap().fault_tolerance, 2);
+            // Defer again, then fail two members: the first failure flushes.
+            for (off, data) in &writes[..6] {
+                sp.write(*off, data).unwrap();
+            }
+            let st = sp.fail(3).unwrap();
+            assert_eq!((st.bpgl_len, st.fault_tolerance), (0, 1), "{mode:?}");
+            sp.fail(6).unwrap();
+            // Later writes overwrite earlier ones at the same place: read in order of the model.
+            let mut model = vec![0u8; cap as usize];
+            for (off, data) in writes.iter().chain(&writes[..6]) {
+                model[*off as usize..*off as usize + data.len()].copy_from_slice(data);
+            }
+            let mut back = vec![0u8; cap as usize];
+            sp.read(0, &mut back).unwrap();
+            assert!(back == model, "{mode:?}: data after two failures");
+            sp.close().unwrap();
+        }
     }
 }

@@ -24,6 +24,8 @@ fn direct_pool_round_trips_unaligned_io_through_failure_and_rebuild() {
             emulate: None,
             force: false,
             direct: true,
+            parity: Default::default(),
+            bpgl_capacity: None,
         },
     );
     let mut pool = match create {

@@ -154,6 +154,8 @@ fn create(dir: &Path, kind: SchemeKind, n: usize, chunk: u64) -> Pool {
             emulate: None,
             force: false,
             direct: false,
+            parity: Default::default(),
+            bpgl_capacity: None,
         },
     )
     .unwrap()

@@ -529,6 +529,8 @@ fn scenario(name: &str, kind: SchemeKind, p: Params, size: Size, seed: u64, pair
             emulate: None,
             force: false,
             direct: false,
+            parity: Default::default(),
+            bpgl_capacity: None,
         },
     )
     .unwrap_or_else(|e| panic!("{name}: create: {e}"));
@@ -911,6 +913,8 @@ fn members_failing_under_io() {
             emulate: None,
             force: false,
             direct: false,
+            parity: Default::default(),
+            bpgl_capacity: None,
         },
     )
     .unwrap();
@@ -1015,6 +1019,8 @@ fn verify_finds_a_flipped_byte() {
                 emulate: None,
                 force: false,
                 direct: false,
+                parity: Default::default(),
+                bpgl_capacity: None,
             },
         )
         .unwrap();
@@ -1073,6 +1079,8 @@ fn second_failure_mid_rebuild_loses_only_unrebuilt_cycles() {
             emulate: None,
             force: false,
             direct: false,
+            parity: Default::default(),
+            bpgl_capacity: None,
         },
     )
     .unwrap();
@@ -1130,6 +1138,8 @@ fn many_replacements_over_a_pool_lifetime() {
             emulate: None,
             force: false,
             direct: false,
+            parity: Default::default(),
+            bpgl_capacity: None,
         },
     )
     .unwrap();

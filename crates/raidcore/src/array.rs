@@ -299,6 +299,10 @@ pub struct ArrayState {
     /// Number of cycles in each generation (indexed like `generations`).
     cycles_in_gen: Vec<u64>,
     generation: u64,
+    /// Stripes whose background parity is deferred (lazy parity, [`crate::lazy`]).
+    pub(crate) bpgl: crate::lazy::Bpgl,
+    /// Which parity of each stripe lazy writes defer.
+    pub(crate) lazy: Arc<crate::lazy::LazyGroups>,
 }
 
 impl ArrayState {
@@ -315,6 +319,8 @@ impl ArrayState {
             cycle_gen: vec![0; geo.cycles() as usize],
             cycles_in_gen: vec![geo.cycles()],
             generation: 0,
+            bpgl: crate::lazy::Bpgl::new(crate::lazy::BPGL_DEFAULT_CAPACITY),
+            lazy: Arc::new(crate::lazy::LazyGroups::new(geo)),
         }
     }
 
@@ -448,6 +454,11 @@ impl ArrayState {
         self.cycles_in_gen[from as usize] -= 1;
         self.cycles_in_gen[to as usize] += 1;
         self.cycle_gen[c as usize] = to;
+        // The rebuild plan recomputed every place its view held unavailable, stale background
+        // parities included.
+        if from != to {
+            self.clear_cycle_bpgl(c);
+        }
     }
 
     /// True when some cycle has a stripe that cannot be reconstructed in its current layout.

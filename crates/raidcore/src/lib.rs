@@ -24,12 +24,16 @@
 //! - **Plans** ([`Plan`]): numbered byte buffers (buffer 0 is the caller's bytes), member reads,
 //!   [`Op`]s that map one-to-one onto `codec` calls, member writes. Execution is three phases:
 //!   all reads, then the ops in order, then all writes (see [`plan`] for the exact contract).
-//! - **Planner** ([`plan_read`], [`plan_write`], [`plan_rebuild_cycle`]): one plan per cycle a
+//! - **Planner** ([`plan_read`], [`plan_write`], [`plan_rebuild_cycle`], and for lazy parity
+//!   [`plan_write_lazy`], [`plan_flush_cycle`]): one plan per cycle a
 //!   request touches. Degraded paths reconstruct lost units from the stripe's code, peeling
 //!   across stripes where one stripe alone cannot (RM2 after two failures).
 //! - **Write policy** ([`WritePolicy`], [`ModePolicy`]): read-modify-write versus
 //!   reconstruct-write per stripe: Linux MD's rule, RAID4S-modthresh, always-RMW, or a
 //!   per-member cost model.
+//! - **Lazy parity** ([`lazy`], [`ParityPolicy`]): two-parity layouts (RM2, P+Q) can defer
+//!   one parity of a small write to a bounded background parity group list ([`Bpgl`]),
+//!   flushed when the array is idle ([`IdleDetector`]), full, or degraded (seed 002).
 //! - **Rebuild scheduling** ([`RebuildScheduler`], [`Throttle`]): which cycles to rebuild next
 //!   (sequentially like MD, or many at once) and how fast (MD's `sync_speed_min/max`).
 //! - **Stripe locks** ([`StripeLocks`]): the table an executor uses to serialise plans that
@@ -97,6 +101,7 @@
 #![warn(missing_docs)]
 
 pub mod array;
+pub mod lazy;
 pub mod lock;
 pub mod mem;
 pub mod plan;
@@ -109,6 +114,10 @@ pub mod verify;
 mod recon;
 
 pub use array::{ArrayState, FailOutcome, Generation, Geometry, PlaceId, StripeId};
+pub use lazy::{
+    plan_flush_cycle, plan_write_lazy, Bpgl, BpglRecord, FlushAdvice, FlushPlan, IdleDetector,
+    LazyGroups, LazyWrite, ParityPolicy,
+};
 pub use lock::StripeLocks;
 pub use mem::{check_consistency, Inconsistency, MemArray, MemError};
 pub use plan::{IoCounts, MemberIo, Op, Plan, PlanKind, Slice};

@@ -238,6 +238,9 @@ pub enum PlanKind {
         /// The target generation (pass it to `mark_rebuilt`).
         to: u32,
     },
+    /// Recomputes deferred background parities (lazy parity, [`crate::lazy`]); when done,
+    /// pass its entries to `ArrayState::flush_done`.
+    Flush,
 }
 
 /// A plan for one cycle. See the module docs for the execution contract.

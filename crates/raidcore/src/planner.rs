@@ -68,14 +68,21 @@ impl Piece {
 }
 
 /// The part of a request inside one cycle.
-struct Part {
-    cycle: u64,
+pub(crate) struct Part {
+    pub(crate) cycle: u64,
     user_offset: u64,
     len: usize,
     pieces: Vec<Piece>,
 }
 
-fn split(geo: &Geometry, offset: u64, len: u64) -> Result<Vec<Part>, CoreError> {
+impl Part {
+    /// The data places the part touches.
+    pub(crate) fn places(&self) -> impl Iterator<Item = PlaceId> + '_ {
+        self.pieces.iter().map(|p| p.place)
+    }
+}
+
+pub(crate) fn split(geo: &Geometry, offset: u64, len: u64) -> Result<Vec<Part>, CoreError> {
     let capacity = geo.capacity_bytes();
     let end = offset.checked_add(len);
     if end.is_none_or(|e| e > capacity) {
@@ -188,7 +195,7 @@ pub fn plan_write(
     policy.check(geo.disks())?;
     split(geo, offset, len)?
         .into_iter()
-        .map(|part| plan_write_cycle(geo, state, &part, policy))
+        .map(|part| plan_write_part(geo, state, &part, policy, &[]))
         .collect()
 }
 
@@ -201,14 +208,17 @@ enum StripeMode {
     Parity(WriteMode),
 }
 
-fn plan_write_cycle(
+/// Plans one cycle's part of a write. `defer`: parity places left stale (lazy parity): they
+/// are neither read nor written, exactly as if their member were missing.
+pub(crate) fn plan_write_part(
     geo: &Geometry,
     state: &ArrayState,
     part: &Part,
     policy: &dyn ModePolicy,
+    defer: &[PlaceId],
 ) -> Result<Plan, CoreError> {
     let c = part.cycle;
-    let view = View::current(geo, state, c);
+    let view = View::current_deferring(geo, state, c, defer);
     let healthy = geo.healthy();
     let touched: BTreeMap<PlaceId, Piece> = part.pieces.iter().map(|p| (p.place, *p)).collect();
     assert_eq!(touched.len(), part.pieces.len(), "a place written twice");
@@ -429,8 +439,9 @@ fn parity_places(geo: &Geometry, s: usize) -> Vec<PlaceId> {
         .collect()
 }
 
-/// Emits stripe `s`'s parity computation and the writes of its available parities. This is
-/// where a deferred-parity policy would decide which parities to update now.
+/// Emits stripe `s`'s parity computation and the writes of its available parities. A parity
+/// deferred by lazy parity ([`crate::lazy`]) is unavailable in the view, so it is neither read
+/// nor written here.
 fn write_parities(
     view: &View<'_>,
     b: &mut Builder,

@@ -23,12 +23,30 @@ pub(crate) struct View<'a> {
     /// rather than tabulated for the whole cycle on every plan (a RAID+ cycle over 59 disks
     /// has 24,000 places).
     impaired: Vec<Disk>,
+    /// Places whose value on the member is stale (deferred background parities, lazy parity):
+    /// never read, reconstructed when needed. Empty unless updates are deferred in this cycle.
+    stale: Vec<PlaceId>,
 }
 
 impl<'a> View<'a> {
     /// Cycle `c` in the generation it is laid out in now.
     pub fn current(geo: &'a Geometry, state: &'a ArrayState, c: u64) -> View<'a> {
-        Self::in_generation(geo, state, c, state.cycle_generation(c))
+        let mut v = Self::in_generation(geo, state, c, state.cycle_generation(c));
+        v.stale = state.stale_places(c);
+        v
+    }
+
+    /// [`View::current`], with `extra` places treated as stale too (what a lazy write leaves
+    /// behind).
+    pub fn current_deferring(
+        geo: &'a Geometry,
+        state: &'a ArrayState,
+        c: u64,
+        extra: &[PlaceId],
+    ) -> View<'a> {
+        let mut v = Self::current(geo, state, c);
+        v.stale.extend_from_slice(extra);
+        v
     }
 
     pub fn in_generation(geo: &'a Geometry, state: &'a ArrayState, c: u64, gen: u32) -> View<'a> {
@@ -38,6 +56,7 @@ impl<'a> View<'a> {
             c,
             layout,
             impaired: state.impaired(gen),
+            stale: Vec::new(),
         }
     }
 
@@ -47,11 +66,13 @@ impl<'a> View<'a> {
     }
 
     pub fn available(&self, p: PlaceId) -> bool {
-        self.impaired.is_empty() || !self.impaired.contains(&self.loc(p).disk)
+        (self.impaired.is_empty() || !self.impaired.contains(&self.loc(p).disk))
+            && (self.stale.is_empty() || !self.stale.contains(&p))
     }
 
     pub fn any_lost(&self) -> bool {
-        !self.impaired.is_empty() && (0..self.geo.places()).any(|p| !self.available(p))
+        (!self.impaired.is_empty() || !self.stale.is_empty())
+            && (0..self.geo.places()).any(|p| !self.available(p))
     }
 
     /// Member and byte offset of byte `in_chunk` of place `p`.

@@ -7,7 +7,7 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic "RAIDFRG\0"
-//!      8     4  format version (1)
+//!      8     4  format version (2; version 1 is read too, as eager parity)
 //!     12     4  superblock length in bytes (4096)
 //!     16    16  array UUID (random at create time; the same on every member)
 //!     32     4  member index (0-based position in the layout)
@@ -27,9 +27,18 @@
 //!   1444  R*12  runs in order: first cycle u64, layout generation index u32 (cycles from this
 //!               one up to the next run's first cycle are laid out in that generation; the
 //!               generation index counts the events above, 0 = healthy)
-//!   2980  ...   zero
+//!   2980     1  parity policy (0 eager, 1 lazy: see `crate::lazy`)        [version 2]
+//!   2981     3  reserved (0)
+//!   2984     4  BPGL capacity (the bound of the deferred-parity list)       [version 2]
+//!   2988  ...   zero
 //!   4092     4  CRC-32C of bytes 0..4092
 //! ```
+//!
+//! Version 2 added the parity policy and BPGL capacity; a version 1 superblock decodes with
+//! eager parity and capacity 0. The deferred-parity list itself is not in the superblock: it
+//! is a separate record ([`crate::lazy::BpglRecord`]) in two alternating slots of
+//! [`crate::lazy::BPGL_SLOT_BYTES`] each, starting at [`BPGL_OFFSET_BYTES`] (between the
+//! superblock and the data area).
 //!
 //! Decoding checks the magic, version, length, CRC and every field's range, and says which
 //! check failed: a wrong or damaged superblock is refused, never guessed at.
@@ -39,7 +48,9 @@ pub const SUPERBLOCK_BYTES: usize = 4096;
 /// Default start of the data area.
 pub const DEFAULT_DATA_OFFSET_BYTES: u64 = 1 << 20;
 const MAGIC: &[u8; 8] = b"RAIDFRG\0";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// Where a member's two BPGL slots start (right after the superblock).
+pub const BPGL_OFFSET_BYTES: u64 = SUPERBLOCK_BYTES as u64;
 const LAYOUT_MAX: usize = 1024;
 const EVENTS_MAX: usize = 64;
 const RUNS_MAX: usize = 128;
@@ -94,6 +105,10 @@ pub struct Superblock {
     /// Which layout generation each range of cycles is in: `(first cycle, generation index)`,
     /// first cycles strictly increasing from 0.
     pub runs: Vec<(u64, u32)>,
+    /// Whether writes defer the background parity (version 2; eager in version 1).
+    pub parity: crate::lazy::ParityPolicy,
+    /// The deferred-parity list's bound (version 2; 0 in version 1).
+    pub bpgl_capacity: u32,
 }
 
 /// Why a superblock was refused.
@@ -104,7 +119,7 @@ pub enum SuperblockError {
     #[error("no raidforge superblock (magic bytes do not match)")]
     NoMagic,
     /// Written by a newer or unknown format version.
-    #[error("superblock format version {0} is not supported (this build reads version 1)")]
+    #[error("superblock format version {0} is not supported (this build reads versions 1 and 2)")]
     Version(u32),
     /// The checksum does not match: the superblock is damaged.
     #[error("superblock checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): damaged member")]
@@ -217,6 +232,11 @@ impl Superblock {
             b[at..at + 8].copy_from_slice(&start.to_le_bytes());
             b[at + 8..at + 12].copy_from_slice(&gen.to_le_bytes());
         }
+        b[2980] = match self.parity {
+            crate::lazy::ParityPolicy::Eager => 0,
+            crate::lazy::ParityPolicy::Lazy => 1,
+        };
+        b[2984..2988].copy_from_slice(&self.bpgl_capacity.to_le_bytes());
         let crc = crc32c(&b[..4092]);
         b[4092..4096].copy_from_slice(&crc.to_le_bytes());
         Ok(b)
@@ -287,7 +307,7 @@ impl Superblock {
             return Err(SuperblockError::NoMagic);
         }
         let version = u32_at(8);
-        if version != VERSION {
+        if version != VERSION && version != 1 {
             return Err(SuperblockError::Version(version));
         }
         let stored = u32_at(4092);
@@ -333,9 +353,21 @@ impl Superblock {
         let runs = (0..nr)
             .map(|i| (u64_at(1444 + 12 * i), u32_at(1444 + 12 * i + 8)))
             .collect();
+        let (parity, bpgl_capacity) = if version >= 2 {
+            let p = match b[2980] {
+                0 => crate::lazy::ParityPolicy::Eager,
+                1 => crate::lazy::ParityPolicy::Lazy,
+                k => return Err(field("parity policy", format!("{k}"))),
+            };
+            (p, u32_at(2984))
+        } else {
+            (crate::lazy::ParityPolicy::Eager, 0)
+        };
         let mut uuid = [0u8; 16];
         uuid.copy_from_slice(&b[16..32]);
         let sb = Superblock {
+            parity,
+            bpgl_capacity,
             uuid,
             member_index: u32_at(32),
             member_count: u32_at(36),
@@ -372,7 +404,33 @@ mod tests {
             layout: "scheme=raid5;disks=5".into(),
             events: vec![Event::Fail(3), Event::Replace(3)],
             runs: vec![(0, 2), (12, 1)],
+            parity: crate::lazy::ParityPolicy::Lazy,
+            bpgl_capacity: 512,
         }
+    }
+
+    #[test]
+    fn version_1_reads_as_eager_parity() {
+        let s = sample();
+        let mut b = s.encode().unwrap();
+        // What version 1 wrote: version 1, nothing past the runs.
+        b[8..12].copy_from_slice(&1u32.to_le_bytes());
+        b[2980..2988].fill(0);
+        let crc = crc32c(&b[..4092]);
+        b[4092..4096].copy_from_slice(&crc.to_le_bytes());
+        let d = Superblock::decode(&b).unwrap();
+        assert_eq!(d.parity, crate::lazy::ParityPolicy::Eager);
+        assert_eq!(d.bpgl_capacity, 0);
+        assert_eq!(d.layout, s.layout);
+        // A version 2 superblock with an unknown policy is refused, naming the field.
+        let mut v = s.encode().unwrap();
+        v[2980] = 7;
+        let crc = crc32c(&v[..4092]);
+        v[4092..4096].copy_from_slice(&crc.to_le_bytes());
+        assert!(Superblock::decode(&v)
+            .unwrap_err()
+            .to_string()
+            .contains("parity policy"));
     }
 
     #[test]

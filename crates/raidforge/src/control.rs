@@ -4,7 +4,7 @@
 //! pool themselves. Clients of the server keep running throughout.
 //!
 //! The protocol is one JSON object per connection each way: a request
-//! `{"op": "status" | "fail" | "replace" | "rebuild" | "verify", ...}` and a reply
+//! `{"op": "status" | "fail" | "replace" | "rebuild" | "verify" | "flush", ...}` and a reply
 //! `{"ok": true, ...}` or `{"ok": false, "error": "..."}`.
 
 use std::io::{BufRead, BufReader, Write};
@@ -180,6 +180,12 @@ pub fn rebuild(l: &Live, a: &RebuildArgs, parallel: usize) -> anyhow::Result<()>
         );
     }
     Ok(())
+}
+
+/// `raidforge flush` of a served pool (deferred parity, under stripe locks).
+pub fn flush(l: &Live, json: bool) -> anyhow::Result<()> {
+    let v = l.request(&json!({"op": "flush"}), Duration::from_secs(3600))?;
+    print_status_of(&Live::status_of(&v)?, json)
 }
 
 /// `raidforge verify` of a served pool (a cycle at a time, under its stripe locks).

@@ -168,6 +168,8 @@ fn run_in(a: &DemoArgs, dir: &Path) -> anyhow::Result<()> {
                 emulate: None,
                 force: false,
                 direct: false,
+                parity: Default::default(),
+                bpgl_capacity: None,
             },
         )?;
         let usable = pool.capacity_bytes();

@@ -84,6 +84,9 @@ enum Command {
     Rebuild(pool_cmd::RebuildArgs),
     /// Read every stripe and check its parity or mirrors; exits 1 if any disagree.
     Verify(pool_cmd::PoolArg),
+    /// Recompute now every parity that lazy writes deferred (`create --parity lazy`), so that
+    /// the pool survives two failures again. A served pool does this by itself when idle.
+    Flush(pool_cmd::PoolArg),
     /// Serve pools as NBD exports (TCP and/or Unix socket), with a control socket POOL.ctl
     /// through which status, fail, replace, rebuild and verify reach the running server.
     ///
@@ -151,6 +154,7 @@ fn main() -> ExitCode {
             Ok(false) => return ExitCode::from(1),
             Err(e) => Err(e),
         },
+        Command::Flush(a) => pool_cmd::flush(a),
         Command::Demo(a) => demo::run(a),
         Command::Sim(a) => sim_cmd::run(*a),
         Command::Model(c) => model_cmd::run(c),

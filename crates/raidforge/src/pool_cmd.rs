@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use dev::pool::{CreateOpts, Pool, RebuildOpts};
+use raidcore::ParityPolicy;
 
 use crate::layout_cmd::LayoutArgs;
 
@@ -64,9 +65,28 @@ pub struct CreateArgs {
     /// aligned; the file system must support O_DIRECT).
     #[arg(long)]
     pub direct: bool,
+    /// How writes keep the two parities of a two-parity layout (rm2, raid6, raidplus/random/
+    /// hash with --level 6) up to date. `eager` (default): every write updates both before it
+    /// completes (a small write costs 6 member I/Os). `lazy` (seed 002's lazy parity update):
+    /// a write updates the data and one parity (4 I/Os, like RAID5) and lists the stripe in a
+    /// small on-disk list of deferred parity; the other parity is recomputed later (when a
+    /// served pool is idle, when the list is full, by `raidforge flush`, and first thing when
+    /// a member fails). While stripes are listed the pool survives one failure, not two;
+    /// `raidforge status` shows the list and the current tolerance.
+    #[arg(long, default_value = "eager", value_parser = parse_parity)]
+    pub parity: ParityPolicy,
+    /// Bound of the deferred-parity list (stripes) under --parity lazy; when it is full,
+    /// writes update both parities until a flush makes room.
+    #[arg(long)]
+    pub bpgl_capacity: Option<usize>,
     /// Print the new pool's status as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Parses `eager` / `lazy`.
+pub fn parse_parity(s: &str) -> Result<ParityPolicy, String> {
+    s.parse()
 }
 
 /// Pool commands that take only the pool.
@@ -90,6 +110,10 @@ pub enum IoCommand {
         /// File whose bytes are written.
         #[arg(long)]
         input: PathBuf,
+        /// Parity policy for this write only (default: the pool's, set at create time):
+        /// `lazy` defers one parity of a two-parity layout, `eager` updates both.
+        #[arg(long, value_parser = parse_parity)]
+        parity: Option<ParityPolicy>,
     },
     /// Read bytes from the pool into a file.
     Read {
@@ -151,13 +175,39 @@ pub fn print_status_of(s: &dev::pool::Status, json: bool) -> anyhow::Result<()> 
             100.0 * s.cycles_clean as f64 / s.cycles.max(1) as f64
         );
     }
+    let full = s.fault_tolerance + usize::from(s.bpgl_len > 0);
+    if s.parity == "lazy" || s.bpgl_len > 0 {
+        println!(
+            "      parity {}: {} of {} stripes with deferred parity; survives {} more failure{}{}",
+            s.parity,
+            s.bpgl_len,
+            s.bpgl_capacity,
+            s.fault_tolerance,
+            if s.fault_tolerance == 1 { "" } else { "s" },
+            if s.bpgl_len > 0 {
+                format!(" ({full} once flushed: `raidforge flush`)")
+            } else {
+                String::new()
+            }
+        );
+    } else {
+        println!(
+            "      parity {}; survives {} more failure{}",
+            s.parity,
+            s.fault_tolerance,
+            if s.fault_tolerance == 1 { "" } else { "s" }
+        );
+    }
     for m in &s.members {
         println!(
-            "      m{:<3} {:<10} read {:>14} written {:>14}  {}",
+            "      m{:<3} {:<10} read {:>14} written {:>14}  ios r {:>8} w {:>8} meta {:>6}  {}",
             m.index,
             m.state,
             m.read_bytes,
             m.write_bytes,
+            m.reads,
+            m.writes,
+            m.meta_writes,
             m.path.display()
         );
     }
@@ -177,6 +227,8 @@ pub fn create(a: CreateArgs) -> anyhow::Result<()> {
             emulate: a.emulate,
             force: a.force,
             direct: a.direct,
+            parity: a.parity,
+            bpgl_capacity: a.bpgl_capacity,
         },
     )?;
     print_status(&pool, a.json)?;
@@ -211,12 +263,19 @@ pub fn io(c: IoCommand) -> anyhow::Result<()> {
             pool,
             offset,
             input,
+            parity,
         } => {
             let data =
                 std::fs::read(&input).with_context(|| format!("reading {}", input.display()))?;
             crate::control::refuse_if_served(&pool, "io write")?;
             let mut p = Pool::open(&pool)?;
-            p.write(offset, &data)?;
+            let saved = p.parity();
+            if let Some(parity) = parity {
+                p.set_parity(parity)?;
+            }
+            let r = p.write(offset, &data);
+            p.set_parity(saved)?;
+            r?;
             p.close()?;
             eprintln!("wrote {} bytes at offset {offset}", data.len());
         }
@@ -235,6 +294,22 @@ pub fn io(c: IoCommand) -> anyhow::Result<()> {
             eprintln!("read {} bytes at offset {offset}", data.len());
         }
     }
+    Ok(())
+}
+
+/// `raidforge flush`: recompute every deferred parity now.
+pub fn flush(a: PoolArg) -> anyhow::Result<()> {
+    if let Some(live) = crate::control::live(&a.pool) {
+        return crate::control::flush(&live, a.json);
+    }
+    let mut p = Pool::open(&a.pool)?;
+    let before = p.state().bpgl().len();
+    let n = p.flush_bpgl(0)?;
+    if !a.json {
+        eprintln!("flushed deferred parity of {n} stripes ({before} were listed)");
+    }
+    print_status(&p, a.json)?;
+    p.close()?;
     Ok(())
 }
 

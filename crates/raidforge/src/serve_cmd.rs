@@ -399,6 +399,10 @@ fn handle(line: &str, pool: &Arc<SharedPool>, server: &Server) -> Value {
                 json!({"status": pool.status()?})
             }
             "verify" => json!({"verify": pool.verify()?}),
+            "flush" => {
+                pool.flush_deferred()?;
+                json!({"status": pool.status()?})
+            }
             o => bail!("unknown control operation '{o}'"),
         };
         v["ok"] = json!(true);

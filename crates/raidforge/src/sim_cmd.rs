@@ -93,6 +93,14 @@ pub struct SimArgs {
     /// Most foreground requests in flight (later arrivals wait).
     #[arg(long, default_value_t = 65536)]
     max_in_flight: usize,
+    /// Parity policy of two-parity layouts: eager (both parities on every write) or lazy
+    /// (one parity deferred to a list processed when the array is idle; see `raidforge
+    /// create --help`).
+    #[arg(long, default_value = "eager", value_parser = crate::pool_cmd::parse_parity)]
+    parity: raidcore::ParityPolicy,
+    /// Bound of the deferred-parity list under --parity lazy.
+    #[arg(long, default_value_t = raidcore::lazy::BPGL_DEFAULT_CAPACITY)]
+    bpgl_capacity: usize,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -201,6 +209,8 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         p => bail!("unknown --write-policy {p:?}; known: md, modthresh, rmw"),
     };
     cfg.max_requests_in_flight = a.max_in_flight;
+    cfg.parity = a.parity;
+    cfg.bpgl_capacity = a.bpgl_capacity;
     cfg.stop_ns = match a.duration {
         Some(d) => Some(seconds_ns(d, "--duration")?),
         None => None,
@@ -279,6 +289,14 @@ pub fn report_json(r: &Report) -> Value {
         "replans": r.replans,
         "events": r.events,
         "check": r.check.name(),
+        "lazy": r.lazy.as_ref().map(|l| json!({
+            "deferrals": l.deferrals,
+            "flush_plans": l.flush_plans,
+            "max_len": l.max_len,
+            "left": l.left,
+            "idle_flushes": l.idle_flushes,
+            "forced_flushes": l.forced_flushes,
+        })),
     })
 }
 
@@ -300,6 +318,12 @@ fn print_summary(r: &Report, workload: &str, wall_s: f64) {
         "workload {workload}: {} requests completed, {} failed, {} skipped; {:.1} IOPS; {:.3} s simulated",
         r.requests, r.requests_failed, r.requests_skipped, r.throughput_iops, r.sim_time_s
     );
+    if let Some(l) = &r.lazy {
+        println!(
+            "lazy parity: {} stripe deferrals, list up to {} long; {} flush plans ({} when idle, {} when full or degraded); {} left",
+            l.deferrals, l.max_len, l.flush_plans, l.idle_flushes, l.forced_flushes, l.left
+        );
+    }
     if let Some(b) = &r.rebuild {
         let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3} s"));
         println!(

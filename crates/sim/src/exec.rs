@@ -64,6 +64,8 @@ use crate::trace::{Request, TraceError};
 use crate::workload::WorkloadError;
 use crate::Op;
 
+mod lazy;
+
 /// A source of requests for the simulator.
 pub trait Workload {
     /// The next request, in arrival order; `None` when the workload is over. An error stops the
@@ -156,6 +158,13 @@ pub struct SimConfig {
     /// Run the in-memory plan checker (debug builds) when the array is at most this large
     /// (members times member bytes); 0 disables it.
     pub mem_check_max_bytes: u64,
+    /// Eager or lazy parity for writes of two-parity layouts (`raidcore::lazy`; the executor
+    /// side is `exec/lazy.rs`).
+    pub parity: raidcore::ParityPolicy,
+    /// Bound of the deferred-parity list under lazy parity.
+    pub bpgl_capacity: usize,
+    /// Quiet time after the last foreground request before deferred parity is processed.
+    pub bpgl_idle_ns: u64,
 }
 
 impl SimConfig {
@@ -180,6 +189,9 @@ impl SimConfig {
             max_requests_in_flight: 1 << 16,
             stop_ns: None,
             mem_check_max_bytes: 64 << 20,
+            parity: raidcore::ParityPolicy::Eager,
+            bpgl_capacity: raidcore::lazy::BPGL_DEFAULT_CAPACITY,
+            bpgl_idle_ns: 50_000_000,
         }
     }
 }
@@ -221,6 +233,8 @@ enum Kind {
     RebuildStart,
     /// The rebuild throttle's wait is over.
     RebuildWake,
+    /// The idle detector may say idle now (lazy parity).
+    FlushWake,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -297,6 +311,8 @@ impl<T> Slab<T> {
 enum Owner {
     Request(u32),
     Rebuild,
+    /// Recomputes deferred parity (lazy parity).
+    Flush,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -323,6 +339,8 @@ struct PlanRun {
     /// The checker: this plan re-does a plan abandoned after some of its writes landed, so
     /// its stripes stay inconsistent until it completes.
     settles: bool,
+    /// Deferred-parity bookkeeping of the plan (lazy parity).
+    lazy: lazy::PlanLazy,
 }
 
 struct RequestRun {
@@ -423,6 +441,8 @@ pub struct Simulator {
     check: CheckMode,
     mem: Option<MemCheck>,
     capacity_bytes: u64,
+    /// Lazy parity: idle detector, flushes in flight.
+    lazy: lazy::LazyRun,
 }
 
 /// Base offset of a volume on the array: 0 for volume 0, otherwise a pseudo-random sector
@@ -496,7 +516,9 @@ impl Simulator {
                 })
             })
             .collect::<Result<Vec<_>, DiskParamError>>()?;
-        let state = ArrayState::new(&geo);
+        let mut state = ArrayState::new(&geo);
+        state.set_bpgl_capacity(cfg.bpgl_capacity);
+        let cfg_idle = cfg.bpgl_idle_ns;
         let total = used.saturating_mul(geo.disks() as u64);
         let (check, mem) = if !cfg!(debug_assertions) {
             (CheckMode::Off, None)
@@ -547,6 +569,7 @@ impl Simulator {
             check,
             mem,
             capacity_bytes,
+            lazy: lazy::LazyRun::new(cfg_idle),
             geo,
         })
     }
@@ -613,6 +636,7 @@ impl Simulator {
                     }
                     self.kick_rebuild();
                 }
+                Kind::FlushWake => self.flush_wake(),
             }
             // A stalled arrival (in-flight limit) is re-armed when a request completes.
             if !self.held_scheduled && self.held.is_some() && self.requests.len() < self.request_cap
@@ -725,13 +749,7 @@ impl Simulator {
         self.serial += 1;
         let planned = match r.op {
             Op::Read => plan_read(&self.geo, &self.state, r.offset_bytes, r.len_bytes),
-            Op::Write => plan_write(
-                &self.geo,
-                &self.state,
-                r.offset_bytes,
-                r.len_bytes,
-                &self.cfg.write_policy,
-            ),
+            Op::Write => self.plan_write_tagged(r.offset_bytes, r.len_bytes),
         };
         let plans = match planned {
             Ok(p) => p,
@@ -749,7 +767,9 @@ impl Simulator {
             failed: false,
             serial: self.serial,
         });
+        self.foreground_started();
         for p in plans {
+            self.lazy.next = self.lazy_tag_for(&p);
             self.submit(p, Owner::Request(id), r.offset_bytes, false, false);
         }
     }
@@ -775,6 +795,7 @@ impl Simulator {
             errored: false,
             bufs: None,
             settles,
+            lazy: std::mem::take(&mut self.lazy.next),
         });
         let queue_behind = !replanned
             && !self.lock_waiters.is_empty()
@@ -1041,7 +1062,9 @@ impl Simulator {
     fn replan(&mut self, id: u32) {
         self.replans += 1;
         let run = self.plans.remove(id);
+        self.lazy_plan_ended(&run, false);
         match run.owner {
+            Owner::Flush => {}
             Owner::Rebuild => {
                 let r = self.rebuild.as_mut().expect("a rebuild plan has a rebuild");
                 r.sched.abort(&run.plan);
@@ -1087,6 +1110,7 @@ impl Simulator {
     fn plan_done(&mut self, id: u32) {
         let run = self.plans.remove(id);
         self.locks.unlock(&run.plan.locks);
+        self.lazy_plan_ended(&run, true);
         if let Some(m) = self.mem.as_mut() {
             m.writing -= 1;
             if run.settles {
@@ -1098,6 +1122,7 @@ impl Simulator {
             self.mem_check(&run);
         }
         match run.owner {
+            Owner::Flush => {}
             Owner::Request(rid) => {
                 self.fg_plans_in_flight -= 1;
                 self.request_part_done(rid);
@@ -1145,6 +1170,7 @@ impl Simulator {
         }
         let req = self.requests.remove(rid);
         self.last_foreground_ns = Some(self.now_ns);
+        self.foreground_ended();
         if req.failed {
             self.failed_requests += 1;
             return;
@@ -1276,6 +1302,8 @@ impl Simulator {
         if let Some(delay) = self.cfg.rebuild_delay_ns {
             self.schedule(now + delay, Kind::RebuildStart);
         }
+        // Deferred parity first: then a second failure would be survived again.
+        self.maybe_flush();
     }
 
     /// Hands out rebuild plans while the throttle and the scheduler allow.
@@ -1406,6 +1434,11 @@ impl Simulator {
             replans: self.replans,
             events: self.event_count,
             check: self.check,
+            lazy: (self.cfg.parity == raidcore::ParityPolicy::Lazy).then(|| {
+                let mut r = self.lazy.report.clone();
+                r.left = self.state.bpgl().len();
+                r
+            }),
         }
     }
 }

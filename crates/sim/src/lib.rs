@@ -73,6 +73,7 @@
 
 pub mod disk;
 pub mod exec;
+pub mod lpu;
 pub mod metrics;
 pub mod rng;
 pub mod run;
@@ -85,7 +86,9 @@ pub use disk::{
     Ssd, SsdParams,
 };
 pub use exec::{Failure, NoWorkload, Scheduler, SimConfig, SimError, Simulator, Workload};
-pub use metrics::{CheckMode, DiskStats, Histogram, Phase, PhaseStats, RebuildReport, Report};
+pub use metrics::{
+    CheckMode, DiskStats, Histogram, LazyReport, Phase, PhaseStats, RebuildReport, Report,
+};
 pub use rng::SplitMix64;
 pub use run::{parse_bytes, simulate, Source, SourceOptions, SpecError, WorkloadSpec};
 pub use trace::{

@@ -264,6 +264,24 @@ impl CheckMode {
     }
 }
 
+/// What lazy parity did in a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LazyReport {
+    /// Stripe deferrals recorded (a stripe deferred again while listed counts again).
+    pub deferrals: u64,
+    /// Flush plans completed.
+    pub flush_plans: u64,
+    /// Longest the list got.
+    pub max_len: usize,
+    /// Entries still listed at the end (0: the run ended idle and everything was flushed).
+    pub left: usize,
+    /// Flush plans started because the array was idle, and because the list was full or a
+    /// member had failed.
+    pub idle_flushes: u64,
+    /// Flush plans started because the list was full or a member had failed.
+    pub forced_flushes: u64,
+}
+
 /// Everything a run measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
@@ -309,6 +327,8 @@ pub struct Report {
     pub events: u64,
     /// The plan checker that ran.
     pub check: CheckMode,
+    /// Lazy parity: what the deferred-parity list did (`None` under eager parity).
+    pub lazy: Option<LazyReport>,
 }
 
 impl Report {

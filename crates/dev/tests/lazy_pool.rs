@@ -1,0 +1,384 @@
+//! Lazy parity on real (sparse) files: RM2 pools N = 5..=10 survive every pair of member
+//! failures, with deferred updates pending at the first failure (recovered from the on-disk
+//! list by assembling a copy of the members, as after a crash) and without; every byte is
+//! compared with a reference model. Also: member I/Os per small write (status counters) under
+//! both policies, the list's bound and persistence, and P+Q RAID6.
+
+use std::path::{Path, PathBuf};
+
+use dev::pool::{CreateOpts, Pool};
+use layout::{Params, SchemeKind};
+use raidcore::ParityPolicy;
+
+#[derive(Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    /// In /dev/shm when there is one: the pair tests open hundreds of small pools, and every
+    /// failure records superblocks with `sync`s, which a tmpfs makes free.
+    fn new(name: &str) -> TempDir {
+        let shm = Path::new("/dev/shm");
+        let base = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let d = base.join(format!("raidforge-lazy-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("keeping {} for inspection", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn members(dir: &Path, n: usize) -> Vec<PathBuf> {
+    (0..n).map(|i| dir.join(format!("m{i}.img"))).collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn create(
+    dir: &Path,
+    kind: SchemeKind,
+    n: usize,
+    data_bytes: u64,
+    chunk: u64,
+    parity: ParityPolicy,
+    cap: Option<usize>,
+    emulate: Option<String>,
+) -> Pool {
+    Pool::create(
+        &dir.join("pool.json"),
+        CreateOpts {
+            scheme: kind,
+            params: Params {
+                disks: Some(n),
+                ..Params::default()
+            },
+            members: members(dir, n),
+            size_bytes: Some((1 << 20) + data_bytes),
+            chunk_bytes: chunk,
+            emulate,
+            force: false,
+            direct: false,
+            parity,
+            bpgl_capacity: cap,
+        },
+    )
+    .unwrap()
+}
+
+/// Copies a file, leaving 4 KiB blocks of zeros as holes.
+fn sparse_copy(from: &Path, to: &Path) {
+    use std::os::unix::fs::FileExt;
+    let b = std::fs::read(from).unwrap();
+    let f = std::fs::File::create(to).unwrap();
+    f.set_len(b.len() as u64).unwrap();
+    let zeros = vec![0u8; 4096];
+    for (i, block) in b.chunks(4096).enumerate() {
+        if block != &zeros[..block.len()] {
+            f.write_all_at(block, (i as u64) << 12).unwrap();
+        }
+    }
+}
+
+/// The members of `from` copied into `to` and assembled from the copies alone (what a crash
+/// leaves: nothing but the members).
+fn clone_pool(from: &[PathBuf], to: &Path) -> Pool {
+    std::fs::create_dir_all(to).unwrap();
+    let paths: Vec<PathBuf> = from
+        .iter()
+        .map(|p| {
+            let q = to.join(p.file_name().unwrap());
+            sparse_copy(p, &q);
+            q
+        })
+        .collect();
+    Pool::assemble(&to.join("pool.json"), &paths, None).unwrap()
+}
+
+fn check_all(pool: &mut Pool, model: &[u8], what: &str) {
+    let got = pool.read(0, model.len() as u64).unwrap();
+    if got != model {
+        let first = got.iter().zip(model).position(|(a, b)| a != b).unwrap();
+        panic!("{what}: byte {first} differs from the model");
+    }
+}
+
+/// Random lazy writes (small, unaligned, across chunks) over the whole volume.
+fn scribble(pool: &mut Pool, model: &mut [u8], rng: &mut Rng, writes: usize, chunk: u64) {
+    let cap = model.len() as u64;
+    for _ in 0..writes {
+        let len = 1 + rng.below(2 * chunk);
+        let off = rng.below(cap - len);
+        let data = rng.bytes(len as usize);
+        pool.write(off, &data).unwrap();
+        model[off as usize..(off + len) as usize].copy_from_slice(&data);
+    }
+}
+
+fn rm2_all_pairs(n: usize) {
+    let chunk = 4096u64;
+    let tmp = TempDir::new(&format!("rm2-{n}"));
+    let base = tmp.0.join("base");
+    std::fs::create_dir_all(&base).unwrap();
+    let mut pool = create(
+        &base,
+        SchemeKind::Rm2,
+        n,
+        96 * chunk,
+        chunk,
+        ParityPolicy::Lazy,
+        None,
+        None,
+    );
+    let mut model = vec![0u8; pool.capacity_bytes() as usize];
+    let mut rng = Rng(n as u64 * 1000 + 7);
+    scribble(&mut pool, &mut model, &mut rng, 40, chunk);
+    let st = pool.status();
+    assert!(st.bpgl_len > 0, "N={n}: the writes deferred something");
+    assert_eq!(st.fault_tolerance, 1, "N={n}: one failure while deferred");
+    check_all(&mut pool, &model, "healthy, deferred");
+    // Dropped without a clean close: the list must come back from the members.
+    let listed = st.bpgl_len;
+    drop(pool);
+    let paths = members(&base, n);
+    for pending in [true, false] {
+        let start = tmp.0.join(format!("start-{pending}"));
+        {
+            let mut p = clone_pool(&paths, &start);
+            assert_eq!(
+                p.status().bpgl_len,
+                listed,
+                "N={n}: the list is recovered on assembly"
+            );
+            if !pending {
+                p.flush_bpgl(0).unwrap();
+                let st = p.status();
+                assert_eq!((st.bpgl_len, st.fault_tolerance), (0, 2));
+                assert!(p.verify().unwrap().inconsistent.is_empty());
+            }
+            p.close().unwrap();
+        }
+        let start_paths = members(&start, n);
+        for a in 0..n {
+            for b in a + 1..n {
+                let dir = tmp.0.join(format!("pair-{pending}-{a}-{b}"));
+                let mut p = clone_pool(&start_paths, &dir);
+                assert_eq!(p.status().bpgl_len > 0, pending);
+                p.fail(a).unwrap();
+                let st = p.status();
+                assert_eq!(
+                    (st.bpgl_len, st.fault_tolerance),
+                    (0, 1),
+                    "N={n}: after the first failure the list is flushed"
+                );
+                check_all(
+                    &mut p,
+                    &model,
+                    &format!("N={n} pending={pending} failed {a}"),
+                );
+                p.fail(b).unwrap();
+                assert_eq!(p.status().fault_tolerance, 0);
+                check_all(
+                    &mut p,
+                    &model,
+                    &format!("N={n} pending={pending} failed {a},{b}"),
+                );
+                // A write with both failed lands too.
+                let mut m2 = model.clone();
+                let off = (a * 5000 + b * 300) as u64 % (model.len() as u64 - 9000);
+                let data = Rng(off).bytes(9000);
+                p.write(off, &data).unwrap();
+                m2[off as usize..off as usize + 9000].copy_from_slice(&data);
+                check_all(&mut p, &m2, &format!("N={n} write after {a},{b}"));
+                drop(p);
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+    }
+}
+
+#[test]
+fn rm2_5_and_6_every_pair() {
+    rm2_all_pairs(5);
+    rm2_all_pairs(6);
+}
+
+#[test]
+fn rm2_7_and_8_every_pair() {
+    rm2_all_pairs(7);
+    rm2_all_pairs(8);
+}
+
+#[test]
+fn rm2_9_every_pair() {
+    rm2_all_pairs(9);
+}
+
+#[test]
+fn rm2_10_every_pair() {
+    rm2_all_pairs(10);
+}
+
+/// Member data I/Os for `writes` single-chunk writes at chunk-aligned random offsets.
+fn ios_for(kind: SchemeKind, n: usize, parity: ParityPolicy, name: &str) -> (u64, u64, usize) {
+    let chunk = 4096u64;
+    let tmp = TempDir::new(name);
+    let mut pool = create(
+        &tmp.0,
+        kind,
+        n,
+        256 * chunk,
+        chunk,
+        parity,
+        None,
+        Some("hdd:120MB/s:0ms".into()),
+    );
+    let chunks = pool.capacity_bytes() / chunk;
+    let mut rng = Rng(3);
+    let writes = 50;
+    for _ in 0..writes {
+        let c = rng.below(chunks);
+        pool.write(c * chunk, &rng.bytes(chunk as usize)).unwrap();
+    }
+    let st = pool.status();
+    let data_ios: u64 = st.members.iter().map(|m| m.reads + m.writes).sum();
+    let meta: u64 = st.members.iter().map(|m| m.meta_writes).sum();
+    (data_ios, meta, st.bpgl_len)
+}
+
+#[test]
+fn small_writes_need_four_member_ios_instead_of_six() {
+    for (kind, n) in [(SchemeKind::Rm2, 8), (SchemeKind::Raid6, 6)] {
+        let (eager, _, l0) = ios_for(kind, n, ParityPolicy::Eager, &format!("{n}-e"));
+        let (lazy, meta, l1) = ios_for(kind, n, ParityPolicy::Lazy, &format!("{n}-l"));
+        assert_eq!(l0, 0);
+        assert!(l1 > 0);
+        // RMW of one chunk: read data + parities, write them back.
+        assert_eq!(eager, 50 * 6, "{kind:?} eager member I/Os");
+        assert_eq!(lazy, 50 * 4, "{kind:?} lazy member I/Os");
+        // The list is written (to two members) when a write lists new stripes, and at create.
+        assert!(meta <= 2 * (50 + 1), "{kind:?}: {meta} metadata writes");
+    }
+}
+
+#[test]
+fn the_bound_is_kept_and_raid6_recovers_after_a_crash() {
+    let chunk = 4096u64;
+    let tmp = TempDir::new("bound");
+    let base = tmp.0.join("base");
+    std::fs::create_dir_all(&base).unwrap();
+    let mut pool = create(
+        &base,
+        SchemeKind::Raid6,
+        6,
+        128 * chunk,
+        chunk,
+        ParityPolicy::Lazy,
+        Some(8),
+        None,
+    );
+    let mut model = vec![0u8; pool.capacity_bytes() as usize];
+    let mut rng = Rng(11);
+    for _ in 0..30 {
+        scribble(&mut pool, &mut model, &mut rng, 1, chunk);
+        let st = pool.status();
+        assert!(st.bpgl_len <= 8, "bound exceeded: {}", st.bpgl_len);
+    }
+    assert!(pool.status().bpgl_len > 0);
+    check_all(&mut pool, &model, "raid6 lazy");
+    drop(pool); // a crash: no close
+    for victims in [[0usize, 1], [2, 5], [4, 3]] {
+        let dir = tmp.0.join(format!("crash-{}-{}", victims[0], victims[1]));
+        let mut p = clone_pool(&members(&base, 6), &dir);
+        assert!(p.status().bpgl_len > 0, "recovered from the members");
+        p.fail(victims[0]).unwrap();
+        assert_eq!(p.status().bpgl_len, 0);
+        p.fail(victims[1]).unwrap();
+        check_all(&mut p, &model, "raid6 two failures after a crash");
+    }
+    // A crash and a member gone at once: assembly (degraded) flushes the list first.
+    {
+        let dir = tmp.0.join("crash-missing");
+        std::fs::create_dir_all(&dir).unwrap();
+        let paths: Vec<PathBuf> = members(&base, 6)
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let q = dir.join(p.file_name().unwrap());
+                if i != 4 {
+                    sparse_copy(p, &q);
+                }
+                q
+            })
+            .collect();
+        let present: Vec<PathBuf> = paths.iter().filter(|p| p.exists()).cloned().collect();
+        let mut p = Pool::assemble(&dir.join("pool.json"), &present, None).unwrap();
+        let st = p.status();
+        assert_eq!(st.failed, vec![4]);
+        assert_eq!(
+            (st.bpgl_len, st.fault_tolerance),
+            (0, 1),
+            "flushed on assembly"
+        );
+        check_all(&mut p, &model, "raid6 assembled without member 4");
+        p.fail(1).unwrap();
+        check_all(&mut p, &model, "raid6 without members 4 and 1");
+    }
+    // Flushing the original makes every stripe consistent.
+    let mut p = Pool::open(&base.join("pool.json")).unwrap();
+    let r = p.verify().unwrap();
+    assert!(r.inconsistent.is_empty(), "{:?}", r.inconsistent);
+    assert_eq!(p.status().fault_tolerance, 2);
+    // An eager pool refuses nothing, a RAID5 pool refuses lazy parity.
+    let t5 = tmp.0.join("r5");
+    std::fs::create_dir_all(&t5).unwrap();
+    let e = Pool::create(
+        &t5.join("pool.json"),
+        CreateOpts {
+            scheme: SchemeKind::Raid5,
+            params: Params {
+                disks: Some(4),
+                ..Params::default()
+            },
+            members: members(&t5, 4),
+            size_bytes: Some(2 << 20),
+            chunk_bytes: chunk,
+            emulate: None,
+            force: false,
+            direct: false,
+            parity: ParityPolicy::Lazy,
+            bpgl_capacity: None,
+        },
+    )
+    .err()
+    .expect("raid5 has no parity to defer");
+    assert!(e.to_string().contains("two-parity"), "{e}");
+}

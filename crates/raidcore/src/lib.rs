@@ -97,6 +97,7 @@
 #![warn(missing_docs)]
 
 pub mod array;
+pub mod fxhash;
 pub mod lock;
 pub mod mem;
 pub mod plan;

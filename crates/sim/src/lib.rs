@@ -85,7 +85,10 @@ pub use disk::{
     Ssd, SsdParams,
 };
 pub use exec::{Failure, NoWorkload, Scheduler, SimConfig, SimError, Simulator, Workload};
-pub use metrics::{CheckMode, DiskStats, Histogram, Phase, PhaseStats, RebuildReport, Report};
+pub use metrics::{
+    CheckMode, DiskStats, Histogram, Phase, PhaseStats, RebuildReport, Report, Timeline,
+    TimelinePoint,
+};
 pub use rng::SplitMix64;
 pub use run::{parse_bytes, simulate, Source, SourceOptions, SpecError, WorkloadSpec};
 pub use trace::{

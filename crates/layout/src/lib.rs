@@ -39,6 +39,7 @@ use std::sync::Arc;
 
 mod check;
 mod classic;
+pub mod fxhash;
 pub mod gf;
 mod params;
 mod raidh;
@@ -251,7 +252,21 @@ impl Cycle {
 
     /// Applies a relocation: every unit whose place is moved gets its new place.
     pub fn relocated(&self, moves: &HashMap<Loc, Loc>) -> Cycle {
-        let mv = |l: Loc| *moves.get(&l).unwrap_or(&l);
+        // Only units on a disk some move starts from can move: skip the look-up for the others
+        // (most of a wide cycle; this runs for every failure set a geometry considers).
+        let mut from_disk = vec![false; self.disks];
+        for l in moves.keys() {
+            if let Some(f) = from_disk.get_mut(l.disk as usize) {
+                *f = true;
+            }
+        }
+        let mv = |l: Loc| {
+            if from_disk.get(l.disk as usize).is_some_and(|&f| f) {
+                *moves.get(&l).unwrap_or(&l)
+            } else {
+                l
+            }
+        };
         let stripes = self
             .stripes
             .iter()
@@ -463,7 +478,8 @@ pub fn recovery_plan(scheme: &dyn Scheme, failed: &[Disk]) -> Result<RecoveryPla
     }
     let target_of = |l: &Loc| *moves.get(l).unwrap_or(l);
 
-    let mut known: HashMap<Loc, Source> = HashMap::new();
+    let mut known: fxhash::FxHashMap<Loc, Source> = fxhash::FxHashMap::default();
+    known.reserve(cycle.stripes.iter().map(|s| s.units.len()).sum());
     let mut pending: Vec<usize> = Vec::new();
     for (si, s) in cycle.stripes.iter().enumerate() {
         for u in &s.units {

@@ -25,7 +25,7 @@
 //! after the cycle's generation (`replaced_at[member] <= cycle_gen[c]`): a member replaced later
 //! holds nothing valid for that cycle.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use layout::{recovery_plan, Cycle, Disk, LayoutError, Loc, Role, Scheme};
@@ -90,7 +90,7 @@ impl Geometry {
                 needed_bytes: cycle_bytes,
             });
         }
-        let mut place_of_loc: HashMap<Loc, PlaceId> = HashMap::new();
+        let mut place_of_loc: crate::fxhash::FxHashMap<Loc, PlaceId> = Default::default();
         let mut unit_place = Vec::with_capacity(healthy.stripes.len());
         let mut place_units: Vec<Vec<(usize, usize)>> = Vec::new();
         let mut place_role = Vec::new();
@@ -303,12 +303,31 @@ pub struct ArrayState {
     pub(crate) bpgl: crate::lazy::Bpgl,
     /// Which parity of each stripe lazy writes defer.
     pub(crate) lazy: Arc<crate::lazy::LazyGroups>,
+    /// `impaired(g)` for every generation `g`, recomputed on every event: planners ask for it
+    /// on every plan, and scanning every member each time showed in profiles.
+    impaired_by_gen: Vec<Vec<Disk>>,
+    /// For every generation, the position of every place (`place_locs[g][p]`): the planners'
+    /// most frequent question, answered by one load instead of walking the generation's
+    /// cycle through the place's first unit (generations with the healthy layout share one
+    /// table).
+    place_locs: Vec<Arc<[Loc]>>,
+}
+
+/// Position of every place in `cycle`.
+fn place_table(geo: &Geometry, cycle: &Cycle) -> Arc<[Loc]> {
+    (0..geo.places())
+        .map(|p| {
+            let (s, u) = geo.place_units(p)[0];
+            cycle.stripes[s].units[u].loc()
+        })
+        .collect()
 }
 
 impl ArrayState {
     /// A healthy array: generation 0 is the healthy cycle and every cycle is in it.
     pub fn new(geo: &Geometry) -> ArrayState {
         ArrayState {
+            place_locs: vec![place_table(geo, geo.healthy())],
             failed: Vec::new(),
             replaced_at: vec![0; geo.disks()],
             generations: vec![Generation {
@@ -321,6 +340,7 @@ impl ArrayState {
             generation: 0,
             bpgl: crate::lazy::Bpgl::new(crate::lazy::BPGL_DEFAULT_CAPACITY),
             lazy: Arc::new(crate::lazy::LazyGroups::new(geo)),
+            impaired_by_gen: vec![Vec::new()],
         }
     }
 
@@ -385,9 +405,27 @@ impl ArrayState {
     /// Members that are present but hold nothing valid for cycles in generation `gen`, plus
     /// the failed ones: the members a cycle in `gen` cannot read.
     pub fn impaired(&self, gen: u32) -> Vec<Disk> {
-        (0..self.replaced_at.len() as Disk)
-            .filter(|&d| !self.member_available(d, gen))
-            .collect()
+        self.impaired_slice(gen).to_vec()
+    }
+    /// [`ArrayState::impaired`] without copying (cached per generation).
+    pub(crate) fn impaired_slice(&self, gen: u32) -> &[Disk] {
+        let cached = &self.impaired_by_gen[gen as usize];
+        debug_assert_eq!(
+            *cached,
+            (0..self.replaced_at.len() as Disk)
+                .filter(|&d| !self.member_available(d, gen))
+                .collect::<Vec<_>>()
+        );
+        cached
+    }
+    fn refresh_impaired(&mut self) {
+        self.impaired_by_gen = (0..self.generations.len() as u32)
+            .map(|gen| {
+                (0..self.replaced_at.len() as Disk)
+                    .filter(|&d| !self.member_available(d, gen))
+                    .collect()
+            })
+            .collect();
     }
     /// True when `plan` was made against the current state of its cycle: no event since, and
     /// the cycle still in the same layout generation. Executors check this (under the plan's
@@ -395,6 +433,11 @@ impl ArrayState {
     pub fn plan_is_current(&self, plan: &Plan) -> bool {
         plan.state_generation == self.generation
             && self.cycle_gen[plan.cycle as usize] == plan.layout_generation
+    }
+
+    /// Position of every place in generation `gen` (indexed by place).
+    pub(crate) fn place_locs(&self, gen: u32) -> &[Loc] {
+        &self.place_locs[gen as usize]
     }
 
     fn check_member(&self, d: Disk) -> Result<(), CoreError> {
@@ -417,6 +460,7 @@ impl ArrayState {
         }
         self.failed.push(d);
         let generation = self.push_generation(geo);
+        self.refresh_impaired();
         let data_lost = self.data_lost(geo);
         Ok(FailOutcome {
             generation,
@@ -435,6 +479,7 @@ impl ArrayState {
         self.failed.remove(i);
         let g = self.push_generation(geo);
         self.replaced_at[d as usize] = g;
+        self.refresh_impaired();
         Ok(g)
     }
 
@@ -504,6 +549,12 @@ impl ArrayState {
                     .all(|(a, b)| a.units.len() == b.units.len() && a.code == b.code),
             "a rebuilt layout must keep stripe and unit indices"
         );
+        let locs = if Arc::ptr_eq(&cycle, &self.generations[0].cycle) {
+            self.place_locs[0].clone()
+        } else {
+            place_table(geo, &cycle)
+        };
+        self.place_locs.push(locs);
         self.generations.push(Generation {
             failed: self.failed.clone(),
             cycle,

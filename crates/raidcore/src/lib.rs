@@ -101,6 +101,7 @@
 #![warn(missing_docs)]
 
 pub mod array;
+pub mod fxhash;
 pub mod lazy;
 pub mod lock;
 pub mod mem;

@@ -137,9 +137,19 @@ pub fn plan_read(
 fn plan_read_cycle(geo: &Geometry, state: &ArrayState, part: &Part) -> Result<Plan, CoreError> {
     let view = View::current(geo, state, part.cycle);
     let mut b = Builder::new(part.len);
-    let (avail, lost): (Vec<Piece>, Vec<Piece>) =
-        part.pieces.iter().partition(|p| view.available(p.place));
-    for p in &avail {
+    // Filtered in place rather than partitioned into vectors: the healthy case (nothing lost)
+    // then allocates nothing here.
+    let avail = || part.pieces.iter().filter(|p| view.available(p.place));
+    let lost: Vec<Piece> = if view.impaired.is_empty() {
+        Vec::new()
+    } else {
+        part.pieces
+            .iter()
+            .filter(|p| !view.available(p.place))
+            .copied()
+            .collect()
+    };
+    for p in avail() {
         b.lock_place(geo, p.place);
         if p.aligned(geo) {
             b.read(&view, p.place, p.a, p.user());
@@ -156,7 +166,7 @@ fn plan_read_cycle(geo: &Geometry, state: &ArrayState, part: &Part) -> Result<Pl
         let ra = lost.iter().map(|p| p.wide(geo).0).min().expect("non-empty");
         let rb = lost.iter().map(|p| p.wide(geo).1).max().expect("non-empty");
         let mut vals = Values::new(ra, rb);
-        for p in &avail {
+        for p in avail() {
             // Only pieces read straight into buffer 0 (filled in phase 1) can stand in.
             if p.aligned(geo) && p.a <= ra && rb <= p.b {
                 let s = Slice::new(0, p.uoff + (ra - p.a) as usize, (rb - ra) as usize);
@@ -559,9 +569,13 @@ pub fn plan_rebuild_cycle(
         return Err(CoreError::RebuildBlocked(e.clone()));
     }
     let view = View::current(geo, state, c);
+    let target_locs = state.place_locs(to);
     let new_loc = |p: PlaceId| {
-        let (s, u) = geo.place_units(p)[0];
-        target.cycle.stripes[s].units[u].loc()
+        debug_assert_eq!(target_locs[p], {
+            let (s, u) = geo.place_units(p)[0];
+            target.cycle.stripes[s].units[u].loc()
+        });
+        target_locs[p]
     };
     let moving: Vec<PlaceId> = (0..geo.places())
         .filter(|&p| !view.available(p) || view.loc(p) != new_loc(p))

@@ -5,7 +5,9 @@
 //! Reconstruction works on one byte range `R = [ra, rb)` of the chunk at a time (the same range
 //! for every place of the cycle): [`Values`] maps places to slices holding their value over `R`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use crate::fxhash::FxHashMap;
 
 use layout::{Code, Cycle, Disk, Loc, Role};
 
@@ -22,7 +24,9 @@ pub(crate) struct View<'a> {
     /// in the common, healthy case. A handful at most, so availability is looked up per place
     /// rather than tabulated for the whole cycle on every plan (a RAID+ cycle over 59 disks
     /// has 24,000 places).
-    impaired: Vec<Disk>,
+    pub impaired: &'a [Disk],
+    /// Position of every place in this generation (`ArrayState`'s table).
+    locs: &'a [Loc],
     /// Places whose value on the member is stale (deferred background parities, lazy parity):
     /// never read, reconstructed when needed. Empty unless updates are deferred in this cycle.
     stale: Vec<PlaceId>,
@@ -55,14 +59,16 @@ impl<'a> View<'a> {
             geo,
             c,
             layout,
-            impaired: state.impaired(gen),
+            impaired: state.impaired_slice(gen),
+            locs: state.place_locs(gen),
             stale: Vec::new(),
         }
     }
 
     /// Position of place `p` (offset in rows within the cycle).
     pub fn loc(&self, p: PlaceId) -> Loc {
-        loc_of(self.geo, self.layout, p)
+        debug_assert_eq!(self.locs[p], loc_of(self.geo, self.layout, p));
+        self.locs[p]
     }
 
     pub fn available(&self, p: PlaceId) -> bool {
@@ -93,7 +99,32 @@ pub(crate) struct Builder {
     pub reads: Vec<MemberIo>,
     pub ops: Vec<Op>,
     pub writes: Vec<MemberIo>,
-    pub stripes: BTreeSet<usize>,
+    pub stripes: StripeSet,
+}
+
+/// The stripes a plan locks: collected in any order with repeats, sorted and deduplicated once
+/// in [`Builder::finish`] (a `BTreeSet` allocated a node per plan and showed in profiles).
+#[derive(Default)]
+pub(crate) struct StripeSet(Vec<usize>);
+
+impl StripeSet {
+    pub fn insert(&mut self, s: usize) {
+        if self.0.last() != Some(&s) {
+            self.0.push(s);
+        }
+    }
+    pub fn extend(&mut self, it: impl IntoIterator<Item = usize>) {
+        for s in it {
+            self.insert(s);
+        }
+    }
+    fn into_sorted(mut self) -> Vec<usize> {
+        if self.0.windows(2).any(|w| w[0] >= w[1]) {
+            self.0.sort_unstable();
+            self.0.dedup();
+        }
+        self.0
+    }
 }
 
 impl Builder {
@@ -103,7 +134,7 @@ impl Builder {
             reads: Vec::new(),
             ops: Vec::new(),
             writes: Vec::new(),
-            stripes: BTreeSet::new(),
+            stripes: StripeSet::default(),
         }
     }
 
@@ -159,6 +190,7 @@ impl Builder {
             writes: self.writes,
             locks: self
                 .stripes
+                .into_sorted()
                 .into_iter()
                 .map(|stripe| StripeId {
                     cycle: view.c,
@@ -180,12 +212,12 @@ pub(crate) struct Values {
     pub ra: u64,
     pub rb: u64,
     /// Slices holding a place's value over the range.
-    pub have: HashMap<PlaceId, Slice>,
+    pub have: FxHashMap<PlaceId, Slice>,
     /// Slices of buffer 0 that already hold an available place's value over the range (the
     /// user's own read of it); used instead of a second read.
-    pub presets: HashMap<PlaceId, Slice>,
+    pub presets: FxHashMap<PlaceId, Slice>,
     /// Where a lost place's reconstructed value should go (a slice of buffer 0 for reads).
-    pub sinks: HashMap<PlaceId, Slice>,
+    pub sinks: FxHashMap<PlaceId, Slice>,
 }
 
 impl Values {
@@ -194,9 +226,9 @@ impl Values {
         Values {
             ra,
             rb,
-            have: HashMap::new(),
-            presets: HashMap::new(),
-            sinks: HashMap::new(),
+            have: FxHashMap::default(),
+            presets: FxHashMap::default(),
+            sinks: FxHashMap::default(),
         }
     }
 
@@ -395,11 +427,36 @@ pub(crate) fn schedule(
 ) -> Result<Vec<Repair>, CoreError> {
     let geo = view.geo;
     let healthy = geo.healthy();
-    let n = geo.places();
-    let mut known: Vec<bool> = (0..n).map(|p| view.available(p)).collect();
-    let mut pending: Vec<usize> = (0..healthy.stripes.len())
-        .filter(|&s| geo.stripe_places(s).iter().any(|&p| !known[p]))
+    // Only the stripes the targets can depend on take part: the targets' stripes and, through
+    // every lost place of a stripe taking part, every other stripe holding that place (the
+    // only ones that can rebuild it). Peeling the whole cycle gives the same repairs for
+    // these (the others' repairs are dropped below), but a RAID+ cycle over 59 disks has
+    // 24,000 places and 3,400 stripes, and a degraded read needs one or two of them.
+    let mut pending: Vec<usize> = Vec::new();
+    let mut grow: Vec<usize> = targets
+        .iter()
+        .flat_map(|&t| geo.place_units(t).iter().map(|&(s, _)| s))
         .collect();
+    let mut taking_part = vec![false; healthy.stripes.len()];
+    while let Some(s) = grow.pop() {
+        if std::mem::replace(&mut taking_part[s], true) {
+            continue;
+        }
+        pending.push(s);
+        for &p in geo.stripe_places(s) {
+            if !view.available(p) {
+                grow.extend(geo.place_units(p).iter().map(|&(s2, _)| s2));
+            }
+        }
+    }
+    pending.sort_unstable();
+    pending.retain(|&s| geo.stripe_places(s).iter().any(|&p| !view.available(p)));
+    // Places known so far: the available ones, plus those rebuilt by an earlier repair.
+    let mut rebuilt: FxHashMap<PlaceId, ()> = FxHashMap::default();
+    let mut known = Known {
+        view,
+        rebuilt: &mut rebuilt,
+    };
     let mut all = Vec::new();
     loop {
         let mut progressed = false;
@@ -407,11 +464,11 @@ pub(crate) fn schedule(
         for &s in &pending {
             let st = &healthy.stripes[s];
             let places = geo.stripe_places(s);
-            let unknown: Vec<PlaceId> = places.iter().copied().filter(|&p| !known[p]).collect();
+            let unknown: Vec<PlaceId> = places.iter().copied().filter(|&p| !known.get(p)).collect();
             if unknown.is_empty() {
                 continue;
             }
-            let have: Vec<PlaceId> = places.iter().copied().filter(|&p| known[p]).collect();
+            let have: Vec<PlaceId> = places.iter().copied().filter(|&p| known.get(p)).collect();
             if unknown.len() > st.code.tolerance(places.len()) || have.len() < st.units_needed() {
                 still.push(s);
                 continue;
@@ -435,7 +492,7 @@ pub(crate) fn schedule(
                 }
             };
             for &u in &unknown {
-                known[u] = true;
+                known.set(u);
             }
             all.push(Repair {
                 stripe: s,
@@ -452,7 +509,7 @@ pub(crate) fn schedule(
     // Keep only the repairs the targets depend on.
     let mut needed: BTreeSet<PlaceId> = targets.iter().copied().collect();
     for &t in targets {
-        if !known[t] {
+        if !known.get(t) {
             let stripe = geo.place_units(t)[0].0;
             return Err(CoreError::DataLost {
                 cycle: view.c,
@@ -473,6 +530,21 @@ pub(crate) fn schedule(
         .filter(|(_, k)| *k)
         .map(|(r, _)| r)
         .collect())
+}
+
+/// Which places [`schedule`] knows the value of.
+struct Known<'v, 'a> {
+    view: &'v View<'a>,
+    rebuilt: &'v mut FxHashMap<PlaceId, ()>,
+}
+
+impl Known<'_, '_> {
+    fn get(&self, p: PlaceId) -> bool {
+        self.view.available(p) || self.rebuilt.contains_key(&p)
+    }
+    fn set(&mut self, p: PlaceId) {
+        self.rebuilt.insert(p, ());
+    }
 }
 
 /// The first stripe of a cycle in generation `gen` that cannot be reconstructed, if any (the

@@ -48,17 +48,19 @@
 //! Release builds check only the failed-member rule. [`Report::check`] says which ran.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
+use std::rc::Rc;
 
 use layout::Disk;
+use raidcore::fxhash::FxHashMap;
 use raidcore::{
-    check_consistency, plan_read, plan_write, ArrayState, CoreError, Geometry, MemArray, Plan,
-    RebuildOrder, RebuildScheduler, SpeedLimits, StripeLocks, WritePolicy,
+    check_consistency, plan_read, plan_write, ArrayState, CoreError, Geometry, MemArray, MemberIo,
+    Plan, RebuildOrder, RebuildScheduler, SpeedLimits, StripeId, StripeLocks, WritePolicy,
 };
 
 use crate::disk::{Disk as _, DiskIo, DiskModel, DiskParamError, DriveParams, Rotation};
 use crate::metrics::{
-    cov, CheckMode, DiskStats, Histogram, Phase, PhaseStats, RebuildReport, Report,
+    cov, CheckMode, DiskStats, Histogram, Phase, PhaseStats, RebuildReport, Report, Timeline,
 };
 use crate::trace::{Request, TraceError};
 use crate::workload::WorkloadError;
@@ -165,6 +167,11 @@ pub struct SimConfig {
     pub bpgl_capacity: usize,
     /// Quiet time after the last foreground request before deferred parity is processed.
     pub bpgl_idle_ns: u64,
+    /// Serve requests inside one cycle from the memo of raidcore's plans (translated from
+    /// another cycle in the same layout generation) instead of planning each one; see
+    /// `PlanMemo` in `exec.rs`. The run is the same either way (a test checks it); this only
+    /// saves planning time.
+    pub plan_memo: bool,
 }
 
 impl SimConfig {
@@ -172,7 +179,7 @@ impl SimConfig {
     /// flight (in cycle order, so one cycle's writes overlap the next one's reads, as MD's
     /// resync window does; `RebuildOrder::Sequential` is strictly one cycle at a time), MD's
     /// speed limits, MD's write policy, 64 Ki requests in flight, in-memory checking up to
-    /// 64 MiB.
+    /// 64 MiB, the plan memo on.
     pub fn new(drive: DriveParams) -> SimConfig {
         SimConfig {
             drive,
@@ -192,6 +199,7 @@ impl SimConfig {
             parity: raidcore::ParityPolicy::Eager,
             bpgl_capacity: raidcore::lazy::BPGL_DEFAULT_CAPACITY,
             bpgl_idle_ns: 50_000_000,
+            plan_memo: true,
         }
     }
 }
@@ -324,7 +332,13 @@ enum Stage {
 }
 
 struct PlanRun {
-    plan: Plan,
+    /// raidcore's plan; for a plan taken from the [`PlanMemo`], the one made for another cycle
+    /// (`shift` translates it).
+    plan: Rc<Plan>,
+    /// The cycle the plan runs on.
+    cycle: u64,
+    /// Bytes added to every member offset of `plan` (0 unless it came from the memo).
+    shift: i64,
     owner: Owner,
     /// Array byte where the plan's `user_offset` counts from: the request's offset, or the
     /// start of the range re-planned.
@@ -342,6 +356,52 @@ struct PlanRun {
     /// Deferred-parity bookkeeping of the plan (lazy parity).
     lazy: lazy::PlanLazy,
 }
+
+impl PlanRun {
+    /// Member I/O `i` of the plan's reads (or writes), on this run's cycle.
+    fn member_io(&self, write: bool, i: usize) -> MemberIo {
+        let mut m = if write {
+            self.plan.writes[i]
+        } else {
+            self.plan.reads[i]
+        };
+        m.offset_bytes = m.offset_bytes.wrapping_add_signed(self.shift);
+        m
+    }
+}
+
+/// Memo of raidcore's plans for requests that lie inside one cycle.
+///
+/// A plan depends on the request's offset *within* its cycle, its length, the layout
+/// generation the cycle is in and the array's events; the cycle itself only adds
+/// `cycle * stride_rows * chunk_bytes` to every member offset (`Geometry::member_offset`) and
+/// names the cycle in the locks. So a plan made for one cycle serves every other cycle in the
+/// same generation, translated, and the simulator asks the planner once per distinct
+/// (operation, offset in cycle, length, generation) instead of once per request. The memo is
+/// emptied on every array event (failure, replacement) and when it reaches [`MEMO_MAX`]
+/// entries (memory stays bounded). Writes are memoised only under the built-in write policies,
+/// which choose from the stripe's costs alone. Debug builds re-plan every request served from
+/// the memo and assert that the translated plan is the planner's own.
+struct PlanMemo {
+    map: FxHashMap<MemoKey, (Rc<Plan>, u64)>,
+    writes: bool,
+    /// Bytes of data per cycle.
+    cycle_data_bytes: u64,
+    /// Member bytes between consecutive cycles.
+    stride_bytes: u64,
+    hits: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct MemoKey {
+    write: bool,
+    in_cycle: u64,
+    len: u64,
+    layout_generation: u32,
+}
+
+/// Most plans the memo holds before it starts afresh.
+const MEMO_MAX: usize = 1 << 16;
 
 struct RequestRun {
     /// Arrival time for the response time (trace time, or admission time in a closed loop).
@@ -418,7 +478,7 @@ pub struct Simulator {
     /// Plans waiting for their stripe locks, oldest first.
     lock_waiters: VecDeque<u32>,
     /// Waiting plans per cycle (a new plan of such a cycle queues behind them).
-    waiting_cycles: HashMap<u64, u32>,
+    waiting_cycles: FxHashMap<u64, u32>,
     /// The next request, admitted at its arrival event (or when a slot frees, if stalled).
     held: Option<Request>,
     held_scheduled: bool,
@@ -429,6 +489,7 @@ pub struct Simulator {
     last_foreground_ns: Option<u64>,
     rebuild: Option<RebuildRun>,
     phase_hist: [Histogram; 4],
+    timeline: Timeline,
     first_arrival_ns: Option<u64>,
     last_completion_ns: u64,
     completed: u64,
@@ -443,6 +504,13 @@ pub struct Simulator {
     capacity_bytes: u64,
     /// Lazy parity: idle detector, flushes in flight.
     lazy: lazy::LazyRun,
+    memo: PlanMemo,
+    /// Scratch for the locks of a translated plan.
+    lock_scratch: Vec<StripeId>,
+    /// Cycles whose stripes were unlocked since waiters were last retried.
+    released: Vec<u64>,
+    /// A `retry_waiters` pass is running.
+    retrying: bool,
 }
 
 /// Base offset of a volume on the array: 0 for volume 0, otherwise a pseudo-random sector
@@ -536,7 +604,25 @@ impl Simulator {
             (CheckMode::Validate, None)
         };
         let capacity_bytes = geo.capacity_bytes();
+        let memo = PlanMemo {
+            map: FxHashMap::default(),
+            // Exhaustive on purpose: a new policy must say whether its choice depends on more
+            // than the stripe's costs (then its writes cannot be memoised).
+            writes: match cfg.write_policy {
+                WritePolicy::Md
+                | WritePolicy::Modthresh
+                | WritePolicy::Rmw
+                | WritePolicy::Cost { .. } => true,
+            },
+            cycle_data_bytes: geo.data_per_cycle() * geo.chunk_bytes(),
+            stride_bytes: geo.stride_rows() * geo.chunk_bytes(),
+            hits: 0,
+        };
         Ok(Simulator {
+            memo,
+            lock_scratch: Vec::new(),
+            released: Vec::new(),
+            retrying: false,
             state,
             cfg,
             locks: StripeLocks::new(),
@@ -547,7 +633,7 @@ impl Simulator {
             plans: Slab::new(),
             requests: Slab::new(),
             lock_waiters: VecDeque::new(),
-            waiting_cycles: HashMap::new(),
+            waiting_cycles: FxHashMap::default(),
             held: None,
             held_scheduled: false,
             workload_done: false,
@@ -557,6 +643,7 @@ impl Simulator {
             last_foreground_ns: None,
             rebuild: None,
             phase_hist: Default::default(),
+            timeline: Timeline::new(),
             first_arrival_ns: None,
             last_completion_ns: 0,
             completed: 0,
@@ -706,8 +793,11 @@ impl Simulator {
             // Fold onto the array: volume base plus offset, modulo the capacity, sector
             // aligned, moved down if it would run past the end.
             let base = volume_base(r.volume, cap);
-            let mut off =
-                ((u128::from(r.offset_bytes) + u128::from(base)) % u128::from(cap)) as u64;
+            // (In u64 when the sum cannot overflow: u128 division is a slow library call.)
+            let mut off = match r.offset_bytes.checked_add(base) {
+                Some(sum) => sum % cap,
+                None => ((u128::from(r.offset_bytes) + u128::from(base)) % u128::from(cap)) as u64,
+            };
             off = off / 512 * 512;
             if off + r.len_bytes > cap {
                 off = (cap - r.len_bytes) / 512 * 512;
@@ -747,6 +837,27 @@ impl Simulator {
         self.first_arrival_ns.get_or_insert(arrival_ns);
         self.last_foreground_ns = Some(self.now_ns);
         self.serial += 1;
+        if let Some((plan, cycle, shift)) = self.memo_lookup(r.op, r.offset_bytes, r.len_bytes) {
+            let id = self.requests.insert(RequestRun {
+                arrival_ns,
+                op: r.op,
+                phase: self.current_phase(),
+                remaining: 1,
+                failed: false,
+                serial: self.serial,
+            });
+            self.foreground_started();
+            self.submit_run(
+                plan,
+                cycle,
+                shift,
+                Owner::Request(id),
+                r.offset_bytes,
+                false,
+                false,
+            );
+            return;
+        }
         let planned = match r.op {
             Op::Read => plan_read(&self.geo, &self.state, r.offset_bytes, r.len_bytes),
             Op::Write => self.plan_write_tagged(r.offset_bytes, r.len_bytes),
@@ -768,16 +879,161 @@ impl Simulator {
             serial: self.serial,
         });
         self.foreground_started();
+        let memoise = plans.len() == 1;
         for p in plans {
-            self.lazy.next = self.lazy_tag_for(&p);
-            self.submit(p, Owner::Request(id), r.offset_bytes, false, false);
+            let plan = Rc::new(p);
+            if memoise {
+                self.memo_insert(r.op, r.offset_bytes, r.len_bytes, &plan);
+            }
+            self.lazy.next = self.lazy_tag_for(&plan);
+            let cycle = plan.cycle;
+            self.submit_run(
+                plan,
+                cycle,
+                0,
+                Owner::Request(id),
+                r.offset_bytes,
+                false,
+                false,
+            );
         }
+    }
+
+    /// The memo key of a request, if it lies inside one cycle and may be memoised.
+    fn memo_key(&self, op: Op, offset: u64, len: u64) -> Option<(MemoKey, u64)> {
+        let m = &self.memo;
+        // Under lazy parity a plan depends on the deferred-parity list too (what is deferred,
+        // which parities are stale), which the key does not capture: plan every request.
+        if !self.cfg.plan_memo
+            || self.cfg.parity == raidcore::ParityPolicy::Lazy
+            || (op == Op::Write && !m.writes)
+        {
+            return None;
+        }
+        let cycle = offset / m.cycle_data_bytes;
+        let in_cycle = offset - cycle * m.cycle_data_bytes;
+        if in_cycle + len > m.cycle_data_bytes {
+            return None;
+        }
+        let key = MemoKey {
+            write: op == Op::Write,
+            in_cycle,
+            len,
+            layout_generation: self.state.cycle_generation(cycle),
+        };
+        Some((key, cycle))
+    }
+
+    /// A memoised plan for the request, translated to its cycle: (plan, cycle, shift).
+    fn memo_lookup(&mut self, op: Op, offset: u64, len: u64) -> Option<(Rc<Plan>, u64, i64)> {
+        let (key, cycle) = self.memo_key(op, offset, len)?;
+        let (plan, made_for) = self.memo.map.get(&key)?;
+        let shift = (cycle as i64 - *made_for as i64) * self.memo.stride_bytes as i64;
+        let plan = plan.clone();
+        self.memo.hits += 1;
+        if cfg!(debug_assertions) {
+            let fresh = match op {
+                Op::Read => plan_read(&self.geo, &self.state, offset, len),
+                Op::Write => {
+                    plan_write(&self.geo, &self.state, offset, len, &self.cfg.write_policy)
+                }
+            }
+            .expect("a memoised plan was planned before");
+            assert_eq!(fresh.len(), 1);
+            assert_eq!(
+                translated(&plan, cycle, shift),
+                fresh[0],
+                "a memoised plan differs from the planner's"
+            );
+        }
+        Some((plan, cycle, shift))
+    }
+
+    fn memo_insert(&mut self, op: Op, offset: u64, len: u64, plan: &Rc<Plan>) {
+        let Some((key, cycle)) = self.memo_key(op, offset, len) else {
+            return;
+        };
+        debug_assert_eq!(plan.cycle, cycle);
+        if self.memo.map.len() >= MEMO_MAX {
+            self.memo.map.clear();
+        }
+        self.memo.map.insert(key, (plan.clone(), cycle));
+    }
+
+    /// Takes run `id`'s stripe locks; false if some are held.
+    fn lock_run(&mut self, id: u32) -> bool {
+        let run = self.plans.get(id);
+        if run.shift == 0 {
+            return self.locks.try_lock(&run.plan.locks);
+        }
+        let scratch = &mut self.lock_scratch;
+        scratch.clear();
+        scratch.extend(run.plan.locks.iter().map(|l| StripeId {
+            cycle: run.cycle,
+            stripe: l.stripe,
+        }));
+        self.locks.try_lock(scratch)
+    }
+
+    /// Releases plan `id`'s stripe locks.
+    fn unlock_run(&mut self, id: u32) {
+        let run = self.plans.get(id);
+        // Only waiters care (during a retry pass they are out of `lock_waiters`).
+        if (self.retrying || !self.lock_waiters.is_empty()) && !self.released.contains(&run.cycle) {
+            self.released.push(run.cycle);
+        }
+        if run.shift == 0 {
+            self.locks.unlock(&run.plan.locks);
+            return;
+        }
+        let scratch = &mut self.lock_scratch;
+        scratch.clear();
+        scratch.extend(run.plan.locks.iter().map(|l| StripeId {
+            cycle: run.cycle,
+            stripe: l.stripe,
+        }));
+        self.locks.unlock(scratch);
+    }
+
+    /// `ArrayState::plan_is_current` for a possibly translated plan.
+    fn run_is_current(&self, run: &PlanRun) -> bool {
+        if run.shift == 0 {
+            return self.state.plan_is_current(&run.plan);
+        }
+        run.plan.state_generation == self.state.generation()
+            && self.state.cycle_generation(run.cycle) == run.plan.layout_generation
     }
 
     /// A new plan: check it, then start it or queue it for its locks. A `replanned` plan
     /// replaces one that was already running: it goes ahead of the plans waiting for locks.
     fn submit(&mut self, plan: Plan, owner: Owner, user_base: u64, replanned: bool, settles: bool) {
-        plan.assert_avoids(self.state.failed());
+        let cycle = plan.cycle;
+        self.submit_run(
+            Rc::new(plan),
+            cycle,
+            0,
+            owner,
+            user_base,
+            replanned,
+            settles,
+        );
+    }
+
+    /// [`Simulator::submit`] of a plan that may be translated from another cycle.
+    #[allow(clippy::too_many_arguments)]
+    fn submit_run(
+        &mut self,
+        plan: Rc<Plan>,
+        cycle: u64,
+        shift: i64,
+        owner: Owner,
+        user_base: u64,
+        replanned: bool,
+        settles: bool,
+    ) {
+        if !self.state.failed().is_empty() {
+            plan.assert_avoids(self.state.failed());
+        }
         if self.check == CheckMode::Validate {
             plan.validate();
         }
@@ -785,9 +1041,10 @@ impl Simulator {
             self.fg_plans_in_flight += 1;
         }
         self.plan_count += 1;
-        let cycle = plan.cycle;
         let id = self.plans.insert(PlanRun {
             plan,
+            cycle,
+            shift,
             owner,
             user_base,
             stage: Stage::Waiting,
@@ -816,13 +1073,11 @@ impl Simulator {
 
     /// Takes the plan's locks and starts its reads; false if the locks are busy.
     fn try_start(&mut self, id: u32) -> bool {
-        let run = self.plans.get(id);
-        if !self.locks.try_lock(&run.plan.locks) {
+        if !self.lock_run(id) {
             return false;
         }
-        if !self.state.plan_is_current(&run.plan) {
-            let run = self.plans.get(id);
-            self.locks.unlock(&run.plan.locks);
+        if !self.run_is_current(self.plans.get(id)) {
+            self.unlock_run(id);
             self.replan(id);
             return true;
         }
@@ -832,15 +1087,52 @@ impl Simulator {
 
     /// Retries waiting plans in order; a plan never overtakes an older waiting plan of its
     /// cycle.
+    ///
+    /// Only waiters of a cycle some plan released stripes of since the last pass are tried: a
+    /// waiter waits for stripes of its own cycle held by another plan, and only an unlock can
+    /// free them, so trying the others would fail as before (and cost a lock look-up each,
+    /// thousands per completion while a rebuild holds whole cycles).
     fn retry_waiters(&mut self) {
+        // A pass started from within a pass (a plan it started failed at once) tries every
+        // waiter, as all passes once did; it leaves `released` to the outer pass.
+        let nested = self.retrying;
         if self.lock_waiters.is_empty() {
+            if !nested {
+                self.released.clear();
+            }
             return;
         }
+        if !nested && self.released.is_empty() {
+            return;
+        }
+        self.retrying = true;
+        let released = if nested {
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.released)
+        };
         let mut blocked: Vec<u64> = Vec::new();
+        let mut skipped: Vec<u64> = Vec::new();
         let waiting = std::mem::take(&mut self.lock_waiters);
         for id in waiting {
-            let cycle = self.plans.get(id).plan.cycle;
-            if blocked.contains(&cycle) {
+            let cycle = self.plans.get(id).cycle;
+            let freed = nested || released.contains(&cycle) || self.released.contains(&cycle);
+            if !freed || blocked.contains(&cycle) {
+                // Skipped: its stripes are held, or an older waiter of its cycle waits.
+                if cfg!(debug_assertions) && !freed {
+                    let run = self.plans.get(id);
+                    let held = run.plan.locks.iter().any(|l| {
+                        self.locks.is_locked(StripeId {
+                            cycle: run.cycle,
+                            stripe: l.stripe,
+                        })
+                    });
+                    assert!(
+                        held || skipped.contains(&cycle),
+                        "a waiter skipped as still blocked could have started"
+                    );
+                    skipped.push(cycle);
+                }
                 self.lock_waiters.push_back(id);
                 continue;
             }
@@ -858,6 +1150,7 @@ impl Simulator {
                 self.lock_waiters.push_back(id);
             }
         }
+        self.retrying = nested;
     }
 
     fn start_reads(&mut self, id: u32) {
@@ -919,12 +1212,7 @@ impl Simulator {
         let mut queued = 0u32;
         let mut refused = false;
         for i in 0..n {
-            let run = self.plans.get(id);
-            let m = if write {
-                run.plan.writes[i]
-            } else {
-                run.plan.reads[i]
-            };
+            let m = self.plans.get(id).member_io(write, i);
             let slot = &mut self.disks[m.member as usize];
             if slot.failed {
                 refused = true;
@@ -1041,8 +1329,8 @@ impl Simulator {
 
     /// Releases a plan hit by a failure (or stale) and plans its work again.
     fn abandon(&mut self, id: u32) {
+        self.unlock_run(id);
         let run = self.plans.get(id);
-        self.locks.unlock(&run.plan.locks);
         if let Some(m) = self.mem.as_mut() {
             if run.stage == Stage::Writing {
                 // Some of its writes may have landed: its stripes are unsettled until the
@@ -1087,7 +1375,7 @@ impl Simulator {
                         req.remaining = req.remaining - 1 + plans.len() as u32;
                         // The range lies in one cycle, so it is one plan, which settles what
                         // the abandoned plan left half written.
-                        debug_assert!(plans.len() == 1 && plans[0].cycle == run.plan.cycle);
+                        debug_assert!(plans.len() == 1 && plans[0].cycle == run.cycle);
                         let mut settles = run.settles;
                         for p in plans {
                             self.submit(p, Owner::Request(rid), offset, true, settles);
@@ -1108,8 +1396,8 @@ impl Simulator {
     }
 
     fn plan_done(&mut self, id: u32) {
+        self.unlock_run(id);
         let run = self.plans.remove(id);
-        self.locks.unlock(&run.plan.locks);
         self.lazy_plan_ended(&run, true);
         if let Some(m) = self.mem.as_mut() {
             m.writing -= 1;
@@ -1117,7 +1405,7 @@ impl Simulator {
                 m.unsettled -= 1;
             }
             if !run.plan.writes.is_empty() {
-                m.unchecked.insert(run.plan.cycle);
+                m.unchecked.insert(run.cycle);
             }
             self.mem_check(&run);
         }
@@ -1182,6 +1470,8 @@ impl Simulator {
             .position(|&p| p == req.phase)
             .expect("a phase");
         self.phase_hist[phase_index].record(self.now_ns - req.arrival_ns);
+        self.timeline
+            .record(req.arrival_ns, self.now_ns - req.arrival_ns);
     }
 
     /// Debug checker, start of a plan: its buffers, buffer 0 holding the write's data.
@@ -1207,13 +1497,9 @@ impl Simulator {
     fn mem_io(&mut self, member: Disk, io: &QueuedIo) {
         let m = self.mem.as_mut().expect("checked by caller");
         let run = self.plans.get_mut(io.plan);
+        let what = if io.write { "write" } else { "read" };
+        let mi = run.member_io(io.write, io.index as usize);
         let bufs = run.bufs.as_mut().expect("buffers of a started plan");
-        let (list, what) = if io.write {
-            (&run.plan.writes, "write")
-        } else {
-            (&run.plan.reads, "read")
-        };
-        let mi = list[io.index as usize];
         debug_assert_eq!(mi.member, member);
         let dev = m.mem.members[member as usize]
             .as_mut()
@@ -1264,6 +1550,7 @@ impl Simulator {
             .state
             .fail(&self.geo, f.member)
             .expect("the member was checked at setup and fails once");
+        self.memo.map.clear();
         if let Some(m) = self.mem.as_mut() {
             m.mem.remove(f.member);
         }
@@ -1360,6 +1647,7 @@ impl Simulator {
         self.state
             .replace(&self.geo, member)
             .expect("replacing the member the planner asked for");
+        self.memo.map.clear();
         let slot = &mut self.disks[member as usize];
         slot.epoch += 1;
         let fresh = drive_of(&self.cfg, member)
@@ -1377,8 +1665,9 @@ impl Simulator {
         }
     }
 
-    fn report(self, skipped: u64) -> Report {
+    fn report(mut self, skipped: u64) -> Report {
         let end_ns = self.now_ns;
+        self.timeline.extend_to(end_ns);
         let span_ns = self
             .first_arrival_ns
             .map(|a| self.last_completion_ns.saturating_sub(a))
@@ -1432,6 +1721,7 @@ impl Simulator {
             member_ios,
             plans: self.plan_count,
             replans: self.replans,
+            plans_memoised: self.memo.hits,
             events: self.event_count,
             check: self.check,
             lazy: (self.cfg.parity == raidcore::ParityPolicy::Lazy).then(|| {
@@ -1439,8 +1729,23 @@ impl Simulator {
                 r.left = self.state.bpgl().len();
                 r
             }),
+            timeline: self.timeline.points(),
         }
     }
+}
+
+/// `plan` moved to `cycle`, its member offsets shifted by `shift` bytes (what the memo's
+/// translation stands for; debug builds compare it with the planner's plan).
+fn translated(plan: &Plan, cycle: u64, shift: i64) -> Plan {
+    let mut p = plan.clone();
+    p.cycle = cycle;
+    for m in p.reads.iter_mut().chain(p.writes.iter_mut()) {
+        m.offset_bytes = m.offset_bytes.wrapping_add_signed(shift);
+    }
+    for l in &mut p.locks {
+        l.cycle = cycle;
+    }
+    p
 }
 
 fn disk_io(q: &QueuedIo) -> DiskIo {

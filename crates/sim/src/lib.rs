@@ -88,6 +88,7 @@ pub use disk::{
 pub use exec::{Failure, NoWorkload, Scheduler, SimConfig, SimError, Simulator, Workload};
 pub use metrics::{
     CheckMode, DiskStats, Histogram, LazyReport, Phase, PhaseStats, RebuildReport, Report,
+    Timeline, TimelinePoint,
 };
 pub use rng::SplitMix64;
 pub use run::{parse_bytes, simulate, Source, SourceOptions, SpecError, WorkloadSpec};

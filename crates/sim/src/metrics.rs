@@ -323,12 +323,18 @@ pub struct Report {
     pub plans: u64,
     /// Plans re-planned (stale after an event, or hit by a failure mid-flight).
     pub replans: u64,
+    /// Foreground plans taken from the executor's memo of raidcore's plans (translated from
+    /// another cycle of the same layout generation) instead of a new call to the planner.
+    pub plans_memoised: u64,
     /// Events processed by the executor.
     pub events: u64,
     /// The plan checker that ran.
     pub check: CheckMode,
     /// Lazy parity: what the deferred-parity list did (`None` under eager parity).
     pub lazy: Option<LazyReport>,
+    /// Response time over simulated time, by arrival (see [`Timeline`]): buckets from 0 to
+    /// at least the end of the run, their counts summing to `requests`.
+    pub timeline: Vec<TimelinePoint>,
 }
 
 impl Report {
@@ -345,6 +351,247 @@ impl Report {
     /// `rebuild.time_s`, if the rebuild finished.
     pub fn rebuild_time_s(&self) -> Option<f64> {
         self.rebuild.as_ref().and_then(|r| r.time_s)
+    }
+
+    /// The markers of the timeline chart: the failure, the rebuild start when it differs
+    /// from the failure, the rebuild end (seconds, label).
+    pub fn markers(&self) -> Vec<(f64, String)> {
+        let mut m = Vec::new();
+        if let Some(r) = &self.rebuild {
+            m.push((r.fail_at_s, format!("member {} fails", r.failed)));
+            if let Some(s) = r.start_s.filter(|&s| s > r.fail_at_s) {
+                m.push((s, "rebuild starts".to_string()));
+            }
+            if let Some(e) = r.end_s {
+                m.push((e, "rebuild done".to_string()));
+            }
+        }
+        m
+    }
+
+    /// `raidforge sim --plot`: one SVG with two panels. Top: mean and 99th percentile
+    /// response time per timeline bucket (by arrival; buckets without requests are left out)
+    /// with the failure and the rebuild's start and end marked. Bottom: member I/Os per disk,
+    /// foreground and rebuild.
+    pub fn plot_svg(&self, title: &str) -> String {
+        let with = |f: fn(&TimelinePoint) -> f64| -> Vec<(f64, f64)> {
+            self.timeline
+                .iter()
+                .filter(|p| p.count > 0)
+                .map(|p| ((p.start_s + p.end_s) / 2.0, f(p)))
+                .collect()
+        };
+        let width_s = self.timeline.first().map_or(0.0, |p| p.end_s - p.start_s);
+        let times = crate::svg::LineChart {
+            title: format!("{title}: response time ({} s buckets)", fmt_s(width_s)),
+            x_label: "simulated time by arrival (s)".into(),
+            y_label: "response time (ms)".into(),
+            series: vec![
+                crate::svg::Series::line("mean", with(|p| p.mean_ms)),
+                crate::svg::Series::line("p99", with(|p| p.p99_ms)),
+            ],
+            markers: self.markers(),
+            log_y: false,
+        };
+        let fg = |d: &DiskStats| (d.reads + d.writes - d.rebuild_reads - d.rebuild_writes) as f64;
+        let rb = |d: &DiskStats| (d.rebuild_reads + d.rebuild_writes) as f64;
+        let mut series = vec![(
+            "foreground".to_string(),
+            self.per_disk.iter().map(fg).collect::<Vec<_>>(),
+        )];
+        if self.per_disk.iter().any(|d| rb(d) > 0.0) {
+            series.push((
+                "rebuild".to_string(),
+                self.per_disk.iter().map(rb).collect(),
+            ));
+        }
+        let load = crate::svg::BarChart {
+            title: format!(
+                "member I/Os per disk (busy-time CoV {:.1} %)",
+                self.load_cov * 100.0
+            ),
+            y_label: "member I/Os".into(),
+            categories: (0..self.per_disk.len()).map(|d| d.to_string()).collect(),
+            series,
+        };
+        crate::svg::stack(&[times.to_svg(), load.to_svg()])
+    }
+}
+
+/// Response times over simulated time, in bounded memory: requests are counted in the bucket of
+/// their *arrival* time; buckets start [`Timeline::FIRST_WIDTH_NS`] wide and, whenever the run
+/// needs more than [`Timeline::MAX_BUCKETS`] of them, neighbours merge pairwise (the width
+/// doubles). Each bucket keeps a count, an exact sum and a coarse log-linear histogram (16
+/// sub-buckets per power of two: quantiles within 1/16 relative).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timeline {
+    width_ns: u64,
+    buckets: Vec<TimeBucket>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct TimeBucket {
+    count: u64,
+    sum_ns: u128,
+    /// Coarse histogram, allocated at the first value.
+    hist: Option<Box<[u32]>>,
+}
+
+/// Sub-bucket bits of a timeline bucket's histogram.
+const COARSE_BITS: u32 = 4;
+const COARSE_SUB: u64 = 1 << COARSE_BITS;
+const COARSE_BUCKETS: usize = (COARSE_SUB + (64 - COARSE_BITS as u64) * COARSE_SUB) as usize;
+
+fn coarse_index(v: u64) -> usize {
+    if v < COARSE_SUB {
+        return v as usize;
+    }
+    let e = 63 - v.leading_zeros();
+    let mantissa = (v >> (e - COARSE_BITS)) - COARSE_SUB;
+    (COARSE_SUB + u64::from(e - COARSE_BITS) * COARSE_SUB + mantissa) as usize
+}
+
+/// Smallest value and width of coarse bucket `i`.
+fn coarse_bucket(i: usize) -> (u64, u64) {
+    let i = i as u64;
+    if i < COARSE_SUB {
+        return (i, 1);
+    }
+    let e = (i - COARSE_SUB) / COARSE_SUB + u64::from(COARSE_BITS);
+    let mantissa = (i - COARSE_SUB) % COARSE_SUB;
+    let width = 1u64 << (e - u64::from(COARSE_BITS));
+    ((COARSE_SUB + mantissa) * width, width)
+}
+
+impl TimeBucket {
+    fn record(&mut self, v: u64) {
+        self.count += 1;
+        self.sum_ns += u128::from(v);
+        let h = self
+            .hist
+            .get_or_insert_with(|| vec![0; COARSE_BUCKETS].into_boxed_slice());
+        h[coarse_index(v)] += 1;
+    }
+    fn merge(&mut self, o: TimeBucket) {
+        self.count += o.count;
+        self.sum_ns += o.sum_ns;
+        if let Some(oh) = o.hist {
+            match self.hist.as_mut() {
+                None => self.hist = Some(oh),
+                Some(h) => h.iter_mut().zip(oh.iter()).for_each(|(a, b)| *a += b),
+            }
+        }
+    }
+    /// Midpoint of the bucket holding rank `ceil(q * count)` (0 when empty).
+    fn quantile(&self, q: f64) -> u64 {
+        let Some(h) = self.hist.as_ref() else {
+            return 0;
+        };
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0;
+        for (i, &c) in h.iter().enumerate() {
+            seen += u64::from(c);
+            if seen >= rank {
+                let (lo, w) = coarse_bucket(i);
+                return lo + w / 2;
+            }
+        }
+        unreachable!("rank beyond count")
+    }
+}
+
+/// One bucket of [`Report::timeline`]: requests that arrived in `[start_s, end_s)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimelinePoint {
+    /// Bucket start, simulated seconds.
+    pub start_s: f64,
+    /// Bucket end, simulated seconds.
+    pub end_s: f64,
+    /// Requests completed that arrived in the bucket.
+    pub count: u64,
+    /// Their mean response time (0 when none).
+    pub mean_ms: f64,
+    /// Their 99th percentile response time (within 1/16; 0 when none).
+    pub p99_ms: f64,
+}
+
+impl Default for Timeline {
+    fn default() -> Timeline {
+        Timeline::new()
+    }
+}
+
+impl Timeline {
+    /// Width of the buckets before any merge: 1 ms.
+    pub const FIRST_WIDTH_NS: u64 = 1_000_000;
+    /// Most buckets kept.
+    pub const MAX_BUCKETS: usize = 256;
+
+    /// An empty timeline.
+    pub fn new() -> Timeline {
+        Timeline {
+            width_ns: Self::FIRST_WIDTH_NS,
+            buckets: Vec::new(),
+        }
+    }
+
+    /// Makes the buckets reach past `t_ns`, merging neighbours while too many are needed.
+    pub fn extend_to(&mut self, t_ns: u64) {
+        while t_ns / self.width_ns >= Self::MAX_BUCKETS as u64 {
+            let old = std::mem::take(&mut self.buckets);
+            let mut it = old.into_iter();
+            while let Some(mut a) = it.next() {
+                if let Some(b) = it.next() {
+                    a.merge(b);
+                }
+                self.buckets.push(a);
+            }
+            self.width_ns *= 2;
+        }
+        let need = (t_ns / self.width_ns) as usize + 1;
+        if self.buckets.len() < need {
+            self.buckets.resize_with(need, TimeBucket::default);
+        }
+    }
+
+    /// Records a request that arrived at `arrival_ns` and took `response_ns`.
+    pub fn record(&mut self, arrival_ns: u64, response_ns: u64) {
+        self.extend_to(arrival_ns);
+        let i = (arrival_ns / self.width_ns) as usize;
+        self.buckets[i].record(response_ns);
+    }
+
+    /// Current bucket width, ns.
+    pub fn width_ns(&self) -> u64 {
+        self.width_ns
+    }
+
+    /// The buckets, from time 0.
+    pub fn points(&self) -> Vec<TimelinePoint> {
+        let w = self.width_ns;
+        self.buckets
+            .iter()
+            .enumerate()
+            .map(|(i, b)| TimelinePoint {
+                start_s: (i as u64 * w) as f64 / 1e9,
+                end_s: ((i as u64 + 1) * w) as f64 / 1e9,
+                count: b.count,
+                mean_ms: if b.count == 0 {
+                    0.0
+                } else {
+                    b.sum_ns as f64 / b.count as f64 / 1e6
+                },
+                p99_ms: b.quantile(0.99) as f64 / 1e6,
+            })
+            .collect()
+    }
+}
+
+fn fmt_s(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s:.3}")
     }
 }
 
@@ -398,6 +645,34 @@ mod tests {
         assert_eq!(h.quantile(1.0), 10_000_000);
         assert_eq!(h.quantile(0.0), 1000);
         assert_eq!(Histogram::new().quantile(0.5), 0);
+    }
+
+    #[test]
+    fn timeline_merges_and_keeps_counts() {
+        let mut t = Timeline::new();
+        let mut n = 0;
+        // Ten seconds of arrivals, 1 ms apart, each taking (i mod 10) + 1 ms.
+        for i in 0..10_000u64 {
+            t.record(i * 1_000_000, (i % 10 + 1) * 1_000_000);
+            n += 1;
+        }
+        t.extend_to(12_000_000_000);
+        let pts = t.points();
+        assert!(pts.len() <= Timeline::MAX_BUCKETS);
+        assert_eq!(pts.iter().map(|p| p.count).sum::<u64>(), n);
+        assert_eq!(pts[0].start_s, 0.0);
+        assert!(pts.last().unwrap().end_s > 12.0);
+        // Width doubled from 1 ms until 256 buckets reach 12 s: 64 ms.
+        assert_eq!(t.width_ns(), 64_000_000);
+        let full = &pts[10];
+        assert_eq!(full.count, 64);
+        assert!((full.mean_ms - 5.5).abs() < 0.2, "{full:?}");
+        assert!((full.p99_ms / 10.0 - 1.0).abs() < 1.0 / 16.0, "{full:?}");
+        assert!(pts.iter().all(|p| p.count > 0 || p.start_s >= 10.0));
+        for i in [0u64, 1, 15, 16, 17, 1000, 123_456_789, u64::MAX] {
+            let (lo, w) = coarse_bucket(coarse_index(i));
+            assert!(lo <= i && i - lo < w);
+        }
     }
 
     #[test]

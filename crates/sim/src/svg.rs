@@ -254,15 +254,24 @@ impl LineChart {
             H - 10.0,
             esc(&self.x_label)
         );
-        for (x, label) in &self.markers {
+        for (i, (x, label)) in self.markers.iter().enumerate() {
+            // Labels on successive rows; in the right half of the plot, left of the line (so
+            // they stay clear of the legend).
+            let right_half = sx(*x) > LEFT + (W - LEFT - RIGHT) / 2.0;
+            let (tx, anchor) = if right_half {
+                (sx(*x) - 3.0, "end")
+            } else {
+                (sx(*x) + 3.0, "start")
+            };
             let _ = writeln!(
                 out,
                 "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{TOP}\" y2=\"{1}\" stroke=\"#c00\" \
-                 stroke-dasharray=\"5,4\"/><text x=\"{2:.1}\" y=\"{3}\" fill=\"#c00\">{4}</text>",
+                 stroke-dasharray=\"5,4\"/><text x=\"{2:.1}\" y=\"{3}\" fill=\"#c00\" \
+                 text-anchor=\"{anchor}\">{4}</text>",
                 sx(*x),
                 H - BOTTOM,
-                sx(*x) + 3.0,
-                TOP + 12.0,
+                tx,
+                TOP + 12.0 + 14.0 * (i % 3) as f64,
                 esc(label)
             );
         }
@@ -349,9 +358,47 @@ impl BarChart {
     }
 }
 
+/// Charts stacked top to bottom in one SVG document: each chart (a whole document from
+/// `to_svg`) becomes a nested `<svg>` placed below the previous one.
+pub fn stack(charts: &[String]) -> String {
+    let mut out = String::new();
+    let total = H * charts.len() as f64;
+    let _ = writeln!(
+        out,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{total}\" \
+         viewBox=\"0 0 {W} {total}\">"
+    );
+    for (i, c) in charts.iter().enumerate() {
+        let placed = c.replacen("<svg ", &format!("<svg x=\"0\" y=\"{}\" ", H * i as f64), 1);
+        out.push_str(&placed);
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stacked_charts_are_one_document() {
+        let one = LineChart {
+            title: "one".into(),
+            ..LineChart::default()
+        }
+        .to_svg();
+        let two = BarChart {
+            title: "two".into(),
+            ..BarChart::default()
+        }
+        .to_svg();
+        let s = stack(&[one, two]);
+        assert!(s.starts_with("<svg") && s.ends_with("</svg>\n"));
+        assert_eq!(s.matches("<svg").count(), 3);
+        assert_eq!(s.matches("</svg>").count(), 3);
+        assert!(s.contains(&format!("height=\"{}\"", 2.0 * H)));
+        assert!(s.contains(&format!("y=\"{H}\"")));
+    }
 
     #[test]
     fn ticks_are_round_and_cover_the_range() {

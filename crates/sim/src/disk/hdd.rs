@@ -157,7 +157,7 @@ struct HddModel {
     segment_bytes: u64,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct HddState {
     busy_until_ns: u64,
     /// Continuous cylinder position of the head.
@@ -166,6 +166,11 @@ struct HddState {
     stream_end: Option<u64>,
     rng: SplitMix64,
     segments: Vec<Segment>,
+    /// `(start, reachable end)` of each segment, in the same order: the cache look-up scans
+    /// this compact copy (16 bytes a segment instead of 48) because every read scans it.
+    bounds: Vec<(u64, u64)>,
+    /// The segment reading ahead, if any (at most one is).
+    active: Option<usize>,
     lru_clock: u64,
 }
 
@@ -181,6 +186,65 @@ struct Segment {
     last_used: u64,
 }
 
+impl Segment {
+    /// The segment's start and the end its bytes can reach (read-ahead included).
+    fn bounds(&self) -> (u64, u64) {
+        let reachable = if self.active {
+            self.limit_end
+        } else {
+            self.filled_end
+        };
+        (self.start, reachable)
+    }
+}
+
+impl Clone for HddState {
+    fn clone(&self) -> HddState {
+        HddState {
+            busy_until_ns: self.busy_until_ns,
+            head_x: self.head_x,
+            stream_end: self.stream_end,
+            rng: self.rng.clone(),
+            segments: self.segments.clone(),
+            bounds: self.bounds.clone(),
+            active: self.active,
+            lru_clock: self.lru_clock,
+        }
+    }
+    /// Reuses this state's vectors (`estimate` runs on a scratch copy, up to 32 times per
+    /// dispatch under SPTF: no allocation each time).
+    fn clone_from(&mut self, o: &HddState) {
+        self.busy_until_ns = o.busy_until_ns;
+        self.head_x = o.head_x;
+        self.stream_end = o.stream_end;
+        self.rng = o.rng.clone();
+        self.segments.clone_from(&o.segments);
+        self.bounds.clone_from(&o.bounds);
+        self.active = o.active;
+        self.lru_clock = o.lru_clock;
+    }
+}
+
+thread_local! {
+    /// Scratch state for [`Hdd::estimate`] (what-if runs of the model that must not change the
+    /// drive).
+    static SCRATCH: std::cell::RefCell<Option<HddState>> = const { std::cell::RefCell::new(None) };
+}
+
+impl HddState {
+    /// Debug check: the compact bounds and the active index mirror the segments.
+    fn assert_index(&self) {
+        if cfg!(debug_assertions) {
+            let b: Vec<(u64, u64)> = self.segments.iter().map(Segment::bounds).collect();
+            assert_eq!(b, self.bounds, "cache bounds out of date");
+            let a: Vec<usize> = (0..self.segments.len())
+                .filter(|&i| self.segments[i].active)
+                .collect();
+            assert_eq!(a, self.active.into_iter().collect::<Vec<_>>());
+        }
+    }
+}
+
 impl Hdd {
     /// Check `params`, fit the seek curve and build an idle drive at time 0 with its head on
     /// cylinder 0 and an empty cache. `seed` drives [`Rotation::Random`].
@@ -192,6 +256,8 @@ impl Hdd {
             stream_end: None,
             rng: SplitMix64::new(seed),
             segments: Vec::with_capacity(model.params.cache_segments as usize),
+            bounds: Vec::with_capacity(model.params.cache_segments as usize),
+            active: None,
             lru_clock: 0,
         };
         Ok(Hdd {
@@ -267,8 +333,17 @@ impl Disk for Hdd {
     }
 
     fn estimate(&self, now_ns: u64, io: DiskIo) -> Service {
-        let mut state = self.state.clone();
-        self.model.serve(&mut state, now_ns, io)
+        SCRATCH.with(|cell| {
+            let mut scratch = cell.borrow_mut();
+            let state = match scratch.as_mut() {
+                Some(st) => {
+                    st.clone_from(&self.state);
+                    st
+                }
+                None => scratch.insert(self.state.clone()),
+            };
+            self.model.serve(state, now_ns, io)
+        })
     }
 
     fn submit(&mut self, now_ns: u64, io: DiskIo) -> Service {
@@ -386,6 +461,9 @@ impl HddModel {
         if io.op == Op::Write {
             st.segments
                 .retain(|s| s.start >= end || s.filled_end.max(s.limit_end) <= io.offset_bytes);
+            st.bounds.clear();
+            st.bounds.extend(st.segments.iter().map(Segment::bounds));
+            debug_assert!(st.segments.iter().all(|s| !s.active));
         }
 
         let g = &self.geometry;
@@ -423,6 +501,7 @@ impl HddModel {
         if io.op == Op::Read && self.segment_bytes > 0 {
             self.fill_segment(st, io.offset_bytes, end, completion_ns);
         }
+        st.assert_index();
 
         let service = Service {
             arrival_ns: now_ns,
@@ -456,14 +535,17 @@ impl HddModel {
         io: DiskIo,
     ) -> Option<Service> {
         let end = io.end_bytes();
-        let index = st.segments.iter().position(|s| {
-            // A hit needs the first byte already read; the rest may still be on its way. The
-            // cheap bounds go first: `valid_end` costs a square root.
-            let reachable = if s.active { s.limit_end } else { s.filled_end };
-            s.start <= io.offset_bytes
-                && end <= reachable
-                && io.offset_bytes <= self.valid_end(s, start_ns)
-        })?;
+        let index = st
+            .bounds
+            .iter()
+            .enumerate()
+            .position(|(i, &(start, reachable))| {
+                // A hit needs the first byte already read; the rest may still be on its way. The
+                // cheap bounds go first: `valid_end` costs a square root.
+                start <= io.offset_bytes
+                    && end <= reachable
+                    && io.offset_bytes <= self.valid_end(&st.segments[i], start_ns)
+            })?;
         let segment_bytes = self.segment_bytes;
         let capacity = self.params.capacity_bytes;
         let g = &self.geometry;
@@ -483,6 +565,7 @@ impl HddModel {
             seg.limit_end = seg.limit_end.max(end.saturating_add(ahead).min(capacity));
             seg.start = seg.start.max(seg.limit_end.saturating_sub(segment_bytes));
         }
+        st.bounds[index] = seg.bounds();
         st.lru_clock += 1;
         seg.last_used = st.lru_clock;
         st.busy_until_ns = completion_ns;
@@ -500,12 +583,7 @@ impl HddModel {
 
     /// A command needs the head: read-ahead stops where it has got to, and the head is there.
     fn stop_read_ahead(&self, st: &mut HddState, t_ns: u64) {
-        let mut stopped = 0;
-        for i in 0..st.segments.len() {
-            if !st.segments[i].active {
-                continue;
-            }
-            stopped += 1;
+        if let Some(i) = st.active.take() {
             let valid = self.valid_end(&st.segments[i], t_ns);
             let seg = &mut st.segments[i];
             if valid != seg.filled_end {
@@ -515,9 +593,10 @@ impl HddModel {
             seg.fill_ns = t_ns;
             seg.limit_end = valid;
             seg.active = false;
+            st.bounds[i] = seg.bounds();
             st.head_x = self.geometry.x_of(valid);
         }
-        assert!(stopped <= 1, "more than one segment was reading ahead");
+        debug_assert!(st.segments.iter().all(|s| !s.active));
     }
 
     /// How far to read ahead of a read of `len_bytes`: fill the rest of its segment, keeping the
@@ -549,13 +628,26 @@ impl HddModel {
             active: limit_end > end,
             last_used: st.lru_clock,
         };
-        if st.segments.len() < self.params.cache_segments as usize {
+        debug_assert!(
+            st.active.is_none(),
+            "read-ahead was stopped before the miss"
+        );
+        let active = seg.active;
+        let bounds = seg.bounds();
+        let index = if st.segments.len() < self.params.cache_segments as usize {
             st.segments.push(seg);
+            st.bounds.push(bounds);
+            st.segments.len() - 1
         } else {
             let lru = (0..st.segments.len())
                 .min_by_key(|&i| st.segments[i].last_used)
                 .unwrap();
             st.segments[lru] = seg;
+            st.bounds[lru] = bounds;
+            lru
+        };
+        if active {
+            st.active = Some(index);
         }
     }
 }

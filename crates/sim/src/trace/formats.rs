@@ -98,13 +98,60 @@ fn split<'a>(line: &'a str, sep: Option<char>) -> ([&'a str; FIELDS_KEPT], usize
     let mut count = 0;
     let mut keep = |f: &'a str| {
         if count < FIELDS_KEPT {
-            fields[count] = f.trim();
+            fields[count] = f;
         }
         count += 1;
     };
+    if !line.is_ascii() || sep.is_some_and(|c| !c.is_ascii()) {
+        match sep {
+            Some(c) => line.split(c).for_each(|f| keep(f.trim())),
+            None => line.split_whitespace().for_each(&mut keep),
+        }
+        return (fields, count);
+    }
+    // ASCII lines (all real traces) are split on bytes: the same fields as `str::split` /
+    // `split_whitespace` + `trim` (whose ASCII whitespace is tab, LF, VT, FF, CR and space),
+    // several times faster, which matters when replaying millions of lines.
+    let bytes = line.as_bytes();
+    let ws = |b: u8| b == b' ' || (b'\t'..=b'\r').contains(&b);
     match sep {
-        Some(c) => line.split(c).for_each(&mut keep),
-        None => line.split_whitespace().for_each(&mut keep),
+        Some(c) => {
+            let c = c as u8;
+            let mut start = 0;
+            loop {
+                let end = bytes[start..]
+                    .iter()
+                    .position(|&b| b == c)
+                    .map_or(bytes.len(), |i| start + i);
+                let (mut a, mut b) = (start, end);
+                while a < b && ws(bytes[a]) {
+                    a += 1;
+                }
+                while b > a && ws(bytes[b - 1]) {
+                    b -= 1;
+                }
+                keep(&line[a..b]);
+                if end == bytes.len() {
+                    break;
+                }
+                start = end + 1;
+            }
+        }
+        None => {
+            let mut i = 0;
+            while i < bytes.len() {
+                while i < bytes.len() && ws(bytes[i]) {
+                    i += 1;
+                }
+                let a = i;
+                while i < bytes.len() && !ws(bytes[i]) {
+                    i += 1;
+                }
+                if i > a {
+                    keep(&line[a..i]);
+                }
+            }
+        }
     }
     (fields, count)
 }
@@ -122,7 +169,19 @@ fn uint(field: &'static str, s: &str) -> Result<u64, Problem> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad(field, s, "not a non-negative integer"));
     }
-    s.parse().map_err(|_| bad(field, s, "too large"))
+    // Digits only (checked): accumulate directly instead of `str::parse` validating again.
+    // Up to 19 digits cannot overflow a u64.
+    if s.len() <= 19 {
+        return Ok(s.bytes().fold(0u64, |v, b| v * 10 + u64::from(b - b'0')));
+    }
+    let mut v: u64 = 0;
+    for b in s.bytes() {
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(b - b'0')))
+            .ok_or_else(|| bad(field, s, "too large"))?;
+    }
+    Ok(v)
 }
 
 fn uint32(field: &'static str, s: &str) -> Result<u32, Problem> {
@@ -506,6 +565,39 @@ mod tests {
 
     fn one(format: TraceFormat, line: &str) -> ParseResult {
         Parser::new(format).parse(line)
+    }
+
+    #[test]
+    fn byte_split_matches_str_split() {
+        fn reference(line: &str, sep: Option<char>) -> Vec<&str> {
+            match sep {
+                Some(c) => line.split(c).map(str::trim).collect(),
+                None => line.split_whitespace().collect(),
+            }
+        }
+        let lines = [
+            "",
+            " ",
+            "a",
+            "1 2  3\t4\x0b5\x0c6\r",
+            "  lead and trail  ",
+            ",,a, b ,\tc\t,",
+            "1,2,3,4,5,6,7,8,9,10,11,12",
+            "x y z w v u t s r q p o n m",
+            "caf\u{e9} \u{2003}b,\u{a0}c",
+        ];
+        for line in lines {
+            for sep in [None, Some(','), Some(' ')] {
+                let (f, n) = split(line, sep);
+                let want = reference(line, sep);
+                assert_eq!(n, want.len(), "{line:?} {sep:?}");
+                for (i, w) in want.iter().take(FIELDS_KEPT).enumerate() {
+                    assert_eq!(f[i], *w, "{line:?} {sep:?} field {i}");
+                }
+            }
+        }
+        assert!(uint("f", "18446744073709551615").is_ok());
+        assert!(uint("f", "18446744073709551616").is_err());
     }
 
     #[test]

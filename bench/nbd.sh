@@ -15,7 +15,7 @@ for t in fio nbdkit python3; do
   command -v "$t" >/dev/null || { echo "bench/nbd.sh: $t is missing (apt-get install fio nbdkit)" >&2; exit 2; }
 done
 cargo build --release -q -p raidforge
-rf=$PWD/target/release/raidforge
+rf=${CARGO_TARGET_DIR:-$PWD/target}/release/raidforge
 dir=$(mktemp -d /tmp/raidforge-nbd-bench.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }

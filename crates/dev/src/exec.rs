@@ -216,6 +216,11 @@ fn commit_from(
             write: true,
             source: std::io::Error::other("member is failed or missing"),
         })?;
+        // Writes are not merged into one `pwritev` per run of consecutive bytes, unlike
+        // reads: measured with bench/nbd.sh, RAID0 4 KiB random writes after the sequential
+        // write case fell to about a third when 1 MiB writes went out as 256 KiB `pwritev`s
+        // (likely the larger page-cache folios such writes leave on ext4, which every later
+        // small write into them pays for), and sequential writes gained nothing visible.
         for (offset, b) in ios {
             dev.write_at(b, m.data_offset_bytes + offset)
                 .map_err(|e| MemberError {
@@ -305,17 +310,35 @@ fn read_phase_into(
             write: false,
             source: std::io::Error::other("member is failed or missing"),
         })?;
-        for (offset, dst) in ios {
-            dev.read_at(dst, m.data_offset_bytes + offset)
-                .map_err(|e| MemberError {
-                    member: member as u32,
-                    write: false,
-                    source: e,
-                })?;
+        let mut run: Vec<&mut [u8]> = Vec::new();
+        let mut ios = ios.into_iter().peekable();
+        while let Some((offset, first)) = ios.next() {
+            // Reads of consecutive member bytes (the same member's units of consecutive
+            // cycles, say) come in as one vectored read.
+            let mut end = offset + first.len() as u64;
+            run.clear();
+            run.push(first);
+            while let Some((_, dst)) = ios.next_if(|(o, _)| *o == end) {
+                end += dst.len() as u64;
+                run.push(dst);
+            }
+            let at = m.data_offset_bytes + offset;
+            match run.as_mut_slice() {
+                [one] => dev.read_at(one, at),
+                many => dev.read_vectored_at(many, at),
+            }
+            .map_err(|e| MemberError {
+                member: member as u32,
+                write: false,
+                source: e,
+            })?;
             m.counters[member]
                 .read_bytes
-                .fetch_add(dst.len() as u64, Ordering::Relaxed);
-            m.counters[member].reads.fetch_add(1, Ordering::Relaxed);
+                .fetch_add(end - offset, Ordering::Relaxed);
+            // The plan's member reads, merged or not (what status reports per member).
+            m.counters[member]
+                .reads
+                .fetch_add(run.len() as u64, Ordering::Relaxed);
         }
         Ok(())
     });

@@ -15,7 +15,9 @@
 //!   planned again (degraded).
 //!
 //! Lock order is always stripe locks, then the pool mutex (never the other way round), so the
-//! two cannot deadlock.
+//! two cannot deadlock. Under the pool mutex a request only *tries* its stripe locks (the usual
+//! case, when they are free, then needs one trip through the pool mutex); it never waits for
+//! them there.
 //!
 //! A rebuild runs in steps ([`Pool::rebuild_step`]): each step plans one batch of cycles,
 //! runs it and records it, and a background thread ([`SharedPool::start_rebuild`]) repeats
@@ -269,7 +271,7 @@ pub struct RebuildInfo {
 pub struct SharedPool {
     pool: Mutex<Option<Pool>>,
     mode: Concurrency,
-    locks: Mutex<StripeLocks>,
+    locks: Mutex<LockTable>,
     unlocked: Condvar,
     /// Member I/O run outside the pool mutex; folded into the pool's counters for status.
     counters: Vec<Counters>,
@@ -288,6 +290,9 @@ pub struct SharedPool {
     idle: Mutex<IdleDetector>,
     stop_flusher: AtomicBool,
     flusher_thread: Mutex<Option<JoinHandle<()>>>,
+    /// The pool defers parity (fixed while served): writes then list and persist their
+    /// deferrals before they lock their stripes.
+    lazy: bool,
 }
 
 /// Quiet time after the last client request before deferred parity is processed.
@@ -325,6 +330,14 @@ impl Drop for Foreground<'_> {
 /// Client I/O within this long counts as foreground load for the rebuild throttle.
 const FOREGROUND_WINDOW_NS: u64 = 500_000_000;
 
+/// The stripe locks held, and how many threads wait for some (so that releasing stripes
+/// nobody waits for wakes nobody: no system call on the common path).
+#[derive(Default)]
+struct LockTable {
+    held: StripeLocks,
+    waiters: usize,
+}
+
 /// Stripes held by one request; released (and waiters woken) when dropped.
 struct StripeGuard<'a> {
     owner: &'a SharedPool,
@@ -334,10 +347,21 @@ struct StripeGuard<'a> {
 impl Drop for StripeGuard<'_> {
     fn drop(&mut self) {
         let mut l = self.owner.locks.lock().unwrap_or_else(|e| e.into_inner());
-        l.unlock(&self.stripes);
+        l.held.unlock(&self.stripes);
+        let wake = l.waiters > 0;
         drop(l);
-        self.owner.unlocked.notify_all();
+        if wake {
+            self.owner.unlocked.notify_all();
+        }
     }
+}
+
+/// The stripes `plans` lock, sorted, each once.
+fn stripe_ids(plans: &[Plan]) -> Vec<StripeId> {
+    let mut stripes: Vec<StripeId> = plans.iter().flat_map(|p| p.locks.iter().copied()).collect();
+    stripes.sort_unstable();
+    stripes.dedup();
+    stripes
 }
 
 /// How often a request is planned again (after member failures or a state change) before
@@ -359,10 +383,11 @@ impl SharedPool {
             counters: (0..n).map(|_| Counters::default()).collect(),
             data_offset_bytes: pool.data_offset_bytes,
             capacity: pool.capacity_bytes(),
+            lazy: pool.parity() == ParityPolicy::Lazy,
             chunk_bytes: pool.geo.chunk_bytes(),
             pool: Mutex::new(Some(pool)),
             mode,
-            locks: Mutex::new(StripeLocks::new()),
+            locks: Mutex::new(LockTable::default()),
             unlocked: Condvar::new(),
             rebuild: Mutex::new(RebuildInfo::default()),
             stop_rebuild: AtomicBool::new(false),
@@ -500,22 +525,52 @@ impl SharedPool {
     }
 
     fn lock_stripes(&self, plans: &[Plan]) -> StripeGuard<'_> {
-        let mut stripes: Vec<StripeId> =
-            plans.iter().flat_map(|p| p.locks.iter().copied()).collect();
-        stripes.sort_unstable();
-        stripes.dedup();
-        self.lock_stripe_ids(stripes)
+        self.lock_stripe_ids(stripe_ids(plans))
     }
 
     fn lock_stripe_ids(&self, stripes: Vec<StripeId>) -> StripeGuard<'_> {
         let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-        while !l.try_lock(&stripes) {
+        while !l.held.try_lock(&stripes) {
+            l.waiters += 1;
             l = self.unlocked.wait(l).unwrap_or_else(|e| e.into_inner());
+            l.waiters -= 1;
         }
         StripeGuard {
             owner: self,
             stripes,
         }
+    }
+
+    /// Plans a request with `plan` under the pool mutex and takes its stripe locks; returns
+    /// the plans, their locks and the members to run them on, or `None` when the plans went
+    /// stale while waiting for the locks (plan again). In the usual case the stripes are
+    /// free: they are taken in the same critical section (tried, never waited for, under the
+    /// pool mutex), where the plans are current by construction, so a request passes the pool
+    /// mutex once. Otherwise it waits for the stripes outside the pool mutex and then checks
+    /// that the plans are still current.
+    #[allow(clippy::type_complexity)]
+    fn plan_locked(
+        &self,
+        plan: impl FnOnce(&Pool) -> Result<Vec<Plan>>,
+    ) -> Result<Option<(Vec<Plan>, StripeGuard<'_>, MemberSet)>> {
+        let (plans, stripes) = {
+            let g = self.lock()?;
+            let p = g.as_ref().ok_or_else(closed)?;
+            let plans = plan(p)?;
+            let stripes = stripe_ids(&plans);
+            let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+            if l.held.try_lock(&stripes) {
+                drop(l);
+                let guard = StripeGuard {
+                    owner: self,
+                    stripes,
+                };
+                return Ok(Some((plans, guard, p.members.clone())));
+            }
+            (plans, stripes)
+        };
+        let guard = self.lock_stripe_ids(stripes);
+        Ok(self.current_members(&plans)?.map(|m| (plans, guard, m)))
     }
 
     /// Under the pool mutex: whether every plan is still current, and the members to run
@@ -527,6 +582,17 @@ impl SharedPool {
             Ok(Some(p.members.clone()))
         } else {
             Ok(None)
+        }
+    }
+
+    /// A lazy write's member writes are over (or it will be planned again): its deferrals no
+    /// longer hold back a flush of their stripes.
+    fn deferred_done(&self, deferred: &[StripeId]) {
+        if !deferred.is_empty() {
+            let _ = self.with_pool(|p| {
+                p.state.deferred_write_done(deferred);
+                Ok(())
+            });
         }
     }
 
@@ -548,12 +614,11 @@ impl SharedPool {
             return Ok(());
         }
         for _ in 0..MAX_ATTEMPTS {
-            let plans = self.with_pool(|p| {
+            let Some((plans, guard, members)) = self.plan_locked(|p| {
                 p.check_range(offset, buf.len() as u64)?;
                 Ok(plan_read(&p.geo, &p.state, offset, buf.len() as u64)?)
-            })?;
-            let guard = self.lock_stripes(&plans);
-            let Some(members) = self.current_members(&plans)? else {
+            })?
+            else {
                 continue;
             };
             let mut users: Vec<&mut [u8]> = Vec::with_capacity(plans.len());
@@ -587,9 +652,9 @@ impl SharedPool {
             return self.with_pool(|p| p.write(offset, data));
         }
         for _ in 0..MAX_ATTEMPTS {
-            let (plans, deferred) = self.with_pool(|p| {
-                p.check_range(offset, data.len() as u64)?;
-                if p.parity == ParityPolicy::Lazy {
+            let (plans, guard, members, deferred) = if self.lazy {
+                let (plans, deferred) = self.with_pool(|p| {
+                    p.check_range(offset, data.len() as u64)?;
                     let lw =
                         plan_write_lazy(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
                     if p.state.defer(&lw.deferred) > 0 {
@@ -599,24 +664,32 @@ impl SharedPool {
                         }
                     }
                     Ok((lw.plans, lw.deferred))
-                } else {
-                    let plans = plan_write(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
-                    Ok((plans, Vec::new()))
+                })?;
+                let guard = self.lock_stripes(&plans);
+                match self.current_members(&plans)? {
+                    Some(members) => (plans, guard, members, deferred),
+                    None => {
+                        self.deferred_done(&deferred);
+                        continue;
+                    }
                 }
-            })?;
-            let done = |sp: &SharedPool| {
-                if !deferred.is_empty() {
-                    let _ = sp.with_pool(|p| {
-                        p.state.deferred_write_done(&deferred);
-                        Ok(())
-                    });
-                }
+            } else {
+                let Some((plans, guard, members)) = self.plan_locked(|p| {
+                    p.check_range(offset, data.len() as u64)?;
+                    Ok(plan_write(
+                        &p.geo,
+                        &p.state,
+                        offset,
+                        data.len() as u64,
+                        &p.policy,
+                    )?)
+                })?
+                else {
+                    continue;
+                };
+                (plans, guard, members, Vec::new())
             };
-            let guard = self.lock_stripes(&plans);
-            let Some(members) = self.current_members(&plans)? else {
-                done(self);
-                continue;
-            };
+            let done = |sp: &SharedPool| sp.deferred_done(&deferred);
             let result = crate::exec::run_write(&plans, data, &self.view(&members));
             done(self);
             match result {
@@ -916,12 +989,14 @@ impl SharedPool {
         {
             let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
             let deadline = Instant::now() + Duration::from_secs(30);
-            while l.held() > 0 && Instant::now() < deadline {
+            while l.held.held() > 0 && Instant::now() < deadline {
+                l.waiters += 1;
                 l = self
                     .unlocked
                     .wait_timeout(l, Duration::from_millis(50))
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
+                l.waiters -= 1;
             }
         }
         self.fold_counters(&p);
@@ -1210,5 +1285,52 @@ mod tests {
             assert!(back == model, "{mode:?}: data after two failures");
             sp.close().unwrap();
         }
+    }
+
+    /// A request whose stripe is held waits (it is not run, and is not lost) until the holder
+    /// releases it, and then sees the holder's write; releasing with nobody waiting leaves no
+    /// waiter behind.
+    #[test]
+    fn a_request_on_a_held_stripe_waits_for_its_release() {
+        let dir = Dir::new("held");
+        let pool = create(&dir.0, SchemeKind::Raid5, p(4), 4);
+        let shared = SharedPool::new(pool, Concurrency::Stripes).unwrap();
+        shared.write(0, &bytes(1, 4096)).unwrap();
+        // Take every stripe of cycle 0 as a writer would.
+        let stripes = shared
+            .with_pool(|p| Ok(p.geo.healthy().stripes.len()))
+            .unwrap();
+        let ids: Vec<StripeId> = (0..stripes)
+            .map(|stripe| StripeId { cycle: 0, stripe })
+            .collect();
+        let guard = shared.lock_stripe_ids(ids);
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                let mut b = vec![0u8; 4096];
+                shared.read(0, &mut b).unwrap();
+                done.store(true, Ordering::SeqCst);
+                b
+            });
+            // The reader registers as a waiter and stays blocked.
+            let t = Instant::now();
+            while shared.locks.lock().unwrap().waiters == 0 {
+                assert!(t.elapsed() < Duration::from_secs(10), "reader never waited");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!done.load(Ordering::SeqCst), "read ran on a held stripe");
+            // What the holder writes (under its locks) is what the reader then sees.
+            let members = shared.with_pool(|p| Ok(p.members.clone())).unwrap();
+            let plans = shared
+                .with_pool(|p| Ok(plan_write(&p.geo, &p.state, 0, 4096, &p.policy)?))
+                .unwrap();
+            crate::exec::run_write(&plans, &bytes(2, 4096), &shared.view(&members)).unwrap();
+            drop(guard);
+            assert_eq!(reader.join().unwrap(), bytes(2, 4096));
+        });
+        let l = shared.locks.lock().unwrap();
+        assert_eq!(l.waiters, 0);
+        assert_eq!(l.held.held(), 0);
     }
 }

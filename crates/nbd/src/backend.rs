@@ -9,7 +9,8 @@ use std::sync::RwLock;
 pub trait Backend: Send + Sync {
     /// Size in bytes (fixed while served).
     fn size(&self) -> u64;
-    /// Fills `buf` from `offset`.
+    /// Fills `buf` from `offset`. On success every byte of `buf` must have been written: the
+    /// transport reuses its read buffers, so `buf` may hold an earlier read's data.
     fn read(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
     /// Writes `data` at `offset`. Returning means the data are visible to later reads (on any
     /// connection), not necessarily durable.

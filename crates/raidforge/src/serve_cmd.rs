@@ -45,8 +45,9 @@ pub struct ServeArgs {
     /// under stripe locks) or `serial` (one request at a time).
     #[arg(long, default_value = "stripes")]
     pub concurrency: String,
-    /// Worker threads per client connection.
-    #[arg(long, default_value_t = 4)]
+    /// Worker threads per client connection (requests of one connection executed at once;
+    /// clients commonly keep 8 or more in flight).
+    #[arg(long, default_value_t = 8)]
     pub workers: usize,
     /// Largest read or write request accepted (advertised to clients as the maximum payload).
     #[arg(long, value_parser = parse_size, default_value = "32M")]

@@ -89,19 +89,21 @@ impl StripeLocks {
     /// them is not held (a bug in the executor).
     pub fn unlock(&mut self, stripes: &[StripeId]) {
         for s in stripes {
-            let bits = self.cycles.get_mut(&s.cycle);
-            let held = bits.as_ref().is_some_and(|b| b.get(s.stripe));
-            assert!(held, "unlocking stripe {s:?}, which is not held");
-            let bits = bits.expect("checked above");
+            // One look-up per stripe, which also removes a cycle left empty.
+            let std::collections::hash_map::Entry::Occupied(mut entry) = self.cycles.entry(s.cycle)
+            else {
+                panic!("unlocking stripe {s:?}, which is not held");
+            };
+            let bits = entry.get_mut();
+            assert!(
+                bits.get(s.stripe),
+                "unlocking stripe {s:?}, which is not held"
+            );
             bits.words[s.stripe / 64] &= !(1u64 << (s.stripe % 64));
             bits.count -= 1;
             self.held -= 1;
             if bits.count == 0 {
-                let mut words = self
-                    .cycles
-                    .remove(&s.cycle)
-                    .expect("the cycle is present")
-                    .words;
+                let mut words = entry.remove().words;
                 debug_assert!(words.iter().all(|&w| w == 0));
                 if self.spare.len() < 64 {
                     words.fill(0);

@@ -54,8 +54,8 @@ use std::rc::Rc;
 use layout::Disk;
 use raidcore::fxhash::FxHashMap;
 use raidcore::{
-    check_consistency, plan_read, plan_write, ArrayState, CoreError, Geometry, MemArray, MemberIo,
-    Plan, RebuildOrder, RebuildScheduler, SpeedLimits, StripeId, StripeLocks, WritePolicy,
+    check_consistency, plan_read, plan_write, ArrayState, CoreError, Geometry, MemArray, Plan,
+    RebuildOrder, RebuildScheduler, SpeedLimits, StripeId, StripeLocks, WritePolicy,
 };
 
 use crate::disk::{Disk as _, DiskIo, DiskModel, DiskParamError, DriveParams, Rotation};
@@ -333,8 +333,12 @@ enum Stage {
 
 struct PlanRun {
     /// raidcore's plan; for a plan taken from the [`PlanMemo`], the one made for another cycle
-    /// (`shift` translates it).
-    plan: Rc<Plan>,
+    /// (`shift` translates it). `None` only for a memo hit with `flat` in a release build
+    /// (nothing there reads the full plan; debug builds keep it for the checkers).
+    plan: Option<Rc<Plan>>,
+    /// A memoised small plan's hot fields, inline (see [`Flat`]); when present the executor
+    /// reads its I/Os, locks and generations from here instead of from `plan`.
+    flat: Option<Flat>,
     /// The cycle the plan runs on.
     cycle: u64,
     /// Bytes added to every member offset of `plan` (0 unless it came from the memo).
@@ -358,15 +362,164 @@ struct PlanRun {
 }
 
 impl PlanRun {
-    /// Member I/O `i` of the plan's reads (or writes), on this run's cycle.
-    fn member_io(&self, write: bool, i: usize) -> MemberIo {
-        let mut m = if write {
-            self.plan.writes[i]
-        } else {
-            self.plan.reads[i]
+    /// The full plan (cold paths: rebuild bookkeeping, checkers, messages).
+    fn plan(&self) -> &Plan {
+        self.plan
+            .as_deref()
+            .expect("a plan without `flat` keeps its full plan")
+    }
+
+    /// Member reads (or writes) of the plan.
+    fn io_count(&self, write: bool) -> usize {
+        match &self.flat {
+            Some(f) => usize::from(if write { f.writes } else { f.reads }),
+            None if write => self.plan().writes.len(),
+            None => self.plan().reads.len(),
+        }
+    }
+
+    /// Member I/O `i` of the plan's reads (or writes), on this run's cycle: (member, offset,
+    /// length).
+    fn member_io(&self, write: bool, i: usize) -> (Disk, u64, u64) {
+        let (member, offset, len) = match &self.flat {
+            Some(f) => {
+                let m = f.ios[if write { usize::from(f.reads) + i } else { i }];
+                (m.member, m.offset_bytes, u64::from(m.len))
+            }
+            None => {
+                let p = self.plan();
+                let m = if write { &p.writes[i] } else { &p.reads[i] };
+                (m.member, m.offset_bytes, m.data.len as u64)
+            }
         };
-        m.offset_bytes = m.offset_bytes.wrapping_add_signed(self.shift);
-        m
+        (member, offset.wrapping_add_signed(self.shift), len)
+    }
+
+    /// The plan's stripe locks on this run's cycle, into `out` (cleared first).
+    fn stripes_into(&self, out: &mut Vec<StripeId>) {
+        out.clear();
+        match &self.flat {
+            Some(f) => out.extend(
+                f.locks[..usize::from(f.locks_len)]
+                    .iter()
+                    .map(|&s| StripeId {
+                        cycle: self.cycle,
+                        stripe: s as usize,
+                    }),
+            ),
+            None => out.extend(self.plan().locks.iter().map(|l| StripeId {
+                cycle: self.cycle,
+                stripe: l.stripe,
+            })),
+        }
+    }
+
+    /// The plan has ops (phase 2).
+    fn has_ops(&self) -> bool {
+        match &self.flat {
+            Some(f) => f.has_ops,
+            None => !self.plan().ops.is_empty(),
+        }
+    }
+
+    /// The plan's range of the request: (`user_offset`, length of buffer 0).
+    fn user_range(&self) -> (u64, u64) {
+        match &self.flat {
+            Some(f) => (f.user_offset, f.user_len),
+            None => (self.plan().user_offset, self.plan().buffers[0] as u64),
+        }
+    }
+
+    /// Panics if the plan touches a failed member (`Plan::assert_avoids`).
+    fn assert_avoids(&self, failed: &[Disk]) {
+        match &self.flat {
+            Some(f) => {
+                let n = usize::from(f.reads) + usize::from(f.writes);
+                for io in &f.ios[..n] {
+                    assert!(
+                        !failed.contains(&io.member),
+                        "plan for cycle {} touches failed member {}",
+                        self.cycle,
+                        io.member
+                    );
+                }
+            }
+            None => self.plan().assert_avoids(failed),
+        }
+    }
+}
+
+/// One member I/O, as the executor queues it (16 bytes: four fit a cache line).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct FlatIo {
+    offset_bytes: u64,
+    len: u32,
+    member: Disk,
+}
+
+/// I/Os a [`Flat`] holds inline (reads and writes together): a RAID5/6 read-modify-write of
+/// two chunks needs six.
+const FLAT_IOS: usize = 6;
+/// Stripe locks a [`Flat`] holds inline.
+const FLAT_LOCKS: usize = 4;
+
+/// What the executor's hot path reads from a small memoised plan, in one contiguous inline
+/// record (copied into the memo entry and into each [`PlanRun`] served from it).
+///
+/// Why hand-made: a [`Plan`] spreads over five or six heap blocks (the `Rc`, the reads, the
+/// writes, the locks, ...). A memo hit reuses a plan made long ago, so each of those was a
+/// cache miss on every request (the profile's largest item). Here the member I/Os are one
+/// flat array (reads, then writes) and the locks are stripe indices within the cycle, so a
+/// hit reads one hash-map slot and the run record is self-contained. Plans that do not fit
+/// (more I/Os or locks than the inline capacity) keep using the full plan.
+#[derive(Clone, Copy, Debug)]
+struct Flat {
+    ios: [FlatIo; FLAT_IOS],
+    locks: [u32; FLAT_LOCKS],
+    reads: u8,
+    writes: u8,
+    locks_len: u8,
+    has_ops: bool,
+    layout_generation: u32,
+    state_generation: u64,
+    user_offset: u64,
+    user_len: u64,
+}
+
+impl Flat {
+    /// The flat form of `plan`, if it fits.
+    fn of(plan: &Plan) -> Option<Flat> {
+        let n = plan.reads.len() + plan.writes.len();
+        if n > FLAT_IOS || plan.locks.len() > FLAT_LOCKS {
+            return None;
+        }
+        let mut f = Flat {
+            ios: [FlatIo::default(); FLAT_IOS],
+            locks: [0; FLAT_LOCKS],
+            reads: plan.reads.len() as u8,
+            writes: plan.writes.len() as u8,
+            locks_len: plan.locks.len() as u8,
+            has_ops: !plan.ops.is_empty(),
+            layout_generation: plan.layout_generation,
+            state_generation: plan.state_generation,
+            user_offset: plan.user_offset,
+            user_len: plan.buffers[0] as u64,
+        };
+        for (slot, m) in f.ios.iter_mut().zip(plan.reads.iter().chain(&plan.writes)) {
+            *slot = FlatIo {
+                offset_bytes: m.offset_bytes,
+                len: u32::try_from(m.data.len).ok()?,
+                member: m.member,
+            };
+        }
+        for (slot, l) in f.locks.iter_mut().zip(&plan.locks) {
+            debug_assert_eq!(
+                l.cycle, plan.cycle,
+                "a plan locks stripes of its cycle only"
+            );
+            *slot = u32::try_from(l.stripe).ok()?;
+        }
+        Some(f)
     }
 }
 
@@ -383,7 +536,7 @@ impl PlanRun {
 /// which choose from the stripe's costs alone. Debug builds re-plan every request served from
 /// the memo and assert that the translated plan is the planner's own.
 struct PlanMemo {
-    map: FxHashMap<MemoKey, (Rc<Plan>, u64)>,
+    map: FxHashMap<MemoKey, MemoEntry>,
     writes: bool,
     /// Bytes of data per cycle.
     cycle_data_bytes: u64,
@@ -398,6 +551,14 @@ struct MemoKey {
     in_cycle: u64,
     len: u64,
     layout_generation: u32,
+}
+
+/// A memoised plan: the plan, the cycle it was made for, and its [`Flat`] form if it fits
+/// (what a hit reads, without touching the plan's heap blocks).
+struct MemoEntry {
+    flat: Option<Flat>,
+    made_for: u64,
+    plan: Rc<Plan>,
 }
 
 /// Most plans the memo holds before it starts afresh.
@@ -837,7 +998,9 @@ impl Simulator {
         self.first_arrival_ns.get_or_insert(arrival_ns);
         self.last_foreground_ns = Some(self.now_ns);
         self.serial += 1;
-        if let Some((plan, cycle, shift)) = self.memo_lookup(r.op, r.offset_bytes, r.len_bytes) {
+        if let Some((plan, flat, cycle, shift)) =
+            self.memo_lookup(r.op, r.offset_bytes, r.len_bytes)
+        {
             let id = self.requests.insert(RequestRun {
                 arrival_ns,
                 op: r.op,
@@ -849,6 +1012,7 @@ impl Simulator {
             self.foreground_started();
             self.submit_run(
                 plan,
+                flat,
                 cycle,
                 shift,
                 Owner::Request(id),
@@ -888,7 +1052,8 @@ impl Simulator {
             self.lazy.next = self.lazy_tag_for(&plan);
             let cycle = plan.cycle;
             self.submit_run(
-                plan,
+                Some(plan),
+                None,
                 cycle,
                 0,
                 Owner::Request(id),
@@ -924,12 +1089,25 @@ impl Simulator {
         Some((key, cycle))
     }
 
-    /// A memoised plan for the request, translated to its cycle: (plan, cycle, shift).
-    fn memo_lookup(&mut self, op: Op, offset: u64, len: u64) -> Option<(Rc<Plan>, u64, i64)> {
+    /// A memoised plan for the request, translated to its cycle: (plan, its flat form, cycle,
+    /// shift). The full plan is left out when the flat form serves (release builds): not
+    /// touching it is the point of the flat form.
+    #[allow(clippy::type_complexity)]
+    fn memo_lookup(
+        &mut self,
+        op: Op,
+        offset: u64,
+        len: u64,
+    ) -> Option<(Option<Rc<Plan>>, Option<Flat>, u64, i64)> {
         let (key, cycle) = self.memo_key(op, offset, len)?;
-        let (plan, made_for) = self.memo.map.get(&key)?;
-        let shift = (cycle as i64 - *made_for as i64) * self.memo.stride_bytes as i64;
-        let plan = plan.clone();
+        let e = self.memo.map.get(&key)?;
+        let shift = (cycle as i64 - e.made_for as i64) * self.memo.stride_bytes as i64;
+        let flat = e.flat;
+        let plan = if flat.is_none() || cfg!(debug_assertions) {
+            Some(e.plan.clone())
+        } else {
+            None
+        };
         self.memo.hits += 1;
         if cfg!(debug_assertions) {
             let fresh = match op {
@@ -941,12 +1119,12 @@ impl Simulator {
             .expect("a memoised plan was planned before");
             assert_eq!(fresh.len(), 1);
             assert_eq!(
-                translated(&plan, cycle, shift),
+                translated(plan.as_deref().expect("debug builds keep it"), cycle, shift),
                 fresh[0],
                 "a memoised plan differs from the planner's"
             );
         }
-        Some((plan, cycle, shift))
+        Some((plan, flat, cycle, shift))
     }
 
     fn memo_insert(&mut self, op: Op, offset: u64, len: u64, plan: &Rc<Plan>) {
@@ -957,22 +1135,24 @@ impl Simulator {
         if self.memo.map.len() >= MEMO_MAX {
             self.memo.map.clear();
         }
-        self.memo.map.insert(key, (plan.clone(), cycle));
+        self.memo.map.insert(
+            key,
+            MemoEntry {
+                flat: Flat::of(plan),
+                made_for: cycle,
+                plan: plan.clone(),
+            },
+        );
     }
 
     /// Takes run `id`'s stripe locks; false if some are held.
     fn lock_run(&mut self, id: u32) -> bool {
         let run = self.plans.get(id);
-        if run.shift == 0 {
-            return self.locks.try_lock(&run.plan.locks);
+        if run.shift == 0 && run.flat.is_none() {
+            return self.locks.try_lock(&run.plan().locks);
         }
-        let scratch = &mut self.lock_scratch;
-        scratch.clear();
-        scratch.extend(run.plan.locks.iter().map(|l| StripeId {
-            cycle: run.cycle,
-            stripe: l.stripe,
-        }));
-        self.locks.try_lock(scratch)
+        run.stripes_into(&mut self.lock_scratch);
+        self.locks.try_lock(&self.lock_scratch)
     }
 
     /// Releases plan `id`'s stripe locks.
@@ -982,26 +1162,25 @@ impl Simulator {
         if (self.retrying || !self.lock_waiters.is_empty()) && !self.released.contains(&run.cycle) {
             self.released.push(run.cycle);
         }
-        if run.shift == 0 {
-            self.locks.unlock(&run.plan.locks);
+        if run.shift == 0 && run.flat.is_none() {
+            self.locks.unlock(&run.plan().locks);
             return;
         }
-        let scratch = &mut self.lock_scratch;
-        scratch.clear();
-        scratch.extend(run.plan.locks.iter().map(|l| StripeId {
-            cycle: run.cycle,
-            stripe: l.stripe,
-        }));
-        self.locks.unlock(scratch);
+        run.stripes_into(&mut self.lock_scratch);
+        self.locks.unlock(&self.lock_scratch);
     }
 
     /// `ArrayState::plan_is_current` for a possibly translated plan.
     fn run_is_current(&self, run: &PlanRun) -> bool {
-        if run.shift == 0 {
-            return self.state.plan_is_current(&run.plan);
+        if let Some(f) = &run.flat {
+            return f.state_generation == self.state.generation()
+                && self.state.cycle_generation(run.cycle) == f.layout_generation;
         }
-        run.plan.state_generation == self.state.generation()
-            && self.state.cycle_generation(run.cycle) == run.plan.layout_generation
+        if run.shift == 0 {
+            return self.state.plan_is_current(run.plan());
+        }
+        run.plan().state_generation == self.state.generation()
+            && self.state.cycle_generation(run.cycle) == run.plan().layout_generation
     }
 
     /// A new plan: check it, then start it or queue it for its locks. A `replanned` plan
@@ -1009,7 +1188,8 @@ impl Simulator {
     fn submit(&mut self, plan: Plan, owner: Owner, user_base: u64, replanned: bool, settles: bool) {
         let cycle = plan.cycle;
         self.submit_run(
-            Rc::new(plan),
+            Some(Rc::new(plan)),
+            None,
             cycle,
             0,
             owner,
@@ -1023,7 +1203,8 @@ impl Simulator {
     #[allow(clippy::too_many_arguments)]
     fn submit_run(
         &mut self,
-        plan: Rc<Plan>,
+        plan: Option<Rc<Plan>>,
+        flat: Option<Flat>,
         cycle: u64,
         shift: i64,
         owner: Owner,
@@ -1031,11 +1212,10 @@ impl Simulator {
         replanned: bool,
         settles: bool,
     ) {
-        if !self.state.failed().is_empty() {
-            plan.assert_avoids(self.state.failed());
-        }
         if self.check == CheckMode::Validate {
-            plan.validate();
+            plan.as_deref()
+                .expect("debug builds keep the full plan")
+                .validate();
         }
         if let Owner::Request(_) = owner {
             self.fg_plans_in_flight += 1;
@@ -1043,6 +1223,7 @@ impl Simulator {
         self.plan_count += 1;
         let id = self.plans.insert(PlanRun {
             plan,
+            flat,
             cycle,
             shift,
             owner,
@@ -1054,6 +1235,9 @@ impl Simulator {
             settles,
             lazy: std::mem::take(&mut self.lazy.next),
         });
+        if !self.state.failed().is_empty() {
+            self.plans.get(id).assert_avoids(self.state.failed());
+        }
         let queue_behind = !replanned
             && !self.lock_waiters.is_empty()
             && self.waiting_cycles.get(&cycle).is_some_and(|&n| n > 0);
@@ -1120,13 +1304,9 @@ impl Simulator {
             if !freed || blocked.contains(&cycle) {
                 // Skipped: its stripes are held, or an older waiter of its cycle waits.
                 if cfg!(debug_assertions) && !freed {
-                    let run = self.plans.get(id);
-                    let held = run.plan.locks.iter().any(|l| {
-                        self.locks.is_locked(StripeId {
-                            cycle: run.cycle,
-                            stripe: l.stripe,
-                        })
-                    });
+                    let mut stripes = Vec::new();
+                    self.plans.get(id).stripes_into(&mut stripes);
+                    let held = stripes.iter().any(|&l| self.locks.is_locked(l));
                     assert!(
                         held || skipped.contains(&cycle),
                         "a waiter skipped as still blocked could have started"
@@ -1169,7 +1349,7 @@ impl Simulator {
             self.abandon(id);
             return;
         }
-        if self.cfg.ops_ns > 0 && !run.plan.ops.is_empty() {
+        if self.cfg.ops_ns > 0 && run.has_ops() {
             run.stage = Stage::Ops;
             let t = self.now_ns + self.cfg.ops_ns;
             self.schedule(t, Kind::OpsDone { plan: id });
@@ -1185,8 +1365,12 @@ impl Simulator {
             m.writing += 1;
         }
         if let Some(bufs) = run.bufs.as_mut() {
-            raidcore::mem::run_ops(&run.plan.ops, bufs)
-                .unwrap_or_else(|e| panic!("ops failed in memory: {e}\n{}", run.plan));
+            let plan = run
+                .plan
+                .as_deref()
+                .expect("debug builds keep the full plan");
+            raidcore::mem::run_ops(&plan.ops, bufs)
+                .unwrap_or_else(|e| panic!("ops failed in memory: {e}\n{plan}"));
         }
         if self.issue(id, true) {
             if self.plans.get(id).errored {
@@ -1204,16 +1388,12 @@ impl Simulator {
         let now = self.now_ns;
         let run = self.plans.get(id);
         let rebuild = run.owner == Owner::Rebuild;
-        let n = if write {
-            run.plan.writes.len()
-        } else {
-            run.plan.reads.len()
-        };
+        let n = run.io_count(write);
         let mut queued = 0u32;
         let mut refused = false;
         for i in 0..n {
-            let m = self.plans.get(id).member_io(write, i);
-            let slot = &mut self.disks[m.member as usize];
+            let (member, offset_bytes, len_bytes) = self.plans.get(id).member_io(write, i);
+            let slot = &mut self.disks[member as usize];
             if slot.failed {
                 refused = true;
                 continue;
@@ -1221,15 +1401,15 @@ impl Simulator {
             slot.queue.push_back(QueuedIo {
                 plan: id,
                 index: i as u32,
-                offset_bytes: m.offset_bytes,
-                len_bytes: m.data.len as u64,
+                offset_bytes,
+                len_bytes,
                 write,
                 rebuild,
                 enqueued_ns: now,
             });
             queued += 1;
             if slot.current.is_none() {
-                self.dispatch(m.member);
+                self.dispatch(member);
             }
         }
         let run = self.plans.get_mut(id);
@@ -1355,14 +1535,14 @@ impl Simulator {
             Owner::Flush => {}
             Owner::Rebuild => {
                 let r = self.rebuild.as_mut().expect("a rebuild plan has a rebuild");
-                r.sched.abort(&run.plan);
+                r.sched.abort(run.plan());
                 self.kick_rebuild();
             }
             Owner::Request(rid) => {
                 self.fg_plans_in_flight -= 1;
                 let req = self.requests.get(rid);
-                let offset = run.user_base + run.plan.user_offset;
-                let len = run.plan.buffers[0] as u64;
+                let (user_offset, len) = run.user_range();
+                let offset = run.user_base + user_offset;
                 let planned = match req.op {
                     Op::Read => plan_read(&self.geo, &self.state, offset, len),
                     Op::Write => {
@@ -1404,7 +1584,7 @@ impl Simulator {
             if run.settles {
                 m.unsettled -= 1;
             }
-            if !run.plan.writes.is_empty() {
+            if !run.plan().writes.is_empty() {
                 m.unchecked.insert(run.cycle);
             }
             self.mem_check(&run);
@@ -1417,9 +1597,9 @@ impl Simulator {
             }
             Owner::Rebuild => {
                 let r = self.rebuild.as_mut().expect("a rebuild plan has a rebuild");
-                r.sched.complete(&mut self.state, &run.plan);
+                r.sched.complete(&mut self.state, run.plan());
                 r.report.plans += 1;
-                r.report.bytes_written += run.plan.io_counts().write_bytes;
+                r.report.bytes_written += run.plan().io_counts().write_bytes;
                 self.kick_rebuild();
             }
         }
@@ -1477,7 +1657,7 @@ impl Simulator {
     /// Debug checker, start of a plan: its buffers, buffer 0 holding the write's data.
     fn mem_start(&mut self, id: u32) {
         let run = self.plans.get(id);
-        let plan = &run.plan;
+        let plan = run.plan();
         let mut bufs: Vec<Vec<u8>> = plan.buffers.iter().map(|&n| vec![POISON; n]).collect();
         if let Owner::Request(rid) = run.owner {
             let req = self.requests.get(rid);
@@ -1498,7 +1678,13 @@ impl Simulator {
         let m = self.mem.as_mut().expect("checked by caller");
         let run = self.plans.get_mut(io.plan);
         let what = if io.write { "write" } else { "read" };
-        let mi = run.member_io(io.write, io.index as usize);
+        let mut mi = if io.write {
+            run.plan().writes[io.index as usize]
+        } else {
+            run.plan().reads[io.index as usize]
+        };
+        mi.offset_bytes = mi.offset_bytes.wrapping_add_signed(run.shift);
+        debug_assert_eq!(mi.offset_bytes, io.offset_bytes);
         let bufs = run.bufs.as_mut().expect("buffers of a started plan");
         debug_assert_eq!(mi.member, member);
         let dev = m.mem.members[member as usize]
@@ -1517,7 +1703,7 @@ impl Simulator {
     /// the reference and leaves its cycle's stripes consistent.
     fn mem_check(&mut self, run: &PlanRun) {
         let m = self.mem.as_mut().expect("checked by caller");
-        let plan = &run.plan;
+        let plan = run.plan();
         let bufs = run.bufs.as_ref().expect("buffers of a completed plan");
         let Owner::Request(rid) = run.owner else {
             // Rebuilds are checked once their cycle is marked rebuilt.

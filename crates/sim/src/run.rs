@@ -4,8 +4,10 @@
 //! synthetic description (`random:read=0.7:size=4K:iops=200`, `seq:size=1M:qd=4`,
 //! `financial1`, `financial2`), or the path of a trace file. [`WorkloadSpec::open`] turns it
 //! into a [`Source`], the streaming [`Workload`] the executor pulls requests from; traces are
-//! read a line at a time (and looped by reopening the file), so memory does not depend on their
-//! length. [`simulate`] builds the geometry and the executor and runs everything.
+//! read a line at a time, so memory does not depend on their length (a looped trace replays its
+//! first pass from memory when that pass has at most 256 Ki requests and no skipped line, and
+//! reopens the file otherwise). [`simulate`] builds the geometry and the executor and runs
+//! everything.
 //!
 //! ## Synthetic specs
 //!
@@ -250,6 +252,9 @@ impl WorkloadSpec {
                     offset_ns: 0,
                     last_ns: 0,
                     in_pass: 0,
+                    first_pass: Vec::new(),
+                    caching: opts.loops > 1,
+                    replay: None,
                 }
             }
         };
@@ -286,8 +291,22 @@ enum SourceKind {
         last_ns: u64,
         /// Requests returned in this pass.
         in_pass: u64,
+        /// A looped trace's first pass, parsed (times without the offset), so that the later
+        /// passes replay it from memory instead of reading and parsing the file again (parsing
+        /// was about a sixth of a looped replay's time). Kept only while the pass has at most
+        /// [`PASS_CACHE_MAX`] requests and no skipped line (a lenient pass that skipped lines
+        /// re-reads the file, so every pass counts its skips); memory stays bounded.
+        first_pass: Vec<Request>,
+        /// Still filling `first_pass` (the first pass of a looped trace, under the bound).
+        caching: bool,
+        /// Replaying `first_pass`: the index of the next request.
+        replay: Option<usize>,
     },
 }
+
+/// Most requests of a looped trace's first pass kept for the later passes (40 bytes each:
+/// 10 MiB at most).
+const PASS_CACHE_MAX: usize = 1 << 18;
 
 /// A streaming workload: what [`WorkloadSpec::open`] returns.
 pub struct Source {
@@ -324,8 +343,26 @@ impl Workload for Source {
                     offset_ns,
                     last_ns,
                     in_pass,
-                } => match reader.next() {
+                    first_pass,
+                    caching,
+                    replay,
+                } => match match replay {
+                    Some(i) => {
+                        let r = first_pass.get(*i).copied();
+                        *i += 1;
+                        r.map(Ok)
+                    }
+                    None => reader.next(),
+                } {
                     Some(Ok(mut r)) => {
+                        if *caching {
+                            if first_pass.len() < PASS_CACHE_MAX {
+                                first_pass.push(r);
+                            } else {
+                                *caching = false;
+                                *first_pass = Vec::new();
+                            }
+                        }
                         *last_ns = (*last_ns).max(r.time_ns);
                         *in_pass += 1;
                         r.time_ns = r.time_ns.saturating_add(*offset_ns);
@@ -333,6 +370,8 @@ impl Workload for Source {
                     }
                     Some(Err(e)) if self.lenient && !matches!(e, TraceError::Io { .. }) => {
                         self.skipped += 1;
+                        *caching = false;
+                        *first_pass = Vec::new();
                     }
                     Some(Err(e)) => return Some(Err(e)),
                     None if *loops_left > 0 && *in_pass > 0 => {
@@ -342,9 +381,15 @@ impl Workload for Source {
                         *offset_ns = offset_ns.saturating_add(*last_ns + gap);
                         *last_ns = 0;
                         *in_pass = 0;
-                        match Source::reopen(path, *format, *options) {
-                            Ok(r) => *reader = r,
-                            Err(e) => return Some(Err(e)),
+                        if *caching || replay.is_some() {
+                            // The first pass is complete in memory: replay it.
+                            *caching = false;
+                            *replay = Some(0);
+                        } else {
+                            match Source::reopen(path, *format, *options) {
+                                Ok(r) => *reader = r,
+                                Err(e) => return Some(Err(e)),
+                            }
                         }
                     }
                     None => return None,

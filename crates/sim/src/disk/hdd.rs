@@ -473,10 +473,12 @@ impl HddModel {
         let (overhead_ns, seek_ns, rotation_ns) = if streaming {
             (0, 0, 0)
         } else {
-            let from = st.head_x.floor() as u64;
-            let to = x_start.floor() as u64;
+            // `as u64` truncates, which is `floor` here (saturating at 0 below: the same u64);
+            // it avoids a libm call per I/O.
+            let from = st.head_x as u64;
+            let to = x_start as u64;
             let distance = from.abs_diff(to);
-            let mut seek_ns = self.seek.at(distance).round() as u64;
+            let mut seek_ns = round_u64(self.seek.at(distance));
             if io.op == Op::Write && distance > 0 {
                 seek_ns += self.write_extra_ns;
             }
@@ -485,14 +487,14 @@ impl HddModel {
                 Rotation::Angular => {
                     let platter = (ready_ns as f64 / self.rev_ns).fract();
                     let target = (x_start.fract() * f64::from(self.params.heads)).fract();
-                    ((target - platter).rem_euclid(1.0) * self.rev_ns).round() as u64
+                    round_u64((target - platter).rem_euclid(1.0) * self.rev_ns)
                 }
-                Rotation::Random => (st.rng.next_f64() * self.rev_ns).round() as u64,
-                Rotation::Expected => (self.rev_ns / 2.0).round() as u64,
+                Rotation::Random => round_u64(st.rng.next_f64() * self.rev_ns),
+                Rotation::Expected => round_u64(self.rev_ns / 2.0),
             };
             (self.overhead_ns, seek_ns, rotation_ns)
         };
-        let transfer_ns = ((x_end - x_start) * self.cylinder_ns).round() as u64;
+        let transfer_ns = round_u64((x_end - x_start) * self.cylinder_ns);
         let completion_ns = start_ns + overhead_ns + seek_ns + rotation_ns + transfer_ns;
 
         st.head_x = x_end;
@@ -535,17 +537,27 @@ impl HddModel {
         io: DiskIo,
     ) -> Option<Service> {
         let end = io.end_bytes();
-        let index = st
-            .bounds
-            .iter()
-            .enumerate()
-            .position(|(i, &(start, reachable))| {
-                // A hit needs the first byte already read; the rest may still be on its way. The
-                // cheap bounds go first: `valid_end` costs a square root.
-                start <= io.offset_bytes
-                    && end <= reachable
-                    && io.offset_bytes <= self.valid_end(&st.segments[i], start_ns)
-            })?;
+        // The first segment holding the request: its bounds cover it and its first byte is
+        // already read (the rest may still be on its way). The cheap bounds go first, as a
+        // branch-free pass over up to 64 segments at a time giving a bit mask of candidates
+        // (the early-exit scan mispredicted on nearly every segment); `valid_end`, which costs
+        // a square root, then runs on the candidates in order.
+        let mut found = None;
+        'chunks: for (c, chunk) in st.bounds.chunks(64).enumerate() {
+            let mut mask = 0u64;
+            for (j, &(start, reachable)) in chunk.iter().enumerate() {
+                mask |= u64::from((start <= io.offset_bytes) & (end <= reachable)) << j;
+            }
+            while mask != 0 {
+                let i = c * 64 + mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                if io.offset_bytes <= self.valid_end(&st.segments[i], start_ns) {
+                    found = Some(i);
+                    break 'chunks;
+                }
+            }
+        }
+        let index = found?;
         let segment_bytes = self.segment_bytes;
         let capacity = self.params.capacity_bytes;
         let g = &self.geometry;
@@ -557,7 +569,7 @@ impl HddModel {
             let to_read = g.x_of(end) - g.x_of(seg.filled_end);
             seg.fill_ns + (to_read * self.cylinder_ns).ceil() as u64
         };
-        let host_ns = (io.len_bytes as f64 * self.interface_ns_per_byte).round() as u64;
+        let host_ns = round_u64(io.len_bytes as f64 * self.interface_ns_per_byte);
         let completion_ns = (start_ns + self.overhead_ns + host_ns).max(ready_ns);
         if seg.active {
             // Sequential reading continues: keep reading ahead of it.
@@ -650,6 +662,16 @@ impl HddModel {
             st.active = Some(index);
         }
     }
+}
+
+/// `x.round() as u64`, bit for bit (round half away from zero; negatives and NaN give 0,
+/// values past `u64::MAX` saturate), without the libm call `f64::round` is on a baseline
+/// x86-64 target (no SSE4.1 rounding instruction): the model rounds several times per I/O.
+fn round_u64(x: f64) -> u64 {
+    let i = x as u64;
+    // Exact: for x < 2^52, `i as f64` and the difference are exact; above, x is an integer.
+    // Branch-free: the fraction is as good as random, a branch on it would mispredict.
+    i.saturating_add(u64::from(x - i as f64 >= 0.5))
 }
 
 /// Maps byte offsets to continuous cylinder positions and back.
@@ -771,7 +793,8 @@ impl Geometry {
     }
 
     fn offset_at_floor(&self, x: f64) -> u64 {
-        (self.bytes_before(x).floor() as u64).min(self.capacity_bytes)
+        // Truncation is `floor` for the u64 result (negatives saturate to 0 either way).
+        (self.bytes_before(x) as u64).min(self.capacity_bytes)
     }
 
     fn offset_at_ceil(&self, x: f64) -> u64 {
@@ -899,6 +922,40 @@ mod tests {
         for i in 0..=1000u64 {
             let off = p.capacity_bytes / 1000 * i;
             assert!((g.bytes_before(g.x_of(off)) - off as f64).abs() < 2.0);
+        }
+    }
+
+    #[test]
+    fn round_u64_is_round_as_u64() {
+        let mut r = crate::rng::SplitMix64::new(7);
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            0.5,
+            1.5,
+            2.5,
+            -0.5,
+            -1.7,
+            0.49999999999999994,
+            4503599627370495.5,
+            4503599627370497.0,
+            9.3e18,
+            1.9e19,
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::MIN_POSITIVE,
+        ];
+        for _ in 0..100_000 {
+            let u = r.next_f64();
+            xs.push(u);
+            xs.push(u * 1e9);
+            xs.push(u * 16_666_666.7);
+            xs.push((u * 1e6).floor() + 0.5);
+        }
+        for x in xs {
+            assert_eq!(round_u64(x), x.round() as u64, "{x:e}");
         }
     }
 

@@ -107,7 +107,7 @@ impl Simulator {
             PlanLazy::None => {}
             PlanLazy::Deferred(stripes) => self.state.deferred_write_done(stripes),
             PlanLazy::Flush(entries) => {
-                self.lazy.flushing.remove(&run.plan.cycle);
+                self.lazy.flushing.remove(&run.cycle);
                 if done {
                     self.state.flush_done(entries);
                     self.lazy.report.flush_plans += 1;

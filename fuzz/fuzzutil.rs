@@ -19,20 +19,16 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// SplitMix64 (the simulator's generator, repeated here so the tests need nothing else).
+/// The fuzzers' seeded stream: `layout::SplitMix64`, with the draws they need on top.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(layout::SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(layout::SplitMix64::new(seed))
     }
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     /// Uniform in `0..n` (`n > 0`; the modulo bias is irrelevant here).
     pub fn below(&mut self, n: u64) -> u64 {

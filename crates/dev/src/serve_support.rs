@@ -290,9 +290,6 @@ pub struct SharedPool {
     idle: Mutex<IdleDetector>,
     stop_flusher: AtomicBool,
     flusher_thread: Mutex<Option<JoinHandle<()>>>,
-    /// The pool defers parity (fixed while served): writes then list and persist their
-    /// deferrals before they lock their stripes.
-    lazy: bool,
 }
 
 /// Quiet time after the last client request before deferred parity is processed.
@@ -383,7 +380,6 @@ impl SharedPool {
             counters: (0..n).map(|_| Counters::default()).collect(),
             data_offset_bytes: pool.data_offset_bytes,
             capacity: pool.capacity_bytes(),
-            lazy: pool.parity() == ParityPolicy::Lazy,
             chunk_bytes: pool.geo.chunk_bytes(),
             pool: Mutex::new(Some(pool)),
             mode,
@@ -542,21 +538,22 @@ impl SharedPool {
     }
 
     /// Plans a request with `plan` under the pool mutex and takes its stripe locks; returns
-    /// the plans, their locks and the members to run them on, or `None` when the plans went
-    /// stale while waiting for the locks (plan again). In the usual case the stripes are
+    /// what `plan` returned beside its plans (a lazy write's deferrals, which the caller must
+    /// release either way) and the plans, their locks and the members to run them on, or
+    /// `None` when the plans went stale while waiting for the locks (plan again). In the usual case the stripes are
     /// free: they are taken in the same critical section (tried, never waited for, under the
     /// pool mutex), where the plans are current by construction, so a request passes the pool
     /// mutex once. Otherwise it waits for the stripes outside the pool mutex and then checks
     /// that the plans are still current.
     #[allow(clippy::type_complexity)]
-    fn plan_locked(
+    fn plan_locked<T>(
         &self,
-        plan: impl FnOnce(&Pool) -> Result<Vec<Plan>>,
-    ) -> Result<Option<(Vec<Plan>, StripeGuard<'_>, MemberSet)>> {
-        let (plans, stripes) = {
-            let g = self.lock()?;
-            let p = g.as_ref().ok_or_else(closed)?;
-            let plans = plan(p)?;
+        plan: impl FnOnce(&mut Pool) -> Result<(Vec<Plan>, T)>,
+    ) -> Result<(T, Option<(Vec<Plan>, StripeGuard<'_>, MemberSet)>)> {
+        let (plans, extra, stripes) = {
+            let mut g = self.lock()?;
+            let p = g.as_mut().ok_or_else(closed)?;
+            let (plans, extra) = plan(p)?;
             let stripes = stripe_ids(&plans);
             let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
             if l.held.try_lock(&stripes) {
@@ -565,12 +562,14 @@ impl SharedPool {
                     owner: self,
                     stripes,
                 };
-                return Ok(Some((plans, guard, p.members.clone())));
+                let members = p.members.clone();
+                return Ok((extra, Some((plans, guard, members))));
             }
-            (plans, stripes)
+            (plans, extra, stripes)
         };
         let guard = self.lock_stripe_ids(stripes);
-        Ok(self.current_members(&plans)?.map(|m| (plans, guard, m)))
+        let run = self.current_members(&plans)?.map(|m| (plans, guard, m));
+        Ok((extra, run))
     }
 
     /// Under the pool mutex: whether every plan is still current, and the members to run
@@ -614,9 +613,9 @@ impl SharedPool {
             return Ok(());
         }
         for _ in 0..MAX_ATTEMPTS {
-            let Some((plans, guard, members)) = self.plan_locked(|p| {
+            let ((), Some((plans, guard, members))) = self.plan_locked(|p| {
                 p.check_range(offset, buf.len() as u64)?;
-                Ok(plan_read(&p.geo, &p.state, offset, buf.len() as u64)?)
+                Ok((plan_read(&p.geo, &p.state, offset, buf.len() as u64)?, ()))
             })?
             else {
                 continue;
@@ -652,42 +651,25 @@ impl SharedPool {
             return self.with_pool(|p| p.write(offset, data));
         }
         for _ in 0..MAX_ATTEMPTS {
-            let (plans, guard, members, deferred) = if self.lazy {
-                let (plans, deferred) = self.with_pool(|p| {
-                    p.check_range(offset, data.len() as u64)?;
-                    let lw =
-                        plan_write_lazy(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
-                    if p.state.defer(&lw.deferred) > 0 {
-                        if let Err(e) = p.persist_bpgl() {
-                            p.state.deferred_write_done(&lw.deferred);
-                            return Err(e);
-                        }
-                    }
-                    Ok((lw.plans, lw.deferred))
-                })?;
-                let guard = self.lock_stripes(&plans);
-                match self.current_members(&plans)? {
-                    Some(members) => (plans, guard, members, deferred),
-                    None => {
-                        self.deferred_done(&deferred);
-                        continue;
+            let (deferred, run) = self.plan_locked(|p| {
+                p.check_range(offset, data.len() as u64)?;
+                if p.parity == ParityPolicy::Eager {
+                    let plans = plan_write(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
+                    return Ok((plans, Vec::new()));
+                }
+                let lw = plan_write_lazy(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
+                if p.state.defer(&lw.deferred) > 0 {
+                    if let Err(e) = p.persist_bpgl() {
+                        p.state.deferred_write_done(&lw.deferred);
+                        return Err(e);
                     }
                 }
-            } else {
-                let Some((plans, guard, members)) = self.plan_locked(|p| {
-                    p.check_range(offset, data.len() as u64)?;
-                    Ok(plan_write(
-                        &p.geo,
-                        &p.state,
-                        offset,
-                        data.len() as u64,
-                        &p.policy,
-                    )?)
-                })?
-                else {
-                    continue;
-                };
-                (plans, guard, members, Vec::new())
+                Ok((lw.plans, lw.deferred))
+            })?;
+            let Some((plans, guard, members)) = run else {
+                // Planned against a state an event has since replaced: plan again.
+                self.deferred_done(&deferred);
+                continue;
             };
             let done = |sp: &SharedPool| sp.deferred_done(&deferred);
             let result = crate::exec::run_write(&plans, data, &self.view(&members));

@@ -10,22 +10,19 @@ use dev::pool::{CreateOpts, Pool};
 use layout::{Params, SchemeKind};
 use raidcore::ParityPolicy;
 
+/// The test sequences: `layout::SplitMix64` from a seed.
 #[derive(Clone)]
-struct Rng(u64);
+struct Rng(layout::SplitMix64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+    fn new(seed: u64) -> Rng {
+        Rng(layout::SplitMix64::new(seed))
     }
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.0.next_u64() % n
     }
     fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
+        (0..n).map(|_| self.0.next_u64() as u8).collect()
     }
 }
 
@@ -159,7 +156,7 @@ fn rm2_all_pairs(n: usize) {
         None,
     );
     let mut model = vec![0u8; pool.capacity_bytes() as usize];
-    let mut rng = Rng(n as u64 * 1000 + 7);
+    let mut rng = Rng::new(n as u64 * 1000 + 7);
     scribble(&mut pool, &mut model, &mut rng, 40, chunk);
     let st = pool.status();
     assert!(st.bpgl_len > 0, "N={n}: the writes deferred something");
@@ -214,7 +211,7 @@ fn rm2_all_pairs(n: usize) {
                 // A write with both failed lands too.
                 let mut m2 = model.clone();
                 let off = (a * 5000 + b * 300) as u64 % (model.len() as u64 - 9000);
-                let data = Rng(off).bytes(9000);
+                let data = Rng::new(off).bytes(9000);
                 p.write(off, &data).unwrap();
                 m2[off as usize..off as usize + 9000].copy_from_slice(&data);
                 check_all(&mut p, &m2, &format!("N={n} write after {a},{b}"));
@@ -262,7 +259,7 @@ fn ios_for(kind: SchemeKind, n: usize, parity: ParityPolicy, name: &str) -> (u64
         Some("hdd:120MB/s:0ms".into()),
     );
     let chunks = pool.capacity_bytes() / chunk;
-    let mut rng = Rng(3);
+    let mut rng = Rng::new(3);
     let writes = 50;
     for _ in 0..writes {
         let c = rng.below(chunks);
@@ -306,7 +303,7 @@ fn the_bound_is_kept_and_raid6_recovers_after_a_crash() {
         None,
     );
     let mut model = vec![0u8; pool.capacity_bytes() as usize];
-    let mut rng = Rng(11);
+    let mut rng = Rng::new(11);
     for _ in 0..30 {
         scribble(&mut pool, &mut model, &mut rng, 1, chunk);
         let st = pool.status();

@@ -53,7 +53,7 @@ pub use classic::{Classic, ClassicKind, Grouped, GroupedKind};
 pub use params::{build, from_text, to_text, Order, Params, SchemeKind};
 pub use raidh::RaidH;
 pub use raidplus::{RaidPlus, RaidPlusPool, Template, VolumeSpec};
-pub use random::{HashPlacement, RandomPlacement};
+pub use random::{HashPlacement, RandomPlacement, SplitMix64};
 pub use rm2::Rm2;
 pub use s2raid::{S2Raid, S2Subarray};
 

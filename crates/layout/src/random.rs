@@ -11,15 +11,18 @@ use crate::{Code, Cycle, Disk, LayoutError, Loc, Params, Relocation, Role, Schem
 
 /// SplitMix64: a tiny, well-studied generator whose output is fixed by its definition, so a
 /// layout built from a seed is the same on every machine and every version. Written here
-/// because no crate promises that stability for its default generators.
+/// because no crate promises that stability for its default generators. Public so that tests
+/// and tools needing a seeded stream take it from here instead of writing it again.
 #[derive(Clone, Debug)]
-pub(crate) struct SplitMix64(u64);
+pub struct SplitMix64(u64);
 
 impl SplitMix64 {
-    pub(crate) fn new(seed: u64) -> Self {
+    /// A generator whose stream is fixed by `seed`.
+    pub fn new(seed: u64) -> Self {
         SplitMix64(seed)
     }
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    /// The next 64 bits of the stream.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -27,7 +30,7 @@ impl SplitMix64 {
         z ^ (z >> 31)
     }
     /// Uniform in `0..bound` (Lemire's multiply-shift; the bias is below 2^-32 for our sizes).
-    pub(crate) fn below(&mut self, bound: usize) -> usize {
+    pub fn below(&mut self, bound: usize) -> usize {
         ((self.next_u64() >> 32) * bound as u64 >> 32) as usize
     }
 }

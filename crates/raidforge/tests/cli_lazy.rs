@@ -2,49 +2,14 @@
 //! list, the fault tolerance and per-member I/O counters, `io write --parity`, `flush`, and the
 //! refusal for layouts with nothing to defer.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-struct TempDir(PathBuf);
+mod common;
 
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let d =
-            std::env::temp_dir().join(format!("raidforge-cli-lazy-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-fn raidforge(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_raidforge"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("CI")
-        .output()
-        .expect("run raidforge")
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = raidforge(dir, args);
-    assert!(
-        out.status.success(),
-        "raidforge {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use common::{ok, raidforge, TempDir};
 
 fn status(dir: &Path) -> Value {
     serde_json::from_str(&ok(dir, &["status", "p.json", "--json"])).unwrap()
@@ -93,7 +58,7 @@ fn three_writes(dir: &Path, extra: &[&str]) {
 
 #[test]
 fn lazy_pool_status_counters_and_flush() {
-    let eager = TempDir::new("eager");
+    let eager = TempDir::new("cli-lazy", "eager");
     assert!(create(&eager.0, "rm2", 6, "eager").status.success());
     three_writes(&eager.0, &[]);
     let se = status(&eager.0);
@@ -102,7 +67,7 @@ fn lazy_pool_status_counters_and_flush() {
     assert_eq!(se["fault_tolerance"], 2);
     let (eager_ios, _) = member_ios(&se);
 
-    let lazy = TempDir::new("lazy");
+    let lazy = TempDir::new("cli-lazy", "lazy");
     assert!(create(&lazy.0, "rm2", 6, "lazy").status.success());
     let s0 = status(&lazy.0);
     assert_eq!(s0["parity"], "lazy");
@@ -160,7 +125,7 @@ fn lazy_pool_status_counters_and_flush() {
 
 #[test]
 fn lazy_parity_needs_two_parities_and_is_explained() {
-    let d = TempDir::new("r5");
+    let d = TempDir::new("cli-lazy", "r5");
     let out = create(&d.0, "raid5", 4, "lazy");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -177,7 +142,7 @@ fn lazy_parity_needs_two_parities_and_is_explained() {
 
 #[test]
 fn a_served_pool_flushes_deferred_parity_when_idle() {
-    let d = TempDir::new("served");
+    let d = TempDir::new("cli-lazy", "served");
     assert!(create(&d.0, "raid6", 6, "lazy").status.success());
     three_writes(&d.0, &[]);
     assert_eq!(status(&d.0)["bpgl_len"], 3);

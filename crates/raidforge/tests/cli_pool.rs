@@ -5,53 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-struct TempDir(PathBuf);
+mod common;
 
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let d =
-            std::env::temp_dir().join(format!("raidforge-cli-pool-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-fn raidforge(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_raidforge"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("CI")
-        .output()
-        .expect("run raidforge")
-}
-
-/// Runs a command that must succeed; returns its stdout.
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = raidforge(dir, args);
-    assert!(
-        out.status.success(),
-        "raidforge {args:?} failed ({:?}): {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use common::{ok, raidforge, TempDir};
 
 fn json(dir: &Path, args: &[&str]) -> Value {
     let s = ok(dir, args);
@@ -222,7 +182,7 @@ fn member_states(st: &Value) -> Vec<String> {
 
 #[test]
 fn create_io_fail_replace_rebuild_verify() {
-    let t = TempDir::new("lifecycle");
+    let t = TempDir::new("cli-pool", "lifecycle");
     let dir = t.path();
     let created = create(
         dir,
@@ -336,7 +296,7 @@ fn create_io_fail_replace_rebuild_verify() {
 
 #[test]
 fn assemble_from_members_in_any_order() {
-    let t = TempDir::new("assemble");
+    let t = TempDir::new("cli-pool", "assemble");
     let dir = t.path();
     create(
         dir,
@@ -403,7 +363,7 @@ fn assemble_from_members_in_any_order() {
 
 #[test]
 fn missing_member_assembles_degraded_and_rebuilds() {
-    let t = TempDir::new("missing");
+    let t = TempDir::new("cli-pool", "missing");
     let dir = t.path();
     create(
         dir,
@@ -456,7 +416,7 @@ fn missing_member_assembles_degraded_and_rebuilds() {
 
 #[test]
 fn bad_input_is_refused_with_one_line_and_no_data_touched() {
-    let t = TempDir::new("bad");
+    let t = TempDir::new("cli-pool", "bad");
     let dir = t.path();
     create(
         dir,
@@ -751,7 +711,7 @@ fn case_raw(dir: &Path, what: &str, args: &[&str], needles: &[&str]) {
 #[test]
 fn a_pool_in_use_is_refused_to_other_commands() {
     use std::io::BufRead;
-    let t = TempDir::new("in-use");
+    let t = TempDir::new("cli-pool", "in-use");
     let dir = t.path();
     let mut args = vec!["create", "p.json", "--scheme", "raid5", "--disks", "4"];
     args.extend_from_slice(&["--member", "m0.img", "--member", "m1.img"]);

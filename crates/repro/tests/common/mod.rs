@@ -1,4 +1,4 @@
-//! Shared checks for the quick reproduction tests of seeds 002 and 004.
+//! Shared checks for the quick reproduction tests of every seed.
 
 use std::time::Instant;
 
@@ -23,6 +23,13 @@ pub fn check_seed(name: &str) -> repro::Report {
             e.id
         );
         assert!(!e.config.is_empty(), "{}: no configuration", e.id);
+        assert!(!e.title.is_empty(), "{}: no title", e.id);
+        // The JSON shows the configuration as an object: a repeated key would lose a line.
+        let mut keys: Vec<&str> = e.config.iter().map(|(k, _)| k.as_str()).collect();
+        keys.sort_unstable();
+        let n = keys.len();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "{}: repeated configuration keys", e.id);
         let unexplained: Vec<&str> = e.unexplained().iter().map(|r| r.label.as_str()).collect();
         assert!(
             unexplained.is_empty(),
@@ -58,7 +65,8 @@ pub fn check_seed(name: &str) -> repro::Report {
         for row in e["rows"].as_array().expect("rows") {
             assert!(row["label"].is_string());
             assert!(row["published"].is_number() || row["published"].is_null());
-            assert!(row["ours"].is_number());
+            assert!(row["label"].as_str().is_some_and(|l| !l.is_empty()));
+            assert!(row["ours"].as_f64().is_some_and(f64::is_finite), "{row}");
             assert!(row["unit"].is_string());
             assert!(row["ratio"].is_number() || row["ratio"].is_null());
         }
@@ -70,6 +78,12 @@ pub fn check_seed(name: &str) -> repro::Report {
         }
     }
     r
+}
+
+/// The experiment ids of `r`, in order.
+#[allow(dead_code)]
+pub fn ids(r: &repro::Report) -> Vec<&str> {
+    r.experiments.iter().map(|e| e.id.as_str()).collect()
 }
 
 /// The experiment `id` of `r`.

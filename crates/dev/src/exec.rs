@@ -17,7 +17,27 @@ use std::sync::Arc;
 
 use raidcore::{MemberIo, Plan};
 
+use crate::csum::{Checksums, BLOCK_BYTES};
 use crate::Member;
+
+/// A member range that could not be read correctly while the member itself still works: a
+/// read error on part of it (a latent sector error) or a block whose checksum does not match.
+/// The caller reconstructs it from redundancy and rewrites it (see `Pool`), instead of failing
+/// the member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadRange {
+    pub member: u32,
+    /// Data-area byte offset.
+    pub offset_bytes: u64,
+    pub len: u64,
+    /// True for a checksum mismatch, false for a read error.
+    pub checksum: bool,
+}
+
+/// A batch whose reads of one member fail on more blocks than this (after probing block by
+/// block) fails the member instead: a dying or vanished disk, not a few bad sectors. So does a
+/// read past the member's end.
+pub const MAX_BAD_BLOCKS_PER_READ: usize = 64;
 
 /// A member I/O that failed.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +82,9 @@ pub struct Members<'a> {
     pub members: &'a [Option<Arc<dyn Member>>],
     pub counters: &'a [Counters],
     pub data_offset_bytes: u64,
+    /// Per-block checksums (pools created with checksums): reads are verified, writes update
+    /// them. Every member I/O is then whole 4 KiB blocks.
+    pub checksums: Option<&'a Checksums>,
 }
 
 /// The outcome of a batch: every member error that happened (empty on success).
@@ -69,11 +92,15 @@ pub struct Members<'a> {
 pub struct BatchErrors {
     pub read_errors: Vec<MemberError>,
     pub write_errors: Vec<MemberError>,
+    /// Ranges of working members that read wrong (read errors on a few blocks, checksum
+    /// mismatches): repair them, then plan again. Like a read error, a bad range stops the
+    /// batch before any op or write runs.
+    pub bad: Vec<BadRange>,
 }
 
 impl BatchErrors {
     pub fn is_empty(&self) -> bool {
-        self.read_errors.is_empty() && self.write_errors.is_empty()
+        self.read_errors.is_empty() && self.write_errors.is_empty() && self.bad.is_empty()
     }
     /// Members that failed, each once.
     pub fn failed_members(&self) -> Vec<u32> {
@@ -221,6 +248,7 @@ fn commit_from(
         // write case fell to about a third when 1 MiB writes went out as 256 KiB `pwritev`s
         // (likely the larger page-cache folios such writes leave on ext4, which every later
         // small write into them pays for), and sequential writes gained nothing visible.
+        let mut pages: Vec<(u64, u64)> = Vec::new();
         for (offset, b) in ios {
             dev.write_at(b, m.data_offset_bytes + offset)
                 .map_err(|e| MemberError {
@@ -232,6 +260,28 @@ fn commit_from(
                 .write_bytes
                 .fetch_add(b.len() as u64, Ordering::Relaxed);
             m.counters[member].writes.fetch_add(1, Ordering::Relaxed);
+            if let Some(c) = m.checksums {
+                c.record(member, offset, b);
+                pages.push((
+                    offset / BLOCK_BYTES,
+                    (offset + b.len() as u64) / BLOCK_BYTES,
+                ));
+            }
+        }
+        // The checksums of what this member just wrote, with the writes (the same batch):
+        // each run of touched region pages once.
+        if let Some(c) = m.checksums {
+            for (first, end) in page_runs(pages) {
+                c.write_pages(member, &**dev, first, end)
+                    .map_err(|e| MemberError {
+                        member: member as u32,
+                        write: true,
+                        source: e,
+                    })?;
+                m.counters[member]
+                    .meta_writes
+                    .fetch_add(1, Ordering::Relaxed);
+            }
         }
         Ok(())
     });
@@ -245,6 +295,97 @@ fn commit_from(
     } else {
         Err(errors)
     }
+}
+
+/// Block ranges `[first, end)` merged into runs of whole checksum-region pages.
+fn page_runs(mut blocks: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    let per_page = 4096 / crate::csum::SUM_BYTES;
+    blocks.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (a, b) in blocks {
+        let (pa, pb) = (a / per_page, (b - 1) / per_page + 1);
+        match out.last_mut() {
+            Some(last) if pa <= last.1 => last.1 = last.1.max(pb),
+            _ => out.push((pa, pb)),
+        }
+    }
+    out.into_iter()
+        .map(|(pa, pb)| (pa * per_page, pb * per_page))
+        .collect()
+}
+
+/// Reads one run of consecutive member bytes into `run` after the whole read failed: block by
+/// block, so that only the blocks that fail are reported bad. Returns the bad ranges, or
+/// `None` when too many blocks fail (the member, not a few sectors, is broken).
+fn probe_run(
+    dev: &dyn Member,
+    member: u32,
+    m: &Members<'_>,
+    offset: u64,
+    run: &mut [&mut [u8]],
+) -> Option<Vec<BadRange>> {
+    let mut bad: Vec<BadRange> = Vec::new();
+    let mut at = offset;
+    for dst in run.iter_mut() {
+        let mut pos = 0usize;
+        while pos < dst.len() {
+            let o = at + pos as u64;
+            let n = ((BLOCK_BYTES - o % BLOCK_BYTES) as usize).min(dst.len() - pos);
+            if let Err(e) = dev.read_at(&mut dst[pos..pos + n], m.data_offset_bytes + o) {
+                // Past the end of the member: the member is cut short, not a bad sector.
+                if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    return None;
+                }
+                match bad.last_mut() {
+                    Some(b) if b.offset_bytes + b.len == o => b.len += n as u64,
+                    _ => bad.push(BadRange {
+                        member,
+                        offset_bytes: o,
+                        len: n as u64,
+                        checksum: false,
+                    }),
+                }
+                if bad.iter().map(|b| b.len.div_ceil(BLOCK_BYTES)).sum::<u64>()
+                    > MAX_BAD_BLOCKS_PER_READ as u64
+                {
+                    return None;
+                }
+            }
+            pos += n;
+        }
+        at += dst.len() as u64;
+    }
+    Some(bad)
+}
+
+/// The blocks of a run just read (`offset`, consecutive slices) whose checksums do not match,
+/// skipping ranges already known bad.
+fn verify_run(
+    c: &Checksums,
+    member: usize,
+    offset: u64,
+    run: &[&mut [u8]],
+    known: &[BadRange],
+) -> Vec<BadRange> {
+    let mut out = Vec::new();
+    let mut at = offset;
+    for dst in run {
+        for mm in c.verify(member, at, dst) {
+            let inside = known.iter().any(|k| {
+                k.offset_bytes <= mm.offset_bytes && mm.offset_bytes < k.offset_bytes + k.len
+            });
+            if !inside {
+                out.push(BadRange {
+                    member: member as u32,
+                    offset_bytes: mm.offset_bytes,
+                    len: BLOCK_BYTES,
+                    checksum: true,
+                });
+            }
+        }
+        at += dst.len() as u64;
+    }
+    out
 }
 
 /// Phase 1 of a batch: every read of every plan, straight into its destination. Destinations
@@ -304,48 +445,76 @@ fn read_phase_into(
     }
     let bytes: usize = by_member.iter().flatten().map(|(_, b)| b.len()).sum();
     let parallel = worth_threads(m, &by_member, bytes);
-    let results: Vec<Result<(), MemberError>> = per_member(by_member, parallel, |member, ios| {
-        let dev = m.members[member].as_ref().ok_or_else(|| MemberError {
-            member: member as u32,
-            write: false,
-            source: std::io::Error::other("member is failed or missing"),
-        })?;
-        let mut run: Vec<&mut [u8]> = Vec::new();
-        let mut ios = ios.into_iter().peekable();
-        while let Some((offset, first)) = ios.next() {
-            // Reads of consecutive member bytes (the same member's units of consecutive
-            // cycles, say) come in as one vectored read.
-            let mut end = offset + first.len() as u64;
-            run.clear();
-            run.push(first);
-            while let Some((_, dst)) = ios.next_if(|(o, _)| *o == end) {
-                end += dst.len() as u64;
-                run.push(dst);
-            }
-            let at = m.data_offset_bytes + offset;
-            match run.as_mut_slice() {
-                [one] => dev.read_at(one, at),
-                many => dev.read_vectored_at(many, at),
-            }
-            .map_err(|e| MemberError {
+    let results: Vec<Result<Vec<BadRange>, MemberError>> =
+        per_member(by_member, parallel, |member, ios| {
+            let dev = m.members[member].as_ref().ok_or_else(|| MemberError {
                 member: member as u32,
                 write: false,
-                source: e,
+                source: std::io::Error::other("member is failed or missing"),
             })?;
-            m.counters[member]
-                .read_bytes
-                .fetch_add(end - offset, Ordering::Relaxed);
-            // The plan's member reads, merged or not (what status reports per member).
-            m.counters[member]
-                .reads
-                .fetch_add(run.len() as u64, Ordering::Relaxed);
-        }
-        Ok(())
-    });
+            let mut bad: Vec<BadRange> = Vec::new();
+            let mut run: Vec<&mut [u8]> = Vec::new();
+            let mut ios = ios.into_iter().peekable();
+            while let Some((offset, first)) = ios.next() {
+                // Reads of consecutive member bytes (the same member's units of consecutive
+                // cycles, say) come in as one vectored read.
+                let mut end = offset + first.len() as u64;
+                run.clear();
+                run.push(first);
+                while let Some((_, dst)) = ios.next_if(|(o, _)| *o == end) {
+                    end += dst.len() as u64;
+                    run.push(dst);
+                }
+                let at = m.data_offset_bytes + offset;
+                let read = match run.as_mut_slice() {
+                    [one] => dev.read_at(one, at),
+                    many => dev.read_vectored_at(many, at),
+                };
+                let mut found: Vec<BadRange> = Vec::new();
+                if let Err(e) = read {
+                    // A few bad sectors are repaired from redundancy; a member whose reads fail
+                    // everywhere (or past its end) is failed.
+                    let so_far: u64 = bad.iter().map(|b| b.len.div_ceil(BLOCK_BYTES)).sum();
+                    match probe_run(&**dev, member as u32, m, offset, &mut run) {
+                        Some(b)
+                            if !b.is_empty()
+                                && so_far
+                                    + b.iter()
+                                        .map(|b| b.len.div_ceil(BLOCK_BYTES))
+                                        .sum::<u64>()
+                                    <= MAX_BAD_BLOCKS_PER_READ as u64 =>
+                        {
+                            found = b
+                        }
+                        _ => {
+                            return Err(MemberError {
+                                member: member as u32,
+                                write: false,
+                                source: e,
+                            })
+                        }
+                    }
+                }
+                if let Some(c) = m.checksums {
+                    let mism = verify_run(c, member, offset, &run, &found);
+                    found.extend(mism);
+                }
+                bad.extend(found);
+                m.counters[member]
+                    .read_bytes
+                    .fetch_add(end - offset, Ordering::Relaxed);
+                // The plan's member reads, merged or not (what status reports per member).
+                m.counters[member]
+                    .reads
+                    .fetch_add(run.len() as u64, Ordering::Relaxed);
+            }
+            Ok(bad)
+        });
     let mut errors = BatchErrors::default();
     for r in results {
-        if let Err(e) = r {
-            errors.read_errors.push(e);
+        match r {
+            Err(e) => errors.read_errors.push(e),
+            Ok(b) => errors.bad.extend(b),
         }
     }
     if errors.is_empty() {
@@ -410,6 +579,26 @@ fn worth_threads<I>(m: &Members<'_>, by_member: &[Vec<I>], bytes: usize) -> bool
                     .as_ref()
                     .is_some_and(|d| d.completes_in_memory())
         })
+}
+
+/// Runs only the reads of `plan` (a scrub's verify plan) and returns its buffers and the
+/// ranges that read wrong (whose bytes in the buffers are not to be trusted); only member
+/// failures are errors.
+pub fn run_reads_flagged(
+    plan: &Plan,
+    m: &Members<'_>,
+) -> Result<(Vec<Vec<u8>>, Vec<BadRange>), BatchErrors> {
+    let mut bufs = vec![plan
+        .buffers
+        .iter()
+        .map(|&len| vec![0u8; len])
+        .collect::<Vec<_>>()];
+    let bad = match read_phase_into(std::slice::from_ref(plan), &mut bufs, None, m) {
+        Ok(()) => Vec::new(),
+        Err(e) if e.read_errors.is_empty() => e.bad,
+        Err(e) => return Err(e),
+    };
+    Ok((bufs.pop().expect("one plan"), bad))
 }
 
 /// Runs only the reads of `plan` (a verify plan, say) and returns its buffers.

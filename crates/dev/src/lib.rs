@@ -15,8 +15,10 @@
 //! Errors are `std::io::Error`s carrying what failed and where; an injected fault uses
 //! `ErrorKind::Other` with a message naming the fault.
 
+pub mod csum;
 pub mod exec;
 pub mod pool;
+pub mod scrub;
 pub mod serve_support;
 
 use std::fs::{File, OpenOptions};
@@ -545,6 +547,9 @@ pub struct Faults {
     pub read_error_ranges: Mutex<Vec<(u64, u64)>>,
     /// Byte ranges whose writes fail.
     pub write_error_ranges: Mutex<Vec<(u64, u64)>>,
+    /// A successful write over a whole read-error range clears it, as a disk remaps a bad
+    /// sector when it is rewritten (off: read errors stay until removed).
+    pub remap_on_write: AtomicBool,
 }
 
 /// A member with injected faults.
@@ -603,7 +608,16 @@ impl<M: Member> Member for Faulty<M> {
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.check("write", offset, buf.len(), &self.faults.write_error_ranges)?;
-        self.inner.write_at(buf, offset)
+        self.inner.write_at(buf, offset)?;
+        if self.faults.remap_on_write.load(Ordering::SeqCst) {
+            let end = offset + buf.len() as u64;
+            self.faults
+                .read_error_ranges
+                .lock()
+                .unwrap()
+                .retain(|&(s, e)| !(offset <= s && e <= end));
+        }
+        Ok(())
     }
     fn flush(&self) -> io::Result<()> {
         if self.faults.fail_stop.load(Ordering::SeqCst) {
@@ -623,6 +637,30 @@ impl<M: Member> Member for Faulty<M> {
 }
 
 impl Member for Box<dyn Member> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        (**self).write_at(buf, offset)
+    }
+    fn flush(&self) -> io::Result<()> {
+        (**self).flush()
+    }
+    fn size_bytes(&self) -> u64 {
+        (**self).size_bytes()
+    }
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+    fn completes_in_memory(&self) -> bool {
+        (**self).completes_in_memory()
+    }
+    fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
+        (**self).read_vectored_at(bufs, offset)
+    }
+}
+
+impl Member for std::sync::Arc<dyn Member> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         (**self).read_at(buf, offset)
     }

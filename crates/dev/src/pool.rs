@@ -19,7 +19,7 @@ use layout::{Disk, Params, SchemeKind};
 use raidcore::lazy::{BpglRecord, BPGL_DEFAULT_CAPACITY, BPGL_MAX_CAPACITY, BPGL_SLOT_BYTES};
 use raidcore::superblock::{
     ArrayStateTag, Event, Superblock, BPGL_OFFSET_BYTES, DEFAULT_DATA_OFFSET_BYTES,
-    SUPERBLOCK_BYTES,
+    FEATURE_CHECKSUMS, SUPERBLOCK_BYTES,
 };
 use raidcore::{
     plan_flush_cycle, plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, ArrayState,
@@ -27,7 +27,11 @@ use raidcore::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::csum::Checksums;
 use crate::exec::{run_plans, Counters, Members};
+pub use crate::scrub::{
+    LostRange, MemberRange, RepairCounts, ScrubOpts, ScrubProgress, ScrubReport,
+};
 use crate::{Emulated, FileMember, Member, OpenOpts, Speed};
 
 /// Everything that can go wrong with a pool, each naming what and where.
@@ -56,9 +60,26 @@ pub enum PoolError {
     /// The planner refused the request or event.
     #[error(transparent)]
     Core(#[from] raidcore::CoreError),
+    /// Data in these logical ranges is lost: it read wrong (a checksum mismatch or a read
+    /// error) and the remaining redundancy could not recompute it. Nothing wrong was returned.
+    #[error("data lost at logical bytes {}: it read wrong and the redundancy could not repair it; \
+             restore these ranges from a backup or rewrite them (writing a whole lost range \
+             clears it)", crate::scrub::describe_ranges(.ranges))]
+    Lost { ranges: Vec<LostRange> },
 }
 
 type Result<T> = std::result::Result<T, PoolError>;
+
+/// A request re-planned this many times (members failing, blocks that keep reading wrong
+/// after their repair) gives up.
+const MAX_REPLANS: usize = 32;
+
+fn gave_up(what: &str, offset: u64) -> PoolError {
+    PoolError::Io(format!(
+        "{what} at {offset}: gave up after {MAX_REPLANS} attempts (members keep failing, or \
+         blocks keep reading wrong after being repaired: check the members)"
+    ))
+}
 
 /// Member I/O alignment (and buffer alignment) for O_DIRECT members.
 pub const DIRECT_ALIGN_BYTES: u64 = 4096;
@@ -75,6 +96,12 @@ pub struct Descriptor {
     /// Members are opened with O_DIRECT (and every member I/O is 4 KiB aligned).
     #[serde(default)]
     pub direct: bool,
+    /// Blocks found bad and repaired so far (checksums, read errors), over the pool's life.
+    #[serde(default)]
+    pub repairs: RepairCounts,
+    /// Logical ranges known lost (reads of them fail until they are rewritten whole).
+    #[serde(default)]
+    pub lost: Vec<LostRange>,
 }
 
 /// One member in the descriptor.
@@ -121,6 +148,10 @@ pub struct CreateOpts {
     pub parity: ParityPolicy,
     /// Bound of the deferred-parity list (default [`BPGL_DEFAULT_CAPACITY`]).
     pub bpgl_capacity: Option<usize>,
+    /// Keep a CRC-32C of every 4 KiB block of every member (superblock feature bit 1): reads
+    /// verify them and repair what does not match from redundancy. Every member I/O is then
+    /// whole 4 KiB blocks, and each write also writes its blocks' checksum page.
+    pub checksums: bool,
 }
 
 /// How to rebuild.
@@ -209,6 +240,15 @@ pub struct Status {
     /// updates are deferred, minus the members already failed.
     #[serde(default)]
     pub fault_tolerance: usize,
+    /// Per-block checksums on (reads verify them).
+    #[serde(default)]
+    pub checksums: bool,
+    /// Bad blocks found and repaired over the pool's life.
+    #[serde(default)]
+    pub repairs: RepairCounts,
+    /// Logical ranges known lost: reads of them fail, naming them.
+    #[serde(default)]
+    pub lost: Vec<LostRange>,
 }
 
 /// Result of `verify`.
@@ -225,7 +265,7 @@ pub struct VerifyReport {
 /// An open pool.
 pub struct Pool {
     desc_path: PathBuf,
-    desc: Descriptor,
+    pub(crate) desc: Descriptor,
     uuid: [u8; 16],
     kind: SchemeKind,
     params: Params,
@@ -247,6 +287,11 @@ pub struct Pool {
     bpgl_dirty: bool,
     /// The list as last persisted (a rebuild drops entries without a flush).
     bpgl_on_disk: Vec<raidcore::StripeId>,
+    /// Per-block checksums, when the pool has them, and their region (member bytes).
+    pub(crate) checksums: Option<Arc<Checksums>>,
+    checksum_region: (u64, u64),
+    /// Lost blocks found during the current rebuild, poisoned once the rebuild is over.
+    pub(crate) lost_pending: Vec<crate::scrub::LostGroup>,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -384,7 +429,25 @@ impl Pool {
                 min
             }
         };
-        let data_offset = DEFAULT_DATA_OFFSET_BYTES;
+        // The checksum region goes after the metadata (and after the write journal, once there
+        // is one); the data area starts past it, on a chunk and 1 MiB boundary.
+        let checksum_region = if opts.checksums {
+            let len = crate::csum::region_bytes(size.saturating_sub(DEFAULT_DATA_OFFSET_BYTES));
+            (DEFAULT_DATA_OFFSET_BYTES, len)
+        } else {
+            (0, 0)
+        };
+        let data_offset = if opts.checksums {
+            let end = checksum_region.0 + checksum_region.1;
+            end.div_ceil(1 << 20) * (1 << 20)
+        } else {
+            DEFAULT_DATA_OFFSET_BYTES
+        };
+        let data_offset = if opts.checksums && opts.chunk_bytes > 0 {
+            data_offset.div_ceil(opts.chunk_bytes) * opts.chunk_bytes
+        } else {
+            data_offset
+        };
         if size <= data_offset {
             return Err(PoolError::Usage(format!(
                 "member size {size} bytes is too small: the first {data_offset} bytes hold metadata"
@@ -404,7 +467,8 @@ impl Pool {
         };
         // O_DIRECT needs block-aligned member I/O; the planner then reads and merges partial
         // blocks itself.
-        let geo = if opts.direct {
+        // O_DIRECT and checksums (verified per 4 KiB block) both need whole-block member I/O.
+        let geo = if opts.direct || opts.checksums {
             geo.with_io_align(DIRECT_ALIGN_BYTES)?
         } else {
             geo
@@ -556,6 +620,16 @@ impl Pool {
                 })
                 .collect(),
             direct: opts.direct,
+            repairs: RepairCounts::default(),
+            lost: Vec::new(),
+        };
+        let checksums = if opts.checksums {
+            Some(Arc::new(
+                Checksums::create_zeroed(&members, checksum_region.0, data_bytes)
+                    .map_err(|e| PoolError::Io(format!("writing the checksum regions: {e}")))?,
+            ))
+        } else {
+            None
         };
         let mut state = ArrayState::new(&geo);
         let cap = opts.bpgl_capacity.unwrap_or(BPGL_DEFAULT_CAPACITY);
@@ -592,6 +666,9 @@ impl Pool {
             bpgl_seq: 0,
             bpgl_dirty: true,
             bpgl_on_disk: Vec::new(),
+            checksums,
+            checksum_region,
+            lost_pending: Vec::new(),
         };
         pool.persist(ArrayStateTag::Clean)?;
         Ok(pool)
@@ -705,6 +782,8 @@ impl Pool {
                 })
                 .collect(),
             direct: false,
+            repairs: RepairCounts::default(),
+            lost: Vec::new(),
         };
         let pool = Self::from_members(desc_path, desc, true)?;
         pool.save_descriptor()?;
@@ -795,7 +874,8 @@ impl Pool {
         let (kind, params) = layout::from_text(&best.layout)?;
         let scheme = layout::build(kind, &params)?;
         let geo = Geometry::new(scheme, best.chunk_bytes, best.data_bytes)?;
-        let geo = if desc.direct {
+        let has_checksums = best.features & FEATURE_CHECKSUMS != 0;
+        let geo = if desc.direct || has_checksums {
             geo.with_io_align(DIRECT_ALIGN_BYTES)?
         } else {
             geo
@@ -858,6 +938,22 @@ impl Pool {
         if let Some(r) = &bpgl {
             state.restore_bpgl(r);
         }
+        let checksum_region = (best.checksum_offset_bytes, best.checksum_len_bytes);
+        let checksums = if has_checksums {
+            if checksum_region.1 < crate::csum::region_bytes(best.data_bytes) {
+                return Err(PoolError::Usage(format!(
+                    "the superblock's checksum region ({} bytes) is too small for {} bytes of \
+                     data: damaged superblock",
+                    checksum_region.1, best.data_bytes
+                )));
+            }
+            Some(Arc::new(
+                Checksums::load(&members, checksum_region.0, best.data_bytes)
+                    .map_err(|e| PoolError::Io(format!("reading the checksum regions: {e}")))?,
+            ))
+        } else {
+            None
+        };
         let mut pool = Pool {
             desc_path: desc_path.to_path_buf(),
             counters: (0..n).map(|_| Counters::default()).collect(),
@@ -878,6 +974,9 @@ impl Pool {
             bpgl_seq,
             bpgl_dirty: false,
             bpgl_on_disk: bpgl.map(|r| r.stripes).unwrap_or_default(),
+            checksums,
+            checksum_region,
+            lost_pending: Vec::new(),
         };
         if lock && pool.events.len() != best.events.len() {
             pool.persist(ArrayStateTag::Degraded)?;
@@ -990,7 +1089,15 @@ impl Pool {
                 Ok(Some(n))
             }
             Err(e) => {
-                self.fail_members(&e.failed_members())?;
+                if !e.bad.is_empty() {
+                    // Blocks the flush read wrong: repaired (or recorded lost), then planned
+                    // again.
+                    self.repair_ranges(&e.bad)?;
+                }
+                let failed = e.failed_members();
+                if !failed.is_empty() {
+                    self.fail_members(&failed)?;
+                }
                 Ok(None)
             }
         }
@@ -1098,6 +1205,15 @@ impl Pool {
                 runs: runs.clone(),
                 parity: self.parity,
                 bpgl_capacity: self.state.bpgl().capacity() as u32,
+                features: if self.checksums.is_some() {
+                    FEATURE_CHECKSUMS
+                } else {
+                    0
+                },
+                journal_offset_bytes: 0,
+                journal_len_bytes: 0,
+                checksum_offset_bytes: self.checksum_region.0,
+                checksum_len_bytes: self.checksum_region.1,
             };
             let b = sb.encode().map_err(|e| PoolError::Io(e.to_string()))?;
             m.write_at(&b, 0)
@@ -1160,7 +1276,7 @@ impl Pool {
         Ok(())
     }
 
-    fn save_descriptor(&self) -> Result<()> {
+    pub(crate) fn save_descriptor(&self) -> Result<()> {
         let mut d = self.desc.clone();
         for (md, c) in d.members.iter_mut().zip(&self.counters) {
             md.read_bytes += c.read_bytes.load(Ordering::Relaxed);
@@ -1185,11 +1301,25 @@ impl Pool {
         self.persist(tag)
     }
 
+    /// Replaces member `i`'s handle with `f(handle)`, for fault injection (wrap it in
+    /// [`crate::Faulty`]); nothing on disk changes. No-op for a failed member.
+    pub fn wrap_member(&mut self, i: usize, f: impl FnOnce(Arc<dyn Member>) -> Arc<dyn Member>) {
+        if let Some(m) = self.members[i].take() {
+            self.members[i] = Some(f(m));
+        }
+    }
+
+    /// Member `i`'s data area starts at this member byte (checksums and metadata before it).
+    pub fn data_offset_bytes(&self) -> u64 {
+        self.data_offset_bytes
+    }
+
     pub(crate) fn members_view(&self) -> Members<'_> {
         Members {
             members: &self.members,
             counters: &self.counters,
             data_offset_bytes: self.data_offset_bytes,
+            checksums: self.checksums.as_deref(),
         }
     }
 
@@ -1218,8 +1348,9 @@ impl Pool {
     /// Reads `len` bytes at `offset`. A member that fails is failed and the read re-planned.
     pub fn read(&mut self, offset: u64, len: u64) -> Result<Vec<u8>> {
         self.check_range(offset, len)?;
+        self.check_lost(offset, len)?;
         let mut out = vec![0u8; len as usize];
-        loop {
+        for _attempt in 0..MAX_REPLANS {
             let plans = plan_read(&self.geo, &self.state, offset, len)?;
             let mut users: Vec<&mut [u8]> = Vec::new();
             let mut rest: &mut [u8] = &mut out;
@@ -1233,14 +1364,13 @@ impl Pool {
             }
             match run_plans(&plans, &mut users, &self.members_view()) {
                 Ok(()) => return Ok(out),
-                Err(e) => {
-                    let failed = e.failed_members();
-                    self.fail_members(&failed)?;
-                    // A member failed: deferred parity first, so a second failure is survived.
-                    self.flush_bpgl(0)?;
-                }
+                // Bad blocks are repaired (or reported lost) and the read planned again; a
+                // failed member is failed, its deferred parity flushed first so that a second
+                // failure is survived.
+                Err(e) => self.absorb(e)?,
             }
         }
+        Err(gave_up("read", offset))
     }
 
     /// Writes `data` at `offset`. Plans run a batch at a time (one plan per cycle touched).
@@ -1249,7 +1379,7 @@ impl Pool {
     /// flushed down to half its bound afterwards.
     pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         self.check_range(offset, data.len() as u64)?;
-        loop {
+        for _attempt in 0..MAX_REPLANS {
             let (plans, deferred) = if self.parity == ParityPolicy::Lazy {
                 let lw = plan_write_lazy(
                     &self.geo,
@@ -1279,6 +1409,7 @@ impl Pool {
             self.state.deferred_write_done(&deferred);
             match result {
                 Ok(()) => {
+                    self.clear_lost(offset, data.len() as u64);
                     let b = self.state.bpgl();
                     if !b.is_empty() && b.len() >= b.capacity() {
                         let half = b.capacity() / 2;
@@ -1286,6 +1417,7 @@ impl Pool {
                     }
                     return Ok(());
                 }
+                Err(e) if !e.bad.is_empty() => self.absorb(e)?,
                 Err(e) => {
                     let failed = e.failed_members();
                     let only_writes = e.read_errors.is_empty();
@@ -1299,6 +1431,7 @@ impl Pool {
                 }
             }
         }
+        Err(gave_up("write", offset))
     }
 
     /// Marks member `i` failed (as if it had died), then flushes the deferred parity.
@@ -1370,6 +1503,15 @@ impl Pool {
                 reason: format!("holds {} bytes, need {size}", m.size_bytes()),
             });
         }
+        if let Some(c) = &self.checksums {
+            // A replacement holds nothing valid until rebuilt; its checksums start as those of
+            // zeros and the rebuild writes the real ones with the data.
+            c.reset_zeroed(i, &*m).map_err(|e| PoolError::Member {
+                index: i,
+                path: path.to_path_buf(),
+                reason: format!("writing its checksum region: {e}"),
+            })?;
+        }
         self.state.replace(&self.geo, i as Disk)?;
         self.members[i] = Some(m);
         self.events.push(Event::Replace(i as u32));
@@ -1424,6 +1566,9 @@ impl Pool {
         // Cycles this call has rebuilt (marked), for `max_cycles`.
         let mut rebuilt_here = 0u64;
         let max_cycles = opts.max_cycles.unwrap_or(u64::MAX);
+        // Restarts because survivor blocks read wrong: each repairs or records them, so a
+        // block that keeps failing after its rewrite (a disk that cannot remap) ends it.
+        let mut bad_restarts = 0usize;
         // A cycle that cannot be planned stops the rebuild; what was done before it is still
         // committed and recorded.
         let mut stop: Option<PoolError> = None;
@@ -1475,16 +1620,37 @@ impl Pool {
                 (crate::exec::prepare(&plans, &users, &view), committed)
             };
             let mut failed: Vec<u32> = Vec::new();
+            let mut bad: Vec<crate::exec::BadRange> = Vec::new();
             if let Some(Err(e)) = &committed {
                 failed.extend(e.failed_members());
             }
             if let Err(e) = &prepared {
                 failed.extend(e.failed_members());
+                bad.extend(e.bad.iter().copied());
             }
-            if !failed.is_empty() {
+            if !failed.is_empty() || !bad.is_empty() {
                 failed.sort();
                 failed.dedup();
-                self.fail_members(&failed)?;
+                if !failed.is_empty() {
+                    self.fail_members(&failed)?;
+                }
+                if !bad.is_empty() {
+                    // Latent sector errors or checksum mismatches on survivors: repaired from
+                    // the remaining redundancy where it suffices, otherwise recorded lost and
+                    // zeroed so the rebuild can go on.
+                    bad_restarts += 1;
+                    if bad_restarts > 4 * MAX_REPLANS {
+                        self.persist(ArrayStateTag::Rebuilding)?;
+                        return Err(PoolError::Io(format!(
+                            "rebuild stopped: survivor blocks keep reading wrong after being \
+                             rewritten (last: member {} byte {}); the progress so far is \
+                             recorded: replace that member too",
+                            bad[0].member,
+                            self.data_offset_bytes + bad[0].offset_bytes
+                        )));
+                    }
+                    self.repair_in_rebuild(&bad)?;
+                }
                 // Start over with the new failure set (clean cycles are skipped quickly).
                 pending = None;
                 c = 0;
@@ -1526,6 +1692,8 @@ impl Pool {
                 last_persist = Instant::now();
             }
         }
+        // Blocks lost during this rebuild: marked so that reads of them fail from now on.
+        self.poison_pending()?;
         let tag = self.tag();
         self.persist(tag)?;
         if let Some(e) = stop {
@@ -1549,6 +1717,15 @@ impl Pool {
             let plan = raidcore::plan_verify_cycle(&self.geo, &self.state, c);
             let bufs = match crate::exec::run_reads(&plan, &self.members_view()) {
                 Ok(b) => b,
+                Err(e) if e.read_errors.is_empty() => {
+                    // Only blocks that read wrong: `verify` checks parity; `scrub` is what
+                    // repairs blocks. Say so rather than compare damaged bytes.
+                    return Err(PoolError::Io(format!(
+                        "verify stopped at cycle {c}: {} member blocks read wrong (checksum \
+                         mismatches or read errors); run `raidforge scrub` to repair them",
+                        e.bad.len()
+                    )));
+                }
                 Err(e) => {
                     let failed = e.failed_members();
                     self.fail_members(&failed)?;
@@ -1629,6 +1806,9 @@ impl Pool {
             bpgl_len: self.state.bpgl().len(),
             bpgl_capacity: self.state.bpgl().capacity(),
             fault_tolerance: self.state.fault_tolerance(&self.geo),
+            checksums: self.checksums.is_some(),
+            repairs: self.desc.repairs.clone(),
+            lost: self.desc.lost.clone(),
         }
     }
 }

@@ -148,7 +148,9 @@ impl Pool {
     ) -> Result<Option<Vec<(u64, Plan)>>> {
         if self.state.all_clean() {
             if cur.started.is_some() && cur.last_persist.is_some() {
-                // Finished: the data are durable before the superblocks say so.
+                // Finished: blocks lost on the way are marked, and the data are durable
+                // before the superblocks say so.
+                self.poison_pending()?;
                 self.sync_members()?;
                 let tag = self.tag();
                 self.persist(tag)?;
@@ -187,7 +189,14 @@ impl Pool {
             }
             Err(e) => {
                 // Start over with the new failure set; cycles rebuilt so far stay rebuilt.
-                self.fail_members(&e.failed_members())?;
+                let failed = e.failed_members();
+                if !failed.is_empty() {
+                    self.fail_members(&failed)?;
+                }
+                // Survivor blocks that read wrong: repaired, or recorded lost (see `scrub`).
+                if !e.bad.is_empty() {
+                    self.repair_in_rebuild(&e.bad)?;
+                }
             }
         }
         if cur
@@ -276,6 +285,8 @@ pub struct SharedPool {
     /// Member I/O run outside the pool mutex; folded into the pool's counters for status.
     counters: Vec<Counters>,
     data_offset_bytes: u64,
+    /// The pool's per-block checksums (shared with it), when it has them.
+    checksums: Option<Arc<crate::csum::Checksums>>,
     capacity: u64,
     chunk_bytes: u64,
     rebuild: Mutex<RebuildInfo>,
@@ -379,6 +390,7 @@ impl SharedPool {
         let sp = Arc::new(SharedPool {
             counters: (0..n).map(|_| Counters::default()).collect(),
             data_offset_bytes: pool.data_offset_bytes,
+            checksums: pool.checksums.clone(),
             capacity: pool.capacity_bytes(),
             chunk_bytes: pool.geo.chunk_bytes(),
             pool: Mutex::new(Some(pool)),
@@ -600,6 +612,7 @@ impl SharedPool {
             members,
             counters: &self.counters,
             data_offset_bytes: self.data_offset_bytes,
+            checksums: self.checksums.as_deref(),
         }
     }
 
@@ -629,6 +642,14 @@ impl SharedPool {
             }
             match run_plans(&plans, &mut users, &self.view(&members)) {
                 Ok(()) => return Ok(()),
+                Err(e) if e.read_errors.is_empty() => {
+                    // Blocks that read wrong: repaired (or reported lost) under the pool mutex
+                    // while this request still holds its stripes, which include every stripe
+                    // of the places it read; then read again.
+                    let r = self.with_pool(|p| p.absorb(e));
+                    drop(guard);
+                    r?;
+                }
                 Err(e) => {
                     self.with_pool(|p| p.fail_members(&e.failed_members()))?;
                     drop(guard);
@@ -676,6 +697,13 @@ impl SharedPool {
             done(self);
             match result {
                 Ok(()) => return Ok(()),
+                Err(e) if !e.bad.is_empty() && e.read_errors.is_empty() => {
+                    // Old blocks the write needed read wrong (nothing was written): repaired
+                    // under this request's stripes, then planned again.
+                    let r = self.with_pool(|p| p.absorb(e));
+                    drop(guard);
+                    r?;
+                }
                 Err(e) => {
                     let only_writes = e.read_errors.is_empty();
                     // Failed before the stripes are released: nobody reads the failed
@@ -1028,6 +1056,7 @@ mod tests {
                 direct: false,
                 parity: Default::default(),
                 bpgl_capacity: None,
+                checksums: false,
             },
         )
         .unwrap()

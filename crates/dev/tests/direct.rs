@@ -26,6 +26,7 @@ fn direct_pool_round_trips_unaligned_io_through_failure_and_rebuild() {
             direct: true,
             parity: Default::default(),
             bpgl_capacity: None,
+            checksums: false,
         },
     );
     let mut pool = match create {

@@ -86,6 +86,7 @@ fn create(
             direct: false,
             parity,
             bpgl_capacity: cap,
+            checksums: false,
         },
     )
     .unwrap()
@@ -373,6 +374,7 @@ fn the_bound_is_kept_and_raid6_recovers_after_a_crash() {
             direct: false,
             parity: ParityPolicy::Lazy,
             bpgl_capacity: None,
+            checksums: false,
         },
     )
     .err()

@@ -156,6 +156,7 @@ fn create(dir: &Path, kind: SchemeKind, n: usize, chunk: u64) -> Pool {
             direct: false,
             parity: Default::default(),
             bpgl_capacity: None,
+            checksums: false,
         },
     )
     .unwrap()

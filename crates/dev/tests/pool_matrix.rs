@@ -531,6 +531,7 @@ fn scenario(name: &str, kind: SchemeKind, p: Params, size: Size, seed: u64, pair
             direct: false,
             parity: Default::default(),
             bpgl_capacity: None,
+            checksums: false,
         },
     )
     .unwrap_or_else(|e| panic!("{name}: create: {e}"));
@@ -915,6 +916,7 @@ fn members_failing_under_io() {
             direct: false,
             parity: Default::default(),
             bpgl_capacity: None,
+            checksums: false,
         },
     )
     .unwrap();
@@ -1021,6 +1023,7 @@ fn verify_finds_a_flipped_byte() {
                 direct: false,
                 parity: Default::default(),
                 bpgl_capacity: None,
+                checksums: false,
             },
         )
         .unwrap();
@@ -1081,6 +1084,7 @@ fn second_failure_mid_rebuild_loses_only_unrebuilt_cycles() {
             direct: false,
             parity: Default::default(),
             bpgl_capacity: None,
+            checksums: false,
         },
     )
     .unwrap();
@@ -1140,6 +1144,7 @@ fn many_replacements_over_a_pool_lifetime() {
             direct: false,
             parity: Default::default(),
             bpgl_capacity: None,
+            checksums: false,
         },
     )
     .unwrap();

@@ -109,6 +109,7 @@ pub mod plan;
 pub mod planner;
 pub mod policy;
 pub mod rebuild;
+pub mod repair;
 pub mod superblock;
 pub mod verify;
 
@@ -125,6 +126,7 @@ pub use plan::{IoCounts, MemberIo, Op, Plan, PlanKind, Slice};
 pub use planner::{plan_read, plan_rebuild_cycle, plan_write};
 pub use policy::{ModeCost, ModePolicy, StripeWrite, WriteMode, WritePolicy};
 pub use rebuild::{Progress, RebuildOrder, RebuildScheduler, SpeedLimits, Throttle};
+pub use repair::{locate_member_byte, logical_offset, lost_with, place_loc, plan_repair};
 pub use verify::{check_verify, plan_verify_cycle, VerifyOutcome};
 
 use layout::{Disk, LayoutError};

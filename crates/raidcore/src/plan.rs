@@ -241,6 +241,9 @@ pub enum PlanKind {
     /// Recomputes deferred background parities (lazy parity, [`crate::lazy`]); when done,
     /// pass its entries to `ArrayState::flush_done`.
     Flush,
+    /// Recomputes parts of units that read wrong and writes them back in place
+    /// ([`crate::repair`]).
+    Repair,
 }
 
 /// A plan for one cycle. See the module docs for the execution contract.

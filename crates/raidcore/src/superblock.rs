@@ -7,7 +7,7 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic "RAIDFRG\0"
-//!      8     4  format version (2; version 1 is read too, as eager parity)
+//!      8     4  format version (3; versions 1 and 2 are read too, see below)
 //!     12     4  superblock length in bytes (4096)
 //!     16    16  array UUID (random at create time; the same on every member)
 //!     32     4  member index (0-based position in the layout)
@@ -30,12 +30,21 @@
 //!   2980     1  parity policy (0 eager, 1 lazy: see `crate::lazy`)        [version 2]
 //!   2981     3  reserved (0)
 //!   2984     4  BPGL capacity (the bound of the deferred-parity list)       [version 2]
-//!   2988  ...   zero
+//!   2988     4  feature flags: bit 0 write journal, bit 1 block checksums  [version 3]
+//!   2992     8  journal region offset bytes (member offset; 0 when off)    [version 3]
+//!   3000     8  journal region length bytes                                [version 3]
+//!   3008     8  checksum region offset bytes (member offset; 0 when off)   [version 3]
+//!   3016     8  checksum region length bytes                               [version 3]
+//!   3024  ...   zero
 //!   4092     4  CRC-32C of bytes 0..4092
 //! ```
 //!
 //! Version 2 added the parity policy and BPGL capacity; a version 1 superblock decodes with
-//! eager parity and capacity 0. The deferred-parity list itself is not in the superblock: it
+//! eager parity and capacity 0. Version 3 added the feature flags and the journal and
+//! checksum regions (versions 1 and 2 decode with no features and empty regions), and a
+//! version 3 superblock must have every reserved and unused byte zero (the fields' gaps, the
+//! space after the layout text, the events and the runs, and 3024..4092): a non-zero one is
+//! refused, naming its offset. The deferred-parity list itself is not in the superblock: it
 //! is a separate record ([`crate::lazy::BpglRecord`]) in two alternating slots of
 //! [`crate::lazy::BPGL_SLOT_BYTES`] each, starting at [`BPGL_OFFSET_BYTES`] (between the
 //! superblock and the data area).
@@ -48,7 +57,12 @@ pub const SUPERBLOCK_BYTES: usize = 4096;
 /// Default start of the data area.
 pub const DEFAULT_DATA_OFFSET_BYTES: u64 = 1 << 20;
 const MAGIC: &[u8; 8] = b"RAIDFRG\0";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
+/// Feature flag: a write journal region (see `journal_offset_bytes`).
+pub const FEATURE_JOURNAL: u32 = 1 << 0;
+/// Feature flag: per-block checksums (see `checksum_offset_bytes`).
+pub const FEATURE_CHECKSUMS: u32 = 1 << 1;
+const FEATURES_KNOWN: u32 = FEATURE_JOURNAL | FEATURE_CHECKSUMS;
 /// Where a member's two BPGL slots start (right after the superblock).
 pub const BPGL_OFFSET_BYTES: u64 = SUPERBLOCK_BYTES as u64;
 const LAYOUT_MAX: usize = 1024;
@@ -109,6 +123,16 @@ pub struct Superblock {
     pub parity: crate::lazy::ParityPolicy,
     /// The deferred-parity list's bound (version 2; 0 in version 1).
     pub bpgl_capacity: u32,
+    /// Feature flags ([`FEATURE_JOURNAL`], [`FEATURE_CHECKSUMS`]; version 3, 0 before).
+    pub features: u32,
+    /// Journal region `[offset, offset + length)` in member bytes (0, 0 when off).
+    pub journal_offset_bytes: u64,
+    /// Journal region length in bytes.
+    pub journal_len_bytes: u64,
+    /// Checksum region `[offset, offset + length)` in member bytes (0, 0 when off).
+    pub checksum_offset_bytes: u64,
+    /// Checksum region length in bytes.
+    pub checksum_len_bytes: u64,
 }
 
 /// Why a superblock was refused.
@@ -119,7 +143,7 @@ pub enum SuperblockError {
     #[error("no raidforge superblock (magic bytes do not match)")]
     NoMagic,
     /// Written by a newer or unknown format version.
-    #[error("superblock format version {0} is not supported (this build reads versions 1 and 2)")]
+    #[error("superblock format version {0} is not supported (this build reads versions 1 to 3)")]
     Version(u32),
     /// The checksum does not match: the superblock is damaged.
     #[error("superblock checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): damaged member")]
@@ -237,6 +261,11 @@ impl Superblock {
             crate::lazy::ParityPolicy::Lazy => 1,
         };
         b[2984..2988].copy_from_slice(&self.bpgl_capacity.to_le_bytes());
+        b[2988..2992].copy_from_slice(&self.features.to_le_bytes());
+        b[2992..3000].copy_from_slice(&self.journal_offset_bytes.to_le_bytes());
+        b[3000..3008].copy_from_slice(&self.journal_len_bytes.to_le_bytes());
+        b[3008..3016].copy_from_slice(&self.checksum_offset_bytes.to_le_bytes());
+        b[3016..3024].copy_from_slice(&self.checksum_len_bytes.to_le_bytes());
         let crc = crc32c(&b[..4092]);
         b[4092..4096].copy_from_slice(&crc.to_le_bytes());
         Ok(b)
@@ -292,6 +321,48 @@ impl Superblock {
                 return Err(field("events", format!("member {m} out of range")));
             }
         }
+        if self.features & !FEATURES_KNOWN != 0 {
+            return Err(field(
+                "features",
+                format!("unknown flags {:#x}", self.features & !FEATURES_KNOWN),
+            ));
+        }
+        for (flag, name, off, len) in [
+            (
+                FEATURE_JOURNAL,
+                "journal region",
+                self.journal_offset_bytes,
+                self.journal_len_bytes,
+            ),
+            (
+                FEATURE_CHECKSUMS,
+                "checksum region",
+                self.checksum_offset_bytes,
+                self.checksum_len_bytes,
+            ),
+        ] {
+            let on = self.features & flag != 0;
+            if !on && (off != 0 || len != 0) {
+                return Err(field(name, "set while its feature flag is off"));
+            }
+            if on
+                && (len == 0
+                    || off % 4096 != 0
+                    || off < SUPERBLOCK_BYTES as u64
+                    || off
+                        .checked_add(len)
+                        .is_none_or(|e| e > self.data_offset_bytes))
+            {
+                return Err(field(
+                    name,
+                    format!(
+                        "{off}+{len} must be non-empty, 4 KiB aligned and end by the data \
+                         offset {}",
+                        self.data_offset_bytes
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -307,7 +378,7 @@ impl Superblock {
             return Err(SuperblockError::NoMagic);
         }
         let version = u32_at(8);
-        if version != VERSION && version != 1 {
+        if !(1..=VERSION).contains(&version) {
             return Err(SuperblockError::Version(version));
         }
         let stored = u32_at(4092);
@@ -363,9 +434,42 @@ impl Superblock {
         } else {
             (crate::lazy::ParityPolicy::Eager, 0)
         };
+        let (features, journal, checksum) = if version >= 3 {
+            // Every byte no field owns must be zero: reserved space stays usable.
+            let layout_end = 90 + llen;
+            let events_end = 1122 + 5 * ne;
+            let runs_end = 1444 + 12 * nr;
+            for (a, z) in [
+                (52, 56),
+                (layout_end, 1120),
+                (events_end, 1442),
+                (runs_end, 2980),
+                (2981, 2984),
+                (3024, 4092),
+            ] {
+                if let Some(i) = (a..z).find(|&i| b[i] != 0) {
+                    return Err(field(
+                        "reserved",
+                        format!("byte {i} is {:#04x}, must be 0", b[i]),
+                    ));
+                }
+            }
+            (
+                u32_at(2988),
+                (u64_at(2992), u64_at(3000)),
+                (u64_at(3008), u64_at(3016)),
+            )
+        } else {
+            (0, (0, 0), (0, 0))
+        };
         let mut uuid = [0u8; 16];
         uuid.copy_from_slice(&b[16..32]);
         let sb = Superblock {
+            features,
+            journal_offset_bytes: journal.0,
+            journal_len_bytes: journal.1,
+            checksum_offset_bytes: checksum.0,
+            checksum_len_bytes: checksum.1,
             parity,
             bpgl_capacity,
             uuid,
@@ -406,7 +510,83 @@ mod tests {
             runs: vec![(0, 2), (12, 1)],
             parity: crate::lazy::ParityPolicy::Lazy,
             bpgl_capacity: 512,
+            features: FEATURE_CHECKSUMS,
+            journal_offset_bytes: 0,
+            journal_len_bytes: 0,
+            checksum_offset_bytes: 768 << 10,
+            checksum_len_bytes: 256 << 10,
         }
+    }
+
+    fn resealed(mut b: Vec<u8>) -> Vec<u8> {
+        let crc = crc32c(&b[..4092]);
+        b[4092..4096].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn version_3_features_round_trip_and_reserved_bytes_are_refused() {
+        let mut s = sample();
+        s.data_offset_bytes = 3 << 20;
+        s.features = FEATURE_JOURNAL | FEATURE_CHECKSUMS;
+        s.journal_offset_bytes = 1 << 20;
+        s.journal_len_bytes = 1 << 20;
+        s.checksum_offset_bytes = 2 << 20;
+        s.checksum_len_bytes = 1 << 20;
+        let b = s.encode().unwrap();
+        assert_eq!(u32::from_le_bytes(b[8..12].try_into().unwrap()), 3);
+        assert_eq!(u32::from_le_bytes(b[2988..2992].try_into().unwrap()), 3);
+        assert_eq!(Superblock::decode(&b).unwrap(), s);
+        // Every reserved or unused byte, set, is refused naming it.
+        for at in [
+            53usize,
+            90 + s.layout.len(),
+            1119,
+            1140,
+            1500,
+            2982,
+            3024,
+            4091,
+        ] {
+            let mut d = b.clone();
+            d[at] = 1;
+            let e = Superblock::decode(&resealed(d)).unwrap_err().to_string();
+            assert!(e.contains(&format!("byte {at}")), "byte {at}: {e}");
+        }
+        // Unknown feature flags and regions past the data offset are refused.
+        let mut d = b.clone();
+        d[2988] |= 4;
+        assert!(Superblock::decode(&resealed(d))
+            .unwrap_err()
+            .to_string()
+            .contains("features"));
+        let mut t = s.clone();
+        t.checksum_len_bytes = 2 << 20;
+        assert!(t
+            .encode()
+            .unwrap_err()
+            .to_string()
+            .contains("checksum region"));
+        let mut t = s.clone();
+        t.features = FEATURE_CHECKSUMS;
+        assert!(t
+            .encode()
+            .unwrap_err()
+            .to_string()
+            .contains("journal region"));
+        // Version 2 (what the previous build wrote): no features, regions empty, and the
+        // reserved bytes are not checked.
+        let mut v2 = sample();
+        v2.features = 0;
+        v2.checksum_offset_bytes = 0;
+        v2.checksum_len_bytes = 0;
+        let mut d = v2.encode().unwrap();
+        d[8..12].copy_from_slice(&2u32.to_le_bytes());
+        d[3500] = 9;
+        d[2990] = 9;
+        let got = Superblock::decode(&resealed(d)).unwrap();
+        assert_eq!(got.features, 0);
+        assert_eq!((got.checksum_offset_bytes, got.checksum_len_bytes), (0, 0));
     }
 
     #[test]

@@ -170,6 +170,7 @@ fn run_in(a: &DemoArgs, dir: &Path) -> anyhow::Result<()> {
                 direct: false,
                 parity: Default::default(),
                 bpgl_capacity: None,
+                checksums: false,
             },
         )?;
         let usable = pool.capacity_bytes();

@@ -84,6 +84,11 @@ enum Command {
     Rebuild(pool_cmd::RebuildArgs),
     /// Read every stripe and check its parity or mirrors; exits 1 if any disagree.
     Verify(pool_cmd::PoolArg),
+    /// Read everything, verify block checksums (pools created with --checksums on) and
+    /// parity, repair what redundancy allows, and report it. Exits 0 when the pool is clean
+    /// or everything was repaired, 1 when data is unrecoverable or a parity mismatch was only
+    /// reported, 2 on a usage error.
+    Scrub(pool_cmd::ScrubArgs),
     /// Recompute now every parity that lazy writes deferred (`create --parity lazy`), so that
     /// the pool survives two failures again. A served pool does this by itself when idle.
     Flush(pool_cmd::PoolArg),
@@ -155,6 +160,11 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Flush(a) => pool_cmd::flush(a),
+        Command::Scrub(a) => match pool_cmd::scrub(a) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::from(1),
+            Err(e) => Err(e),
+        },
         Command::Demo(a) => demo::run(a),
         Command::Sim(a) => sim_cmd::run(*a),
         Command::Model(c) => model_cmd::run(c),

@@ -79,9 +79,26 @@ pub struct CreateArgs {
     /// writes update both parities until a flush makes room.
     #[arg(long)]
     pub bpgl_capacity: Option<usize>,
+    /// Per-block checksums: `on` keeps a CRC-32C of every 4 KiB block of every member (in a
+    /// region of 1/1024 of the member before the data), so that reads detect silent
+    /// corruption (bit rot, misdirected writes, a byte changed behind the engine's back) and
+    /// repair it from redundancy, and `raidforge scrub` can tell which member is wrong. Costs a
+    /// checksum-page write with every member write and whole-4-KiB member I/O. `off`
+    /// (default): like Linux MD, only parity can be checked.
+    #[arg(long, default_value = "off", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pub checksums: bool,
     /// Print the new pool's status as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Parses `on` / `off`.
+pub fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("'{s}': say on or off")),
+    }
 }
 
 /// Parses `eager` / `lazy`.
@@ -198,6 +215,26 @@ pub fn print_status_of(s: &dev::pool::Status, json: bool) -> anyhow::Result<()> 
             if s.fault_tolerance == 1 { "" } else { "s" }
         );
     }
+    let r = &s.repairs;
+    if s.checksums || r.read_errors > 0 || r.parity_rewrites > 0 {
+        println!(
+            "      checksums {}; blocks repaired {} ({} checksum mismatches, {} read errors), \
+             {} stripes' parity rewritten",
+            if s.checksums { "on" } else { "off" },
+            r.repaired_blocks,
+            r.checksum_mismatches,
+            r.read_errors,
+            r.parity_rewrites
+        );
+    }
+    for l in &s.lost {
+        println!(
+            "      LOST: logical bytes {}..{} ({})",
+            l.logical_offset,
+            l.logical_offset + l.length,
+            l.reason
+        );
+    }
     for m in &s.members {
         println!(
             "      m{:<3} {:<10} read {:>14} written {:>14}  ios r {:>8} w {:>8} meta {:>6}  {}",
@@ -229,6 +266,7 @@ pub fn create(a: CreateArgs) -> anyhow::Result<()> {
             direct: a.direct,
             parity: a.parity,
             bpgl_capacity: a.bpgl_capacity,
+            checksums: a.checksums,
         },
     )?;
     print_status(&pool, a.json)?;
@@ -423,7 +461,7 @@ pub fn rebuild(a: RebuildArgs) -> anyhow::Result<()> {
             "{}",
             serde_json::json!({"done": true, "elapsed_s": result.elapsed_s,
                 "bytes_written": result.bytes_written, "cycles": result.cycles_total,
-                "state": status.state})
+                "state": status.state, "lost": status.lost, "repairs": status.repairs})
         );
     } else {
         println!(
@@ -433,9 +471,144 @@ pub fn rebuild(a: RebuildArgs) -> anyhow::Result<()> {
             result.bytes_written as f64 / 1e6 / result.elapsed_s.max(1e-9),
             status.state
         );
+        for l in &status.lost {
+            println!(
+                "LOST: logical bytes {}..{} ({})",
+                l.logical_offset,
+                l.logical_offset + l.length,
+                l.reason
+            );
+        }
     }
     p.close()?;
     Ok(())
+}
+
+/// `raidforge scrub`.
+#[derive(Args, Debug)]
+pub struct ScrubArgs {
+    /// Path of the pool descriptor file.
+    pub pool: PathBuf,
+    /// Upper bound on scrub speed, member bytes read per second (e.g. 100M); default
+    /// unlimited.
+    #[arg(long, value_parser = parse_size)]
+    pub speed_max: Option<u64>,
+    /// Scrub speed while clients are doing I/O, bytes/s, like MD's sync_speed_min. A scrub
+    /// run by this command has the pool to itself (no clients), so only --speed-max applies;
+    /// accepted for symmetry with `rebuild`.
+    #[arg(long, value_parser = parse_size)]
+    pub speed_min: Option<u64>,
+    /// On a pool without checksums, recompute the parity of stripes that disagree with their
+    /// data (Linux MD's `repair`). Without it such stripes are only reported (MD's `check`):
+    /// nothing tells whether the data or the parity is wrong. With checksums the data is
+    /// verified, so scrub always recomputes the parity.
+    #[arg(long)]
+    pub rewrite_parity: bool,
+    /// Print the report as JSON: checked_bytes, repaired [{member, offset, length, kind}],
+    /// unrecoverable [{logical_offset, length, reason}], parity_mismatches, ...
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs a scrub; `Ok(false)` when something is left wrong (unrecoverable data or parity that
+/// was only reported).
+pub fn scrub(a: ScrubArgs) -> anyhow::Result<bool> {
+    if let (Some(min), Some(max)) = (a.speed_min, a.speed_max) {
+        if min > max {
+            anyhow::bail!("--speed-min {min} is above --speed-max {max}");
+        }
+    }
+    if crate::control::live(&a.pool).is_some() {
+        anyhow::bail!(
+            "{} is being served: stop `raidforge serve` first (a served pool repairs what its \
+             reads find, but scrub runs only on a pool it has to itself)",
+            a.pool.display()
+        );
+    }
+    let mut p = Pool::open(&a.pool)?;
+    let tty = std::io::stderr().is_terminal() && !a.json;
+    let bar = if tty {
+        let b = indicatif::ProgressBar::new(p.geometry().cycles());
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "scrub [{bar:40}] {pos}/{len} cycles {percent}% {msg} eta {eta}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let r = p.scrub(
+        &dev::pool::ScrubOpts {
+            speed_max_bytes_per_sec: a.speed_max,
+            speed_min_bytes_per_sec: a.speed_min,
+            rewrite_parity: a.rewrite_parity,
+        },
+        |pr| {
+            if let Some(b) = &bar {
+                b.set_position(pr.cycles_done);
+                b.set_message(format!(
+                    "{:.1} MB/s",
+                    pr.checked_bytes as f64 / 1e6 / pr.elapsed_s.max(1e-9)
+                ));
+            }
+        },
+    )?;
+    if let Some(b) = &bar {
+        b.finish();
+    }
+    p.close()?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!(
+            "scrubbed {} bytes in {} cycles ({}) in {:.2} s: {} ranges repaired, {} \
+             unrecoverable, {} stripes with parity mismatches",
+            r.checked_bytes,
+            r.cycles_checked,
+            if r.checksums {
+                "checksums and parity"
+            } else {
+                "parity only: the pool has no checksums"
+            },
+            r.elapsed_s,
+            r.repaired.len(),
+            r.unrecoverable.len(),
+            r.parity_mismatches.len()
+        );
+        for m in r.repaired.iter().take(20) {
+            println!(
+                "  repaired: member {} bytes {}..{} ({})",
+                m.member,
+                m.offset,
+                m.offset + m.length,
+                m.kind
+            );
+        }
+        for l in &r.unrecoverable {
+            println!(
+                "  UNRECOVERABLE: logical bytes {}..{} ({})",
+                l.logical_offset,
+                l.logical_offset + l.length,
+                l.reason
+            );
+        }
+        for m in r.parity_mismatches.iter().take(20) {
+            println!(
+                "  parity mismatch: cycle {} stripe {}{}",
+                m.cycle,
+                m.stripe,
+                if m.repaired {
+                    " (recomputed)"
+                } else {
+                    " (reported only: pass --rewrite-parity to recompute it from the data)"
+                }
+            );
+        }
+    }
+    Ok(r.clean())
 }
 
 pub fn verify(a: PoolArg) -> anyhow::Result<bool> {

@@ -1,0 +1,666 @@
+//! Blocks that read wrong, and `raidforge scrub`.
+//!
+//! A member range *reads wrong* when part of it returns a read error (a latent sector error)
+//! or, on a pool with checksums ([`crate::csum`]), a block does not match its checksum. The
+//! executor reports such ranges ([`crate::exec::BadRange`]) instead of failing the member, and
+//! stops the batch before any op or write uses the bytes. The pool then repairs them:
+//!
+//! 1. each bad 4 KiB block is located in its cycle (`raidcore::locate_member_byte`); blocks of
+//!    one cycle at the same in-chunk range are repaired together;
+//! 2. `raidcore::plan_repair` plans recomputing them from the rest of the cycle, treating
+//!    them as unreadable: the planner's own reconstruction (the degraded-read path) picks the
+//!    survivors and the codec ops;
+//! 3. the repair's reads are verified too: a survivor that reads wrong joins the unreadable
+//!    set and the repair is planned again, until it succeeds or the planner says the
+//!    redundancy is spent;
+//! 4. with checksums, a recomputed data block must match its stored checksum before it is
+//!    written (the end-to-end check: a stale checksum left by a crash, or damage beyond the
+//!    redundancy, is reported, never "repaired" into invented data); recomputed parity is
+//!    trusted, since it derives from verified data;
+//! 5. the recomputed blocks are written back in place (with their checksums).
+//!
+//! What cannot be repaired is *lost*: named by logical range, recorded in the pool descriptor
+//! (and, during a rebuild, marked on the members by a poisoned checksum), and every read of it
+//! fails with [`crate::pool::PoolError::Lost`] until the range is rewritten.
+//!
+//! `scrub` reads every unit of every cycle, repairs the blocks that read wrong as above, then
+//! checks each stripe's parity or copies (`raidcore::check_verify`). A stripe whose units all
+//! verified but disagree (a crash between the writes of a stripe, without the write journal):
+//! with checksums the data is known good, so the parity is recomputed from it (mirrors: the
+//! first copy is copied to the others). Without checksums nothing tells which unit is wrong:
+//! scrub reports the stripe, like MD's `check` (which only counts `mismatch_cnt`), and with
+//! `--rewrite-parity` recomputes parity from data, like MD's `repair` (MD's RAID6 `repair`
+//! also just recomputes P and Q).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use layout::Role;
+use raidcore::{
+    check_verify, locate_member_byte, logical_offset, lost_with, place_loc, plan_repair,
+    plan_verify_cycle, PlaceId, SpeedLimits, Throttle,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::csum::{BLOCK_BYTES, POISON};
+use crate::exec::BadRange;
+use crate::pool::{Pool, PoolError};
+
+type Result<T> = std::result::Result<T, PoolError>;
+
+/// A member range that was rewritten with repaired content.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberRange {
+    pub member: usize,
+    /// Byte offset in the member (file or device) itself, data offset included.
+    pub offset: u64,
+    pub length: u64,
+    /// Why: "checksum" (mismatch), "read-error", "parity" (a stripe's parity or copies
+    /// disagreed with its verified data and were recomputed).
+    pub kind: String,
+}
+
+/// A logical range whose data is lost.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostRange {
+    pub logical_offset: u64,
+    pub length: u64,
+    /// What happened.
+    pub reason: String,
+}
+
+/// Bad blocks found and repaired, over the pool's life (in the descriptor and `status`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepairCounts {
+    /// Blocks that did not match their checksum.
+    pub checksum_mismatches: u64,
+    /// Blocks that returned a read error (member kept).
+    pub read_errors: u64,
+    /// Blocks rewritten with repaired content.
+    pub repaired_blocks: u64,
+    /// Stripes whose parity (or copies) scrub recomputed.
+    pub parity_rewrites: u64,
+}
+
+/// A cycle's blocks lost together (one in-chunk range).
+#[derive(Clone, Debug)]
+pub(crate) struct LostGroup {
+    pub cycle: u64,
+    /// Every place lost (the unreadable ones and those that depended on them).
+    pub places: Vec<PlaceId>,
+    /// The unreadable places (on working members).
+    pub unreadable: Vec<PlaceId>,
+    pub ra: u64,
+    pub rb: u64,
+    pub ranges: Vec<LostRange>,
+}
+
+/// What a repair did.
+#[derive(Debug, Default)]
+pub(crate) struct RepairOutcome {
+    pub repaired: Vec<MemberRange>,
+    pub lost: Vec<LostGroup>,
+}
+
+/// How to scrub.
+#[derive(Clone, Debug, Default)]
+pub struct ScrubOpts {
+    /// Upper bound on bytes read per second (None = unlimited).
+    pub speed_max_bytes_per_sec: Option<u64>,
+    /// Rate while clients do I/O (a served pool; ignored by an exclusive scrub).
+    pub speed_min_bytes_per_sec: Option<u64>,
+    /// Without checksums: recompute the parity of stripes that disagree from their data (MD's
+    /// `repair`). With checksums scrub does this anyway, the data being verified.
+    pub rewrite_parity: bool,
+}
+
+/// Progress of a scrub.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct ScrubProgress {
+    pub cycles_done: u64,
+    pub cycles_total: u64,
+    pub checked_bytes: u64,
+    pub elapsed_s: f64,
+}
+
+/// A stripe whose parity or copies disagreed with its (readable) data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParityMismatch {
+    pub cycle: u64,
+    pub stripe: usize,
+    /// First logical byte of the stripe's data.
+    pub logical_offset: Option<u64>,
+    /// Recomputed (true) or only reported (false).
+    pub repaired: bool,
+}
+
+/// What `scrub` found and did.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ScrubReport {
+    /// Whether blocks were verified against checksums (else parity only).
+    pub checksums: bool,
+    pub cycles_checked: u64,
+    /// Member bytes read and checked.
+    pub checked_bytes: u64,
+    /// Member ranges rewritten with repaired content.
+    pub repaired: Vec<MemberRange>,
+    /// Logical ranges that could not be repaired.
+    pub unrecoverable: Vec<LostRange>,
+    /// Stripes whose parity or copies disagreed with verified (or, without checksums,
+    /// readable) data.
+    pub parity_mismatches: Vec<ParityMismatch>,
+    /// Stripes not fully checkable (a member missing).
+    pub stripes_degraded: u64,
+    pub elapsed_s: f64,
+}
+
+impl ScrubReport {
+    /// Nothing left wrong: nothing unrecoverable, every mismatch repaired.
+    pub fn clean(&self) -> bool {
+        self.unrecoverable.is_empty() && self.parity_mismatches.iter().all(|m| m.repaired)
+    }
+}
+
+/// "a..b, c..d" for an error message.
+pub fn describe_ranges(r: &[LostRange]) -> String {
+    let v: Vec<String> = r
+        .iter()
+        .map(|l| {
+            format!(
+                "{}..{} ({})",
+                l.logical_offset,
+                l.logical_offset + l.length,
+                l.reason
+            )
+        })
+        .collect();
+    v.join(", ")
+}
+
+/// Splits bad ranges into pieces that do not cross a 4 KiB block.
+fn pieces(bad: &[BadRange]) -> Vec<(u32, u64, u64, bool)> {
+    let mut out = Vec::new();
+    for b in bad {
+        let mut o = b.offset_bytes;
+        let end = b.offset_bytes + b.len;
+        while o < end {
+            let n = (BLOCK_BYTES - o % BLOCK_BYTES).min(end - o);
+            out.push((b.member, o, n, b.checksum));
+            o += n;
+        }
+    }
+    out
+}
+
+fn is_data(role: Role) -> bool {
+    matches!(role, Role::Data | Role::Mirror)
+}
+
+impl Pool {
+    /// Handles a failed batch: fails the members that failed (flushing deferred parity, so a
+    /// second failure is survived), and repairs the blocks that read wrong. Lost data is an
+    /// error naming it. The caller plans again.
+    pub(crate) fn absorb(&mut self, e: crate::exec::BatchErrors) -> Result<()> {
+        let failed = e.failed_members();
+        if !failed.is_empty() {
+            self.fail_members(&failed)?;
+            self.flush_bpgl(0)?;
+        }
+        if !e.bad.is_empty() {
+            let out = self.repair_ranges(&e.bad)?;
+            if !out.lost.is_empty() {
+                let ranges: Vec<LostRange> =
+                    out.lost.iter().flat_map(|g| g.ranges.clone()).collect();
+                self.note_lost(&ranges);
+                // Recorded now: the command that hit it ends with this error.
+                let _ = self.save_descriptor();
+                return Err(PoolError::Lost { ranges });
+            }
+        }
+        Ok(())
+    }
+
+    /// Fails with [`PoolError::Lost`] when `[offset, offset + len)` overlaps a lost range.
+    pub(crate) fn check_lost(&self, offset: u64, len: u64) -> Result<()> {
+        let hit: Vec<LostRange> = self
+            .desc
+            .lost
+            .iter()
+            .filter(|l| l.logical_offset < offset + len && offset < l.logical_offset + l.length)
+            .cloned()
+            .collect();
+        if hit.is_empty() {
+            Ok(())
+        } else {
+            Err(PoolError::Lost { ranges: hit })
+        }
+    }
+
+    /// A write covered `[offset, offset + len)`: lost ranges inside it hold data again.
+    pub(crate) fn clear_lost(&mut self, offset: u64, len: u64) {
+        if !self.desc.lost.is_empty() {
+            self.desc.lost.retain(|l| {
+                !(offset <= l.logical_offset && l.logical_offset + l.length <= offset + len)
+            });
+        }
+    }
+
+    pub(crate) fn note_lost(&mut self, ranges: &[LostRange]) {
+        for r in ranges {
+            if !self
+                .desc
+                .lost
+                .iter()
+                .any(|l| l.logical_offset == r.logical_offset && l.length == r.length)
+            {
+                self.desc.lost.push(r.clone());
+            }
+        }
+    }
+
+    /// Repairs the blocks of `bad` (see the module docs).
+    pub(crate) fn repair_ranges(&mut self, bad: &[BadRange]) -> Result<RepairOutcome> {
+        let mut groups: BTreeMap<(u64, u64, u64), (Vec<PlaceId>, bool)> = BTreeMap::new();
+        for (member, off, len, checksum) in pieces(bad) {
+            let blocks = len.div_ceil(BLOCK_BYTES).max(1);
+            if checksum {
+                self.desc.repairs.checksum_mismatches += blocks;
+            } else {
+                self.desc.repairs.read_errors += blocks;
+            }
+            let Some((c, p, in_chunk)) =
+                locate_member_byte(&self.geo, &self.state, member as layout::Disk, off)
+            else {
+                // Plans only read places: a bad range outside every place is a bug.
+                debug_assert!(false, "bad range {member}:{off} is in no place");
+                continue;
+            };
+            let g = groups.entry((c, in_chunk, in_chunk + len)).or_default();
+            if !g.0.contains(&p) {
+                g.0.push(p);
+            }
+            g.1 |= checksum;
+        }
+        let mut out = RepairOutcome::default();
+        for ((c, ra, rb), (places, checksum)) in groups {
+            let kind = if checksum { "checksum" } else { "read-error" };
+            match self.repair_group(c, places, ra, rb, true, kind)? {
+                Ok(r) => out.repaired.extend(r),
+                Err(g) => out.lost.push(g),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Recomputes `places` of cycle `c` over `[ra, rb)` and writes them back. `checked`:
+    /// recomputed data must match its stored checksum. Returns the member ranges written, or
+    /// the lost group.
+    fn repair_group(
+        &mut self,
+        c: u64,
+        places: Vec<PlaceId>,
+        ra: u64,
+        rb: u64,
+        checked: bool,
+        kind: &str,
+    ) -> Result<std::result::Result<Vec<MemberRange>, LostGroup>> {
+        let mut stale = places;
+        for _attempt in 0..32 {
+            let plan = match plan_repair(&self.geo, &self.state, c, &stale, ra, rb) {
+                Ok(p) => p,
+                Err(e) => {
+                    let why = format!("the redundancy is spent: {e}");
+                    return Ok(Err(self.lost_group(c, &stale, ra, rb, &why)));
+                }
+            };
+            let mut none: [u8; 0] = [];
+            let prepared = {
+                let users = [&mut none[..]];
+                crate::exec::prepare(std::slice::from_ref(&plan), &users, &self.members_view())
+            };
+            let bufs = match prepared {
+                Ok(mut b) => b.pop().expect("one plan"),
+                Err(e) => {
+                    let failed = e.failed_members();
+                    if !failed.is_empty() {
+                        self.fail_members(&failed)?;
+                        continue;
+                    }
+                    let mut grew = false;
+                    for (member, off, len, checksum) in pieces(&e.bad) {
+                        let n = len.div_ceil(BLOCK_BYTES).max(1);
+                        if checksum {
+                            self.desc.repairs.checksum_mismatches += n;
+                        } else {
+                            self.desc.repairs.read_errors += n;
+                        }
+                        if let Some((cc, p, _)) =
+                            locate_member_byte(&self.geo, &self.state, member as layout::Disk, off)
+                        {
+                            if cc == c && !stale.contains(&p) {
+                                stale.push(p);
+                                grew = true;
+                            }
+                        }
+                    }
+                    if !grew {
+                        let why = "the blocks needed to repair it keep reading wrong";
+                        return Ok(Err(self.lost_group(c, &stale, ra, rb, why)));
+                    }
+                    continue;
+                }
+            };
+            if let (true, Some(cs)) = (checked, self.checksums.clone()) {
+                for w in &plan.writes {
+                    let Some((_, p, _)) =
+                        locate_member_byte(&self.geo, &self.state, w.member, w.offset_bytes)
+                    else {
+                        continue;
+                    };
+                    let bytes = &bufs[w.data.buf][w.data.off..w.data.end()];
+                    if is_data(self.geo.role(p))
+                        && !cs.matches(w.member as usize, w.offset_bytes, bytes)
+                    {
+                        let poisoned = (0..w.data.len as u64 / BLOCK_BYTES).any(|k| {
+                            cs.stored(w.member as usize, w.offset_bytes + k * BLOCK_BYTES) == POISON
+                        });
+                        let why = if poisoned {
+                            "lost earlier (marked on the member when a rebuild could not \
+                             recompute it)"
+                        } else {
+                            "what the redundancy gives does not match the stored checksum \
+                             (damage beyond what the redundancy covers, or a crash between a \
+                             block's write and its checksum's)"
+                        };
+                        return Ok(Err(self.lost_group(c, &stale, ra, rb, why)));
+                    }
+                }
+            }
+            let committed = crate::exec::commit(
+                std::slice::from_ref(&plan),
+                std::slice::from_ref(&bufs),
+                &self.members_view(),
+            );
+            if let Err(e) = committed {
+                self.fail_members(&e.failed_members())?;
+                continue;
+            }
+            let written: Vec<MemberRange> = plan
+                .writes
+                .iter()
+                .map(|w| MemberRange {
+                    member: w.member as usize,
+                    offset: self.data_offset_bytes + w.offset_bytes,
+                    length: w.data.len as u64,
+                    kind: kind.to_string(),
+                })
+                .collect();
+            self.desc.repairs.repaired_blocks += written
+                .iter()
+                .map(|r| r.length.div_ceil(BLOCK_BYTES))
+                .sum::<u64>();
+            return Ok(Ok(written));
+        }
+        Err(PoolError::Io(format!(
+            "repairing cycle {c} bytes {ra}..{rb} of its chunks: members keep failing"
+        )))
+    }
+
+    fn lost_group(&self, c: u64, stale: &[PlaceId], ra: u64, rb: u64, why: &str) -> LostGroup {
+        let places = lost_with(&self.geo, &self.state, c, stale);
+        let mut ranges: Vec<LostRange> = Vec::new();
+        for &p in &places {
+            if let Some(lo) = logical_offset(&self.geo, c, p, ra) {
+                if !ranges.iter().any(|r| r.logical_offset == lo) {
+                    ranges.push(LostRange {
+                        logical_offset: lo,
+                        length: rb - ra,
+                        reason: why.to_string(),
+                    });
+                }
+            }
+        }
+        ranges.sort_by_key(|r| r.logical_offset);
+        LostGroup {
+            cycle: c,
+            places,
+            unreadable: stale.to_vec(),
+            ra,
+            rb,
+            ranges,
+        }
+    }
+
+    /// During a rebuild: repairs what can be, and for what cannot, records the loss, writes
+    /// zeros over the unreadable blocks (a rewrite lets a disk remap a bad sector; the content
+    /// is lost either way) so that the rebuild can go on, and remembers the blocks to mark
+    /// once the rebuild is over.
+    pub(crate) fn repair_in_rebuild(&mut self, bad: &[BadRange]) -> Result<()> {
+        let out = self.repair_ranges(bad)?;
+        for g in out.lost {
+            self.note_lost(&g.ranges);
+            for &p in &g.unreadable {
+                let (loc, valid) = place_loc(&self.geo, &self.state, g.cycle, p);
+                let Some(m) = self.members[loc.disk as usize].clone() else {
+                    continue;
+                };
+                if !valid {
+                    continue;
+                }
+                let off = self.geo.member_offset(g.cycle, loc, g.ra);
+                let zeros = vec![0u8; (g.rb - g.ra) as usize];
+                let r = m
+                    .write_at(&zeros, self.data_offset_bytes + off)
+                    .and_then(|_| {
+                        if let Some(cs) = &self.checksums {
+                            cs.record(loc.disk as usize, off, &zeros);
+                            cs.write_pages(
+                                loc.disk as usize,
+                                &*m,
+                                off / BLOCK_BYTES,
+                                (off + zeros.len() as u64) / BLOCK_BYTES,
+                            )?;
+                        }
+                        Ok(())
+                    });
+                if r.is_err() {
+                    self.fail_members(&[loc.disk])?;
+                }
+            }
+            self.lost_pending.push(g);
+        }
+        Ok(())
+    }
+
+    /// Marks the blocks lost during the rebuild on the members (a poisoned checksum), so that
+    /// reads of them fail even without the descriptor's list.
+    pub(crate) fn poison_pending(&mut self) -> Result<()> {
+        let pending = std::mem::take(&mut self.lost_pending);
+        let Some(cs) = self.checksums.clone() else {
+            return Ok(());
+        };
+        for g in pending {
+            for &p in &g.places {
+                if !is_data(self.geo.role(p)) {
+                    continue;
+                }
+                let (loc, valid) = place_loc(&self.geo, &self.state, g.cycle, p);
+                let Some(m) = self.members[loc.disk as usize].clone() else {
+                    continue;
+                };
+                if !valid {
+                    continue;
+                }
+                let off = self.geo.member_offset(g.cycle, loc, g.ra);
+                let mut b = off;
+                while b < off + (g.rb - g.ra) {
+                    cs.poison(loc.disk as usize, &*m, b)
+                        .map_err(|e| PoolError::Io(format!("marking lost blocks: {e}")))?;
+                    b += BLOCK_BYTES;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every unit of every cycle, verifies checksums (when the pool has them) and parity,
+    /// repairs what it can and reports everything (see the module docs). `progress` is called
+    /// after every cycle.
+    pub fn scrub(
+        &mut self,
+        opts: &ScrubOpts,
+        mut progress: impl FnMut(ScrubProgress),
+    ) -> Result<ScrubReport> {
+        // A listed stripe's background parity is stale by design, not damaged.
+        self.flush_bpgl(0)?;
+        let start = Instant::now();
+        let mut throttle = Throttle::new(SpeedLimits {
+            min_bytes_per_sec: opts.speed_min_bytes_per_sec.unwrap_or(0),
+            max_bytes_per_sec: opts.speed_max_bytes_per_sec.unwrap_or(0),
+        });
+        let mut r = ScrubReport {
+            checksums: self.checksums.is_some(),
+            ..ScrubReport::default()
+        };
+        let total = self.geo.cycles();
+        for c in 0..total {
+            self.scrub_cycle(c, opts, &mut r)?;
+            r.cycles_checked += 1;
+            progress(ScrubProgress {
+                cycles_done: c + 1,
+                cycles_total: total,
+                checked_bytes: r.checked_bytes,
+                elapsed_s: start.elapsed().as_secs_f64(),
+            });
+            if opts.speed_max_bytes_per_sec.is_some() {
+                let now = start.elapsed().as_nanos() as u64;
+                let wait = throttle.delay_ns(now, false, r.checked_bytes);
+                if wait > 0 {
+                    std::thread::sleep(Duration::from_nanos(wait));
+                }
+            }
+        }
+        r.elapsed_s = start.elapsed().as_secs_f64();
+        let tag = self.tag();
+        self.persist(tag)?;
+        Ok(r)
+    }
+
+    fn scrub_cycle(&mut self, c: u64, opts: &ScrubOpts, r: &mut ScrubReport) -> Result<()> {
+        // Blocks of this cycle found lost: not repaired again, their stripes not re-checked.
+        let mut lost: BTreeSet<(u32, u64)> = BTreeSet::new();
+        for _attempt in 0..8 {
+            let plan = plan_verify_cycle(&self.geo, &self.state, c);
+            let (bufs, bad) = match crate::exec::run_reads_flagged(&plan, &self.members_view()) {
+                Ok(x) => x,
+                Err(e) => {
+                    self.fail_members(&e.failed_members())?;
+                    continue;
+                }
+            };
+            let fresh: Vec<BadRange> = bad
+                .iter()
+                .copied()
+                .filter(|b| !lost.contains(&(b.member, b.offset_bytes / BLOCK_BYTES)))
+                .collect();
+            if !fresh.is_empty() {
+                let out = self.repair_ranges(&fresh)?;
+                r.repaired.extend(out.repaired);
+                for g in out.lost {
+                    for &p in &g.unreadable {
+                        let (loc, _) = place_loc(&self.geo, &self.state, c, p);
+                        let off = self.geo.member_offset(c, loc, g.ra);
+                        let mut b = off;
+                        while b < off + (g.rb - g.ra) {
+                            lost.insert((loc.disk, b / BLOCK_BYTES));
+                            b += BLOCK_BYTES;
+                        }
+                    }
+                    self.note_lost(&g.ranges);
+                    for l in g.ranges {
+                        if !r.unrecoverable.contains(&l) {
+                            r.unrecoverable.push(l);
+                        }
+                    }
+                }
+                // Read the cycle again: the parity check needs the repaired bytes.
+                continue;
+            }
+            r.checked_bytes += plan.reads.iter().map(|io| io.data.len as u64).sum::<u64>();
+            let outcome = check_verify(&self.state, &plan, &bufs);
+            r.stripes_degraded += outcome.degraded as u64;
+            for s in outcome.inconsistent {
+                if self.stripe_touches(c, s, &lost) {
+                    continue; // already reported unrecoverable
+                }
+                let repair = self.checksums.is_some() || opts.rewrite_parity;
+                let repaired = if repair {
+                    self.rewrite_parity(c, s, r)?
+                } else {
+                    false
+                };
+                r.parity_mismatches.push(ParityMismatch {
+                    cycle: c,
+                    stripe: s,
+                    logical_offset: self.stripe_logical(c, s),
+                    repaired,
+                });
+            }
+            return Ok(());
+        }
+        Err(PoolError::Io(format!(
+            "scrub: cycle {c} keeps reading wrong after repairs (a member failing?)"
+        )))
+    }
+
+    fn stripe_touches(&self, c: u64, s: usize, lost: &BTreeSet<(u32, u64)>) -> bool {
+        let cb = self.geo.chunk_bytes();
+        self.geo.stripe_places(s).iter().any(|&p| {
+            let (loc, _) = place_loc(&self.geo, &self.state, c, p);
+            let off = self.geo.member_offset(c, loc, 0);
+            lost.range((loc.disk, off / BLOCK_BYTES)..(loc.disk, (off + cb) / BLOCK_BYTES))
+                .next()
+                .is_some()
+        })
+    }
+
+    fn stripe_logical(&self, c: u64, s: usize) -> Option<u64> {
+        self.geo
+            .stripe_places(s)
+            .iter()
+            .filter_map(|&p| logical_offset(&self.geo, c, p, 0))
+            .min()
+    }
+
+    /// Recomputes stripe `s`'s parity from its data (mirrors: the first readable copy to the
+    /// others). Returns whether it was rewritten.
+    fn rewrite_parity(&mut self, c: u64, s: usize, r: &mut ScrubReport) -> Result<bool> {
+        let places = self.geo.stripe_places(s).to_vec();
+        let targets: Vec<PlaceId> = if places.iter().any(|&p| self.geo.role(p) == Role::Mirror) {
+            let readable: Vec<PlaceId> = places
+                .iter()
+                .copied()
+                .filter(|&p| place_loc(&self.geo, &self.state, c, p).1)
+                .collect();
+            readable.into_iter().skip(1).collect()
+        } else {
+            places
+                .iter()
+                .copied()
+                .filter(|&p| matches!(self.geo.role(p), Role::P | Role::Q))
+                .collect()
+        };
+        if targets.is_empty() {
+            return Ok(false);
+        }
+        let cb = self.geo.chunk_bytes();
+        match self.repair_group(c, targets, 0, cb, false, "parity")? {
+            Ok(written) => {
+                self.desc.repairs.parity_rewrites += 1;
+                r.repaired.extend(written);
+                Ok(true)
+            }
+            Err(_) => Ok(false),
+        }
+    }
+}

@@ -1,0 +1,569 @@
+//! Per-block checksums, scrub, and latent sector errors during a rebuild, on real files.
+//!
+//! Bytes are changed in member files behind the engine's back (the pool closed), then the
+//! pool is reopened: a read returns the right bytes and repairs the block, `scrub` finds and
+//! repairs what reads did not touch (naming member and offset), a second scrub finds nothing,
+//! and beyond the redundancy the loss is reported and reads fail rather than return bad
+//! bytes. Every read is compared with a reference copy of the volume.
+
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use dev::pool::{CreateOpts, Pool, PoolError, RebuildOpts, ScrubOpts, ScrubReport};
+use dev::{Faulty, Member};
+use layout::{Params, Role, SchemeKind};
+use raidcore::{logical_offset, place_loc, ParityPolicy, PlaceId};
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let shm = Path::new("/dev/shm");
+        let base = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let d = base.join(format!("raidforge-csum-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("keeping {} for inspection", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+const CHUNK: u64 = 16 << 10;
+
+fn params(n: usize, level: Option<u8>) -> Params {
+    Params {
+        disks: Some(n),
+        level,
+        ..Params::default()
+    }
+}
+
+fn member_path(dir: &Path, i: usize) -> PathBuf {
+    dir.join(format!("m{i}.img"))
+}
+
+/// A pool of `n` members of about 2 MiB each, filled with seeded bytes (returned).
+fn filled(dir: &Path, kind: SchemeKind, p: Params, checksums: bool) -> (Pool, Vec<u8>) {
+    let n = p.disks.unwrap();
+    let mut pool = Pool::create(
+        &dir.join("pool.json"),
+        CreateOpts {
+            scheme: kind,
+            params: p,
+            members: (0..n).map(|i| member_path(dir, i)).collect(),
+            size_bytes: Some(3 << 20),
+            chunk_bytes: CHUNK,
+            emulate: None,
+            force: false,
+            direct: false,
+            parity: ParityPolicy::Eager,
+            bpgl_capacity: None,
+            checksums,
+        },
+    )
+    .unwrap();
+    let cap = pool.capacity_bytes() as usize;
+    let mut rng = layout::SplitMix64::new(kind as u64 * 1000 + n as u64);
+    let data: Vec<u8> = (0..cap).map(|_| rng.next_u64() as u8).collect();
+    pool.write(0, &data).unwrap();
+    (pool, data)
+}
+
+/// Member and member byte of byte `in_chunk` of place `p` of cycle `c`.
+fn where_is(pool: &Pool, c: u64, p: PlaceId, in_chunk: u64) -> (usize, u64) {
+    let (loc, valid) = place_loc(pool.geometry(), pool.state(), c, p);
+    assert!(valid);
+    (
+        loc.disk as usize,
+        pool.data_offset_bytes() + pool.geometry().member_offset(c, loc, in_chunk),
+    )
+}
+
+/// The places of stripe `s` of cycle 0's layout with role `role`.
+fn places_with(pool: &Pool, s: usize, role: Role) -> Vec<PlaceId> {
+    let geo = pool.geometry();
+    geo.stripe_places(s)
+        .iter()
+        .copied()
+        .filter(|&p| geo.role(p) == role)
+        .collect()
+}
+
+fn flip_byte(dir: &Path, member: usize, at: u64) -> u8 {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(member_path(dir, member))
+        .unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, at).unwrap();
+    f.write_all_at(&[b[0] ^ 0x5a], at).unwrap();
+    b[0]
+}
+
+fn byte_at(dir: &Path, member: usize, at: u64) -> u8 {
+    let f = std::fs::File::open(member_path(dir, member)).unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, at).unwrap();
+    b[0]
+}
+
+fn scrub(pool: &mut Pool) -> ScrubReport {
+    pool.scrub(&ScrubOpts::default(), |_| {}).unwrap()
+}
+
+fn assert_clean(r: &ScrubReport) {
+    assert!(
+        r.repaired.is_empty() && r.unrecoverable.is_empty() && r.parity_mismatches.is_empty(),
+        "expected a clean scrub: {r:?}"
+    );
+    assert!(r.clean());
+}
+
+/// Flips a byte in each of `targets` (cycle, place) at in-chunk byte 4096 + 17, reopens, and
+/// checks: a read of the whole volume returns the reference and repairs the blocks it read;
+/// the file bytes are back; scrub repairs the rest, naming member and block; a second scrub is
+/// clean.
+fn flip_read_scrub(name: &str, kind: SchemeKind, p: Params, targets: &[(u64, Role, usize)]) {
+    let d = TempDir::new(name);
+    let (pool, data) = filled(&d.0, kind, p, true);
+    let mut flipped = Vec::new();
+    for &(c, role, s) in targets {
+        let place = places_with(&pool, s, role)[0];
+        let (m, at) = where_is(&pool, c, place, 4096 + 17);
+        flipped.push((m, at, flip_byte(&d.0, m, at)));
+    }
+    pool.close().unwrap();
+    let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
+    assert_eq!(
+        pool.read(0, data.len() as u64).unwrap(),
+        data,
+        "{name}: read"
+    );
+    let after_read = pool.status().repairs;
+    let r = scrub(&mut pool);
+    assert!(r.unrecoverable.is_empty(), "{name}: {r:?}");
+    // Every flipped block was repaired by the read or by the scrub, which names it.
+    let by_read = after_read.repaired_blocks as usize;
+    assert_eq!(
+        by_read + r.repaired.len(),
+        flipped.len(),
+        "{name}: repaired by read {after_read:?}, by scrub {:?}",
+        r.repaired
+    );
+    for (m, at, orig) in &flipped {
+        assert_eq!(
+            byte_at(&d.0, *m, *at),
+            *orig,
+            "{name}: member {m} byte {at}"
+        );
+    }
+    for rr in &r.repaired {
+        assert!(
+            flipped
+                .iter()
+                .any(|(m, at, _)| rr.member == *m && rr.offset == at / 4096 * 4096),
+            "{name}: scrub repaired {rr:?}, not a flipped block"
+        );
+        assert_eq!((rr.length, rr.kind.as_str()), (4096, "checksum"));
+    }
+    let s = pool.status();
+    assert_eq!(
+        s.repairs.checksum_mismatches as usize,
+        flipped.len(),
+        "{name}"
+    );
+    assert!(s.lost.is_empty());
+    assert_clean(&scrub(&mut pool));
+    assert_eq!(pool.read(0, data.len() as u64).unwrap(), data);
+    pool.close().unwrap();
+}
+
+#[test]
+fn raid5_data_block_is_repaired_by_a_read() {
+    flip_read_scrub(
+        "r5data",
+        SchemeKind::Raid5,
+        params(4, None),
+        &[(1, Role::Data, 0)],
+    );
+}
+
+#[test]
+fn raid5_parity_block_is_repaired_by_scrub() {
+    let d = TempDir::new("r5p");
+    let (pool, data) = filled(&d.0, SchemeKind::Raid5, params(4, None), true);
+    let place = places_with(&pool, 0, Role::P)[0];
+    let (m, at) = where_is(&pool, 2, place, 100);
+    let orig = flip_byte(&d.0, m, at);
+    pool.close().unwrap();
+    let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
+    // A healthy read does not touch parity: it returns the data and repairs nothing.
+    assert_eq!(pool.read(0, data.len() as u64).unwrap(), data);
+    assert_eq!(pool.status().repairs.repaired_blocks, 0);
+    let r = scrub(&mut pool);
+    assert_eq!(r.repaired.len(), 1, "{r:?}");
+    assert_eq!(r.repaired[0].member, m);
+    assert_eq!(r.repaired[0].offset, at / 4096 * 4096);
+    assert!(r.parity_mismatches.is_empty() && r.unrecoverable.is_empty());
+    assert_eq!(byte_at(&d.0, m, at), orig);
+    assert_clean(&scrub(&mut pool));
+    pool.close().unwrap();
+}
+
+#[test]
+fn raid6_two_blocks_of_one_stripe_and_q() {
+    // Data and P of one stripe (two erasures), and Q of another cycle.
+    flip_read_scrub(
+        "r6",
+        SchemeKind::Raid6,
+        params(5, None),
+        &[(1, Role::Data, 0), (1, Role::P, 0), (3, Role::Q, 0)],
+    );
+}
+
+#[test]
+fn raid1_and_raid10_copies() {
+    flip_read_scrub(
+        "r1",
+        SchemeKind::Raid1,
+        params(2, None),
+        &[(1, Role::Mirror, 0), (2, Role::Data, 0)],
+    );
+    flip_read_scrub(
+        "r10",
+        SchemeKind::Raid10,
+        params(4, None),
+        &[(1, Role::Mirror, 0), (2, Role::Data, 1)],
+    );
+}
+
+/// Beyond the redundancy: the loss is reported by scrub (exit status 1 in the CLI), reads of
+/// it fail naming the logical range, everything else reads right, nothing bad is returned.
+#[test]
+fn beyond_tolerance_is_reported_never_returned() {
+    for (name, kind, p, roles) in [
+        (
+            "r5x2",
+            SchemeKind::Raid5,
+            params(4, None),
+            vec![Role::Data, Role::P],
+        ),
+        (
+            "r1x2",
+            SchemeKind::Raid1,
+            params(2, None),
+            vec![Role::Data, Role::Mirror],
+        ),
+    ] {
+        let d = TempDir::new(name);
+        let (pool, data) = filled(&d.0, kind, p, true);
+        let c = 1;
+        let data_place = places_with(&pool, 0, Role::Data)[0];
+        let lo = logical_offset(pool.geometry(), c, data_place, 8192).unwrap();
+        for role in roles {
+            let place = places_with(&pool, 0, role)[0];
+            let (m, at) = where_is(&pool, c, place, 8192 + 5);
+            flip_byte(&d.0, m, at);
+        }
+        pool.close().unwrap();
+        let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
+        match pool.read(lo, 4096) {
+            Err(PoolError::Lost { ranges }) => {
+                assert!(ranges
+                    .iter()
+                    .any(|r| r.logical_offset == lo && r.length == 4096));
+            }
+            other => panic!("{name}: read of a lost block returned {other:?}"),
+        }
+        let e = pool.read(0, data.len() as u64).unwrap_err().to_string();
+        assert!(e.contains(&format!("{lo}..{}", lo + 4096)), "{name}: {e}");
+        let r = scrub(&mut pool);
+        assert!(!r.clean());
+        assert!(
+            r.unrecoverable
+                .iter()
+                .any(|u| u.logical_offset == lo && u.length == 4096),
+            "{name}: {r:?}"
+        );
+        // Everything around the lost block reads right.
+        assert_eq!(pool.read(0, lo).unwrap(), &data[..lo as usize]);
+        let after = lo + 4096;
+        assert_eq!(
+            pool.read(after, data.len() as u64 - after).unwrap(),
+            &data[after as usize..]
+        );
+        // Rewriting the lost block clears it.
+        pool.write(lo, &data[lo as usize..after as usize]).unwrap();
+        assert_eq!(pool.read(0, data.len() as u64).unwrap(), data);
+        assert!(pool.status().lost.is_empty());
+        assert_clean(&scrub(&mut pool));
+        pool.close().unwrap();
+    }
+}
+
+/// Without checksums scrub checks parity only: a changed data byte is a parity mismatch it can
+/// report (MD's `check`) or fix by recomputing parity from the data (MD's `repair`), which then
+/// keeps the changed byte: nothing tells which unit was wrong.
+#[test]
+fn without_checksums_parity_only() {
+    let d = TempDir::new("nock");
+    let (pool, data) = filled(&d.0, SchemeKind::Raid5, params(4, None), false);
+    let place = places_with(&pool, 0, Role::Data)[0];
+    let (m, at) = where_is(&pool, 1, place, 10);
+    flip_byte(&d.0, m, at);
+    pool.close().unwrap();
+    let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
+    let r = scrub(&mut pool);
+    assert!(!r.checksums);
+    assert_eq!(r.parity_mismatches.len(), 1, "{r:?}");
+    assert!(!r.parity_mismatches[0].repaired && !r.clean());
+    let r = pool
+        .scrub(
+            &ScrubOpts {
+                rewrite_parity: true,
+                ..ScrubOpts::default()
+            },
+            |_| {},
+        )
+        .unwrap();
+    assert!(r.parity_mismatches[0].repaired && r.clean(), "{r:?}");
+    assert_eq!(r.repaired[0].kind, "parity");
+    assert!(pool.verify().unwrap().inconsistent.is_empty());
+    let got = pool.read(0, data.len() as u64).unwrap();
+    assert_ne!(
+        got, data,
+        "the changed byte stays (parity follows the data)"
+    );
+    pool.close().unwrap();
+}
+
+/// A latent sector error on a survivor during a rebuild: `range` (member bytes) of member
+/// `bad_member` fails to read until rewritten.
+fn rebuild_with_lse(
+    dir: &Path,
+    kind: SchemeKind,
+    p: Params,
+    checksums: bool,
+) -> (Pool, Vec<u8>, u64) {
+    let (mut pool, data) = filled(dir, kind, p, checksums);
+    pool.fail(0).unwrap();
+    pool.replace(0, &dir.join("new0.img")).unwrap();
+    // The first data unit on a survivor of a stripe of cycle 2 (or the last) that lost a unit with member 0:
+    // the rebuild reads it (reconstruction reads data first).
+    let geo = pool.geometry().clone();
+    let c = 2.min(geo.cycles() - 1);
+    let disk = |q: PlaceId| place_loc(&geo, pool.state(), c, q).0.disk;
+    let place = (0..geo.healthy().stripes.len())
+        .find_map(|s| {
+            let ps = geo.stripe_places(s);
+            if !ps.iter().any(|&q| disk(q) == 0) {
+                return None;
+            }
+            ps.iter()
+                .copied()
+                .find(|&q| disk(q) != 0 && geo.role(q) == Role::Data)
+        })
+        .unwrap();
+    let (m, at) = where_is(&pool, c, place, 8192);
+    let lo = logical_offset(&geo, c, place, 8192).unwrap();
+    pool.wrap_member(m, |inner| {
+        let f = Faulty::new(inner);
+        f.faults
+            .read_error_ranges
+            .lock()
+            .unwrap()
+            .push((at, at + 4096));
+        f.faults.remap_on_write.store(true, Ordering::SeqCst);
+        Arc::new(f) as Arc<dyn Member>
+    });
+    pool.rebuild(&RebuildOpts::default(), |_| {}).unwrap();
+    (pool, data, lo)
+}
+
+#[test]
+fn latent_error_in_rebuild_is_repaired_where_redundancy_remains() {
+    for (name, kind, p) in [
+        ("lse-r6", SchemeKind::Raid6, params(5, None)),
+        ("lse-rm2", SchemeKind::Rm2, params(6, None)),
+        (
+            "lse-raidplus6",
+            SchemeKind::RaidPlus,
+            Params {
+                width: Some(4),
+                ..params(7, Some(6))
+            },
+        ),
+    ] {
+        for checksums in [false, true] {
+            let d = TempDir::new(&format!("{name}-{checksums}"));
+            let (mut pool, data, _) = rebuild_with_lse(&d.0, kind, p.clone(), checksums);
+            let s = pool.status();
+            assert_eq!(s.state, "clean", "{name}");
+            assert!(s.lost.is_empty(), "{name}: {:?}", s.lost);
+            assert!(s.repairs.read_errors >= 1 && s.repairs.repaired_blocks >= 1);
+            assert_eq!(pool.read(0, data.len() as u64).unwrap(), data, "{name}");
+            assert!(pool.verify().unwrap().inconsistent.is_empty(), "{name}");
+            if checksums {
+                assert_clean(&scrub(&mut pool));
+            }
+            pool.close().unwrap();
+        }
+    }
+}
+
+#[test]
+fn latent_error_in_raid5_rebuild_is_reported_lost() {
+    for checksums in [false, true] {
+        let d = TempDir::new(&format!("lse-r5-{checksums}"));
+        let (mut pool, data, lo) =
+            rebuild_with_lse(&d.0, SchemeKind::Raid5, params(4, None), checksums);
+        let s = pool.status();
+        // The rebuild went on to the end and names what it lost.
+        assert_eq!(s.cycles_clean, s.cycles);
+        assert!(
+            s.lost
+                .iter()
+                .any(|l| l.logical_offset == lo && l.length == 4096),
+            "{:?}",
+            s.lost
+        );
+        match pool.read(lo, 4096) {
+            Err(PoolError::Lost { ranges }) => {
+                assert!(ranges.iter().any(|r| r.logical_offset == lo))
+            }
+            other => panic!("read of a lost block returned {other:?}"),
+        }
+        // Everything not lost reads right.
+        let mut lost: Vec<(u64, u64)> = s
+            .lost
+            .iter()
+            .map(|l| (l.logical_offset, l.logical_offset + l.length))
+            .collect();
+        lost.sort();
+        let mut at = 0u64;
+        for (a, b) in lost
+            .iter()
+            .copied()
+            .chain([(data.len() as u64, data.len() as u64)])
+        {
+            if a > at {
+                assert_eq!(
+                    pool.read(at, a - at).unwrap(),
+                    &data[at as usize..a as usize]
+                );
+            }
+            at = at.max(b);
+        }
+        pool.close().unwrap();
+        if checksums {
+            // The loss is marked on the members: even a descriptor rebuilt from the members
+            // alone (which has no list of lost ranges) refuses to return the block.
+            let members: Vec<PathBuf> = (1..4)
+                .map(|i| member_path(&d.0, i))
+                .chain([d.0.join("new0.img")])
+                .collect();
+            std::fs::remove_file(d.0.join("pool.json")).unwrap();
+            let mut pool = Pool::assemble(&d.0.join("pool.json"), &members, None).unwrap();
+            assert!(pool.status().lost.is_empty());
+            assert!(
+                matches!(pool.read(lo, 4096), Err(PoolError::Lost { .. })),
+                "a poisoned block must not read"
+            );
+            pool.close().unwrap();
+        }
+    }
+}
+
+/// A served pool (requests under stripe locks, outside the pool mutex) repairs what its reads
+/// and read-modify-writes find, like the exclusive one.
+#[test]
+fn served_pool_reads_and_writes_repair() {
+    use dev::serve_support::{Concurrency, SharedPool};
+    let d = TempDir::new("served");
+    let (pool, mut data) = filled(&d.0, SchemeKind::Raid5, params(4, None), true);
+    let p0 = places_with(&pool, 0, Role::Data)[0];
+    let (m, at) = where_is(&pool, 1, p0, 300);
+    let lo = logical_offset(pool.geometry(), 1, p0, 0).unwrap();
+    // A second flip, in a block a small write will read-modify-write.
+    let p1 = places_with(&pool, 0, Role::Data)[1];
+    let (m2, at2) = where_is(&pool, 2, p1, 9000);
+    let lo2 = logical_offset(pool.geometry(), 2, p1, 8192).unwrap();
+    pool.close().unwrap();
+    flip_byte(&d.0, m, at);
+    flip_byte(&d.0, m2, at2);
+    let pool = Pool::open(&d.0.join("pool.json")).unwrap();
+    let sp = SharedPool::new(pool, Concurrency::Stripes).unwrap();
+    let mut buf = vec![0u8; CHUNK as usize];
+    sp.read(lo, &mut buf).unwrap();
+    assert_eq!(buf, &data[lo as usize..(lo + CHUNK) as usize]);
+    // 100 bytes into the damaged block: the write reads it (and parity) first.
+    sp.write(lo2 + 50, &[7u8; 100]).unwrap();
+    data[(lo2 + 50) as usize..(lo2 + 150) as usize].fill(7);
+    let mut all = vec![0u8; data.len()];
+    sp.read(0, &mut all).unwrap();
+    assert_eq!(all, data);
+    let s = sp.close().unwrap();
+    assert_eq!(s.repairs.checksum_mismatches, 2, "{:?}", s.repairs);
+    let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
+    assert_clean(&scrub(&mut pool));
+    pool.close().unwrap();
+}
+
+/// A crash between a block's write and its checksum page's write (no journal) leaves data and
+/// parity that agree under a checksum that does not: the block is reported lost, never
+/// "repaired" into either version; rewriting it clears it.
+#[test]
+fn stale_checksum_after_a_crash_is_reported_not_invented() {
+    let d = TempDir::new("stale");
+    let (mut pool, mut data) = filled(&d.0, SchemeKind::Raid5, params(4, None), true);
+    let p0 = places_with(&pool, 0, Role::Data)[0];
+    let (m, at) = where_is(&pool, 1, p0, 4096);
+    let lo = logical_offset(pool.geometry(), 1, p0, 4096).unwrap();
+    // The checksum page as it was before the write (what a crash before its write leaves).
+    let block = (at - pool.data_offset_bytes()) / 4096;
+    let page_at = (1u64 << 20) + block * 4 / 4096 * 4096;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(member_path(&d.0, m))
+        .unwrap();
+    let mut old_page = vec![0u8; 4096];
+    f.read_exact_at(&mut old_page, page_at).unwrap();
+    pool.write(lo, &[0xEEu8; 4096]).unwrap();
+    pool.close().unwrap();
+    f.write_all_at(&old_page, page_at).unwrap();
+    let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
+    match pool.read(lo, 4096) {
+        Err(PoolError::Lost { ranges }) => {
+            assert!(ranges[0].reason.contains("stored checksum"), "{ranges:?}");
+        }
+        other => panic!("a block under a stale checksum read as {other:?}"),
+    }
+    let r = scrub(&mut pool);
+    assert!(
+        r.unrecoverable.iter().any(|u| u.logical_offset == lo),
+        "{r:?}"
+    );
+    data[lo as usize..(lo + 4096) as usize].fill(0x11);
+    pool.write(lo, &data[lo as usize..(lo + 4096) as usize])
+        .unwrap();
+    assert_eq!(pool.read(0, data.len() as u64).unwrap(), data);
+    assert_clean(&scrub(&mut pool));
+    pool.close().unwrap();
+}

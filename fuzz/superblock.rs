@@ -17,7 +17,8 @@
 
 use crate::fuzzutil::{mutate, CaseResult, Rng, INTERESTING};
 use raidcore::superblock::{
-    crc32c, ArrayStateTag, Event, Superblock, SuperblockError, SUPERBLOCK_BYTES,
+    crc32c, ArrayStateTag, Event, Superblock, SuperblockError, FEATURE_BLOCK_CHECKSUMS,
+    FEATURE_WRITE_JOURNAL, SUPERBLOCK_BYTES,
 };
 use raidcore::ParityPolicy;
 
@@ -95,15 +96,39 @@ pub fn gen_superblock(rng: &mut Rng) -> Superblock {
         1 => u32::MAX,
         _ => rng.next_u64() as u32,
     };
+    let data_offset_bytes = 4096 * (1 + rng.skewed() % (u64::MAX / 4096 - 1));
+    // Version 3's regions: each on or off, inside [4096, data offset), not overlapping (the
+    // journal first, as the pools place them).
+    let blocks = data_offset_bytes / 4096 - 1;
+    let (mut features, mut jo, mut jl, mut co, mut cl) = (0u32, 0u64, 0u64, 0u64, 0u64);
+    if blocks >= 2 {
+        let mut at = 1u64;
+        if rng.chance(1, 2) {
+            let n = 1 + rng.below(((blocks - at).min(1 << 20) / 2).max(1));
+            features |= FEATURE_WRITE_JOURNAL;
+            (jo, jl) = (at * 4096, n * 4096);
+            at += n;
+        }
+        if at <= blocks && rng.chance(1, 2) {
+            let n = 1 + rng.below((blocks - at).clamp(1, 1 << 20));
+            features |= FEATURE_BLOCK_CHECKSUMS;
+            (co, cl) = (at * 4096, n * 4096);
+        }
+    }
     Superblock {
         parity,
         bpgl_capacity,
+        features,
+        journal_offset_bytes: jo,
+        journal_bytes: jl,
+        checksum_offset_bytes: co,
+        checksum_bytes: cl,
         uuid,
         member_index,
         member_count,
         generation: rng.skewed(),
         state,
-        data_offset_bytes: 4096 * (1 + rng.skewed() % (u64::MAX / 4096 - 1)),
+        data_offset_bytes,
         data_bytes: rng.skewed(),
         chunk_bytes: 512 * (1 + rng.skewed() % (u64::MAX / 512 - 1)),
         created_unix_secs: rng.skewed(),
@@ -122,7 +147,7 @@ pub fn fix_crc(b: &mut [u8]) {
 }
 
 /// The documented fields: (offset, width).
-const FIELDS: [(usize, usize); 19] = [
+const FIELDS: [(usize, usize); 24] = [
     (0, 8),
     (8, 4),
     (12, 4),
@@ -142,6 +167,11 @@ const FIELDS: [(usize, usize); 19] = [
     (1444, 12),
     (2980, 1),
     (2984, 4),
+    (2988, 4),
+    (2992, 8),
+    (3000, 8),
+    (3008, 8),
+    (3016, 8),
 ];
 
 fn kind(r: &Result<Superblock, SuperblockError>) -> String {
@@ -167,16 +197,18 @@ fn kind(r: &Result<Superblock, SuperblockError>) -> String {
 }
 
 /// The bytes re-encoding may legitimately change: reserved and unused space, and the CRC
-/// (which covers them). A version 1 superblock re-encodes as version 2: its version field and
-/// the fields version 2 added are not compared.
-fn defined_bytes(sb: &Superblock, version_1: bool) -> Vec<std::ops::Range<usize>> {
+/// (which covers them). An older version re-encodes as version 3: its version field and
+/// the fields later versions added are not compared (version 3 also has every reserved byte
+/// zero: it is compared whole).
+#[allow(clippy::single_range_in_vec_init)]
+fn defined_bytes(sb: &Superblock, version: u32) -> Vec<std::ops::Range<usize>> {
     let l = sb.layout.len();
     let e = sb.events.len();
     let r = sb.runs.len();
-    let mut v = if version_1 {
-        vec![0..8, 12..52]
-    } else {
-        vec![0..52, 2980..2981, 2984..2988]
+    let mut v = match version {
+        1 => vec![0..8, 12..52],
+        2 => vec![0..8, 12..52, 2980..2981, 2984..2988],
+        _ => vec![0..4092],
     };
     v.extend([56..90 + l, 1120..1122 + 5 * e, 1442..1444 + 12 * r]);
     v
@@ -237,8 +269,8 @@ pub fn check(input: &[u8], original: Option<(&Superblock, &[u8])>, crc_fixed: bo
         if Superblock::decode(&again).as_ref() != Ok(d) {
             return Err(format!("re-encoded {d:?} decodes differently"));
         }
-        let version_1 = head[8..12] == 1u32.to_le_bytes();
-        for range in defined_bytes(d, version_1) {
+        let version = u32::from_le_bytes(head[8..12].try_into().unwrap());
+        for range in defined_bytes(d, version) {
             if head[range.clone()] != again[range.clone()] {
                 return Err(format!(
                     "decoded superblock re-encodes differently in bytes {range:?}: {d:?}"

@@ -19,7 +19,7 @@ use layout::{Disk, Params, SchemeKind};
 use raidcore::lazy::{BpglRecord, BPGL_DEFAULT_CAPACITY, BPGL_MAX_CAPACITY, BPGL_SLOT_BYTES};
 use raidcore::superblock::{
     ArrayStateTag, Event, Superblock, BPGL_OFFSET_BYTES, DEFAULT_DATA_OFFSET_BYTES,
-    SUPERBLOCK_BYTES,
+    FEATURE_WRITE_JOURNAL, SUPERBLOCK_BYTES,
 };
 use raidcore::{
     plan_flush_cycle, plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, ArrayState,
@@ -27,7 +27,8 @@ use raidcore::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::exec::{run_plans, Counters, Members};
+use crate::exec::{run_plans, Counters, LoggedWriteError, Members};
+use crate::journal::{Journal, JournalGeometry, JournalStats};
 use crate::{Emulated, FileMember, Member, OpenOpts, Speed};
 
 /// Everything that can go wrong with a pool, each naming what and where.
@@ -121,7 +122,55 @@ pub struct CreateOpts {
     pub parity: ParityPolicy,
     /// Bound of the deferred-parity list (default [`BPGL_DEFAULT_CAPACITY`]).
     pub bpgl_capacity: Option<usize>,
+    /// Write-hole protection.
+    pub write_hole: WriteHole,
+    /// Bytes of the journal region on every member under `WriteHole::Journal` (default
+    /// [`default_journal_bytes`]); a multiple of 4096, at least 64 KiB.
+    pub journal_bytes: Option<u64>,
 }
+
+/// Write-hole protection (`raidforge create --write-hole`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteHole {
+    /// No protection: a crash between a stripe's data and parity writes can leave parity
+    /// that disagrees with the data, and a later member failure then reconstructs wrong bytes
+    /// for data the crash never touched.
+    #[default]
+    None,
+    /// A write-ahead journal on the members (`crate::journal`): every write cycle's new
+    /// member contents are made durable in the journal before the in-place writes, and
+    /// replayed after a crash.
+    Journal,
+}
+
+impl WriteHole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteHole::None => "none",
+            WriteHole::Journal => "journal",
+        }
+    }
+    /// Parses `none` or `journal`.
+    pub fn parse(s: &str) -> std::result::Result<WriteHole, String> {
+        match s {
+            "none" | "off" => Ok(WriteHole::None),
+            "journal" => Ok(WriteHole::Journal),
+            _ => Err(format!(
+                "unknown write-hole protection '{s}': use 'journal' (crash-safe parity) or 'none'"
+            )),
+        }
+    }
+}
+
+/// Journal region for members of `member_bytes` when none is asked for: 1/32 of the member,
+/// between 2 MiB and 64 MiB, whole MiB.
+pub fn default_journal_bytes(member_bytes: u64) -> u64 {
+    (member_bytes / 32).clamp(2 << 20, 64 << 20) >> 20 << 20
+}
+
+/// Where the journal region starts on every member (after the IDO metadata slots).
+pub const JOURNAL_OFFSET_BYTES: u64 = 1 << 20;
 
 /// How to rebuild.
 #[derive(Clone, Debug)]
@@ -209,6 +258,13 @@ pub struct Status {
     /// updates are deferred, minus the members already failed.
     #[serde(default)]
     pub fault_tolerance: usize,
+    /// Write-hole protection: "journal" or "none".
+    #[serde(default)]
+    pub write_hole: String,
+    /// Journal use since the pool was opened (`None` without a journal, or for a status peek
+    /// of a pool another process has open).
+    #[serde(default)]
+    pub journal: Option<JournalStats>,
 }
 
 /// Result of `verify`.
@@ -247,6 +303,12 @@ pub struct Pool {
     bpgl_dirty: bool,
     /// The list as last persisted (a rebuild drops entries without a flush).
     bpgl_on_disk: Vec<raidcore::StripeId>,
+    /// Write-hole protection, and the journal region (absolute offset, bytes) on every
+    /// member (0, 0 without a journal).
+    pub(crate) write_hole: WriteHole,
+    journal_region: (u64, u64),
+    /// The open journal (`None` without one, and for a status peek).
+    pub(crate) journal: Option<Arc<Journal>>,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -384,7 +446,28 @@ impl Pool {
                 min
             }
         };
-        let data_offset = DEFAULT_DATA_OFFSET_BYTES;
+        // Metadata regions from 1 MiB up (the journal first), the data area after them,
+        // aligned to 1 MiB and to the chunk.
+        let journal_region = match opts.write_hole {
+            WriteHole::None => (0, 0),
+            WriteHole::Journal => {
+                let j = opts
+                    .journal_bytes
+                    .unwrap_or_else(|| default_journal_bytes(size));
+                if j < 64 << 10 || !j.is_multiple_of(4096) {
+                    return Err(PoolError::Usage(format!(
+                        "--journal-size {j} must be a multiple of 4096 bytes, at least 64 KiB"
+                    )));
+                }
+                (JOURNAL_OFFSET_BYTES, j)
+            }
+        };
+        let data_offset = if journal_region.1 == 0 {
+            DEFAULT_DATA_OFFSET_BYTES
+        } else {
+            let end = (journal_region.0 + journal_region.1).next_multiple_of(1 << 20);
+            end.next_multiple_of(opts.chunk_bytes.max(4096))
+        };
         if size <= data_offset {
             return Err(PoolError::Usage(format!(
                 "member size {size} bytes is too small: the first {data_offset} bytes hold metadata"
@@ -592,8 +675,16 @@ impl Pool {
             bpgl_seq: 0,
             bpgl_dirty: true,
             bpgl_on_disk: Vec::new(),
+            write_hole: opts.write_hole,
+            journal_region,
+            journal: None,
         };
         pool.persist(ArrayStateTag::Clean)?;
+        if opts.write_hole == WriteHole::Journal {
+            let j = Journal::create(pool.journal_geometry(), &pool.members)
+                .map_err(|e| PoolError::Io(e.to_string()))?;
+            pool.journal = Some(Arc::new(j));
+        }
         Ok(pool)
     }
 
@@ -878,7 +969,21 @@ impl Pool {
             bpgl_seq,
             bpgl_dirty: false,
             bpgl_on_disk: bpgl.map(|r| r.stripes).unwrap_or_default(),
+            write_hole: if best.features & FEATURE_WRITE_JOURNAL != 0 {
+                WriteHole::Journal
+            } else {
+                WriteHole::None
+            },
+            journal_region: (best.journal_offset_bytes, best.journal_bytes),
+            journal: None,
         };
+        // The write journal before anything else is written: replay what a crash may have
+        // left half done (a status peek changes nothing, so it leaves it to the next open).
+        if lock && pool.write_hole == WriteHole::Journal {
+            let j = Journal::recover(pool.journal_geometry(), &pool.members)
+                .map_err(|e| PoolError::Io(e.to_string()))?;
+            pool.journal = Some(Arc::new(j));
+        }
         if lock && pool.events.len() != best.events.len() {
             pool.persist(ArrayStateTag::Degraded)?;
         }
@@ -1098,6 +1203,15 @@ impl Pool {
                 runs: runs.clone(),
                 parity: self.parity,
                 bpgl_capacity: self.state.bpgl().capacity() as u32,
+                features: if self.write_hole == WriteHole::Journal {
+                    FEATURE_WRITE_JOURNAL
+                } else {
+                    0
+                },
+                journal_offset_bytes: self.journal_region.0,
+                journal_bytes: self.journal_region.1,
+                checksum_offset_bytes: 0,
+                checksum_bytes: 0,
             };
             let b = sb.encode().map_err(|e| PoolError::Io(e.to_string()))?;
             m.write_at(&b, 0)
@@ -1105,6 +1219,12 @@ impl Pool {
         }
         self.flush_members()?;
         self.persist_bpgl_if_dirty()?;
+        // Retire the journal records whose in-place writes are done (the members were just
+        // flushed; a membership change also moves the journal to the members present).
+        if let Some(j) = &self.journal {
+            j.checkpoint(&self.members)
+                .map_err(|e| PoolError::Io(e.to_string()))?;
+        }
         self.save_descriptor()
     }
 
@@ -1249,6 +1369,18 @@ impl Pool {
     /// flushed down to half its bound afterwards.
     pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         self.check_range(offset, data.len() as u64)?;
+        if let Some(j) = self.journal.clone() {
+            let piece = j.piece_bytes();
+            let mut at = 0usize;
+            while at < data.len() {
+                // Pieces end on multiples of the piece size, so that records stay bounded.
+                let end = ((offset + at as u64) / piece + 1) * piece - offset;
+                let end = (end as usize).min(data.len());
+                self.write_journaled(&j, offset + at as u64, &data[at..end])?;
+                at = end;
+            }
+            return Ok(());
+        }
         loop {
             let (plans, deferred) = if self.parity == ParityPolicy::Lazy {
                 let lw = plan_write_lazy(
@@ -1297,6 +1429,114 @@ impl Pool {
                         return Ok(());
                     }
                 }
+            }
+        }
+    }
+
+    /// Plans a write under the pool's parity policy: the plans and the stripes it defers
+    /// (listed, and the list made durable, before returning).
+    pub(crate) fn plan_write_listed(
+        &mut self,
+        offset: u64,
+        len: u64,
+    ) -> Result<(Vec<raidcore::Plan>, Vec<raidcore::StripeId>)> {
+        if self.parity != ParityPolicy::Lazy {
+            return Ok((
+                plan_write(&self.geo, &self.state, offset, len, &self.policy)?,
+                Vec::new(),
+            ));
+        }
+        let lw = plan_write_lazy(&self.geo, &self.state, offset, len, &self.policy)?;
+        if self.state.defer(&lw.deferred) > 0 {
+            if let Err(e) = self.persist_bpgl() {
+                self.state.deferred_write_done(&lw.deferred);
+                return Err(e);
+            }
+        }
+        Ok((lw.plans, lw.deferred))
+    }
+
+    /// One journaled write cycle (a piece of a write): plan, read and compute, append the
+    /// record of every member write, write in place, retire. Member failures are handled like
+    /// [`Pool::write`] does.
+    fn write_journaled(&mut self, j: &Arc<Journal>, offset: u64, data: &[u8]) -> Result<()> {
+        for _ in 0..64 {
+            let (plans, deferred) = self.plan_write_listed(offset, data.len() as u64)?;
+            let result = crate::exec::run_write_logged(
+                &plans,
+                data,
+                &self.members_view(),
+                |e| j.append(&self.members, e),
+                |seq| j.done(seq),
+            );
+            self.state.deferred_write_done(&deferred);
+            let mut failed = j.take_failed_members();
+            let outcome = match result {
+                Ok(()) => Ok(true),
+                Err(LoggedWriteError::Reads(e)) => {
+                    failed.extend(e.failed_members());
+                    Ok(false)
+                }
+                Err(LoggedWriteError::Writes(e)) => {
+                    // Every healthy member was written; the failed one is now reconstructed
+                    // from them.
+                    failed.extend(e.failed_members());
+                    Ok(true)
+                }
+                Err(LoggedWriteError::Log(e)) if !failed.is_empty() => {
+                    let _ = e;
+                    Ok(false)
+                }
+                Err(LoggedWriteError::Log(e)) => Err(PoolError::Io(e.to_string())),
+            };
+            if !failed.is_empty() {
+                failed.sort();
+                failed.dedup();
+                self.fail_members(&failed)?;
+                self.flush_bpgl(0)?;
+            }
+            if outcome? {
+                let b = self.state.bpgl();
+                if !b.is_empty() && b.len() >= b.capacity() {
+                    let half = b.capacity() / 2;
+                    self.flush_bpgl(half)?;
+                }
+                return Ok(());
+            }
+        }
+        Err(PoolError::Io(format!(
+            "write at {offset}: members keep failing; gave up"
+        )))
+    }
+
+    /// Write-hole protection of this pool.
+    pub fn write_hole(&self) -> WriteHole {
+        self.write_hole
+    }
+
+    /// The open journal, if any.
+    pub fn journal(&self) -> Option<&Arc<Journal>> {
+        self.journal.as_ref()
+    }
+
+    fn journal_geometry(&self) -> JournalGeometry {
+        JournalGeometry {
+            uuid: self.uuid,
+            offset: self.journal_region.0,
+            len: self.journal_region.1,
+            // As many copies as the array survives failures, plus one.
+            copies: (self.geo.scheme().tolerance() + 1).max(2),
+            data_offset: self.data_offset_bytes,
+            data_bytes: self.data_bytes,
+        }
+    }
+
+    /// Test support: replaces every present member handle with `f(index, handle)` (a
+    /// [`crate::crash::CrashSim`] wrapper, say). The pool does not notice.
+    pub fn wrap_members(&mut self, mut f: impl FnMut(usize, Arc<dyn Member>) -> Arc<dyn Member>) {
+        for (i, m) in self.members.iter_mut().enumerate() {
+            if let Some(h) = m.take() {
+                *m = Some(f(i, h));
             }
         }
     }
@@ -1629,6 +1869,8 @@ impl Pool {
             bpgl_len: self.state.bpgl().len(),
             bpgl_capacity: self.state.bpgl().capacity(),
             fault_tolerance: self.state.fault_tolerance(&self.geo),
+            write_hole: self.write_hole.as_str().into(),
+            journal: self.journal.as_ref().map(|j| j.stats()),
         }
     }
 }

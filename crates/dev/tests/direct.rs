@@ -26,6 +26,8 @@ fn direct_pool_round_trips_unaligned_io_through_failure_and_rebuild() {
             direct: true,
             parity: Default::default(),
             bpgl_capacity: None,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     );
     let mut pool = match create {

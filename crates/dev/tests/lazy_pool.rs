@@ -86,6 +86,8 @@ fn create(
             direct: false,
             parity,
             bpgl_capacity: cap,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .unwrap()
@@ -373,6 +375,8 @@ fn the_bound_is_kept_and_raid6_recovers_after_a_crash() {
             direct: false,
             parity: ParityPolicy::Lazy,
             bpgl_capacity: None,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .err()

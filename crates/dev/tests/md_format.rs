@@ -156,6 +156,8 @@ fn create(dir: &Path, kind: SchemeKind, n: usize, chunk: u64) -> Pool {
             direct: false,
             parity: Default::default(),
             bpgl_capacity: None,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .unwrap()

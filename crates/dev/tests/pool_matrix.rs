@@ -531,6 +531,8 @@ fn scenario(name: &str, kind: SchemeKind, p: Params, size: Size, seed: u64, pair
             direct: false,
             parity: Default::default(),
             bpgl_capacity: None,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .unwrap_or_else(|e| panic!("{name}: create: {e}"));
@@ -915,6 +917,8 @@ fn members_failing_under_io() {
             direct: false,
             parity: Default::default(),
             bpgl_capacity: None,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .unwrap();
@@ -1021,6 +1025,8 @@ fn verify_finds_a_flipped_byte() {
                 direct: false,
                 parity: Default::default(),
                 bpgl_capacity: None,
+                write_hole: Default::default(),
+                journal_bytes: None,
             },
         )
         .unwrap();
@@ -1081,6 +1087,8 @@ fn second_failure_mid_rebuild_loses_only_unrebuilt_cycles() {
             direct: false,
             parity: Default::default(),
             bpgl_capacity: None,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .unwrap();
@@ -1140,6 +1148,8 @@ fn many_replacements_over_a_pool_lifetime() {
             direct: false,
             parity: Default::default(),
             bpgl_capacity: None,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .unwrap();

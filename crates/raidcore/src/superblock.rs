@@ -7,7 +7,7 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic "RAIDFRG\0"
-//!      8     4  format version (2; version 1 is read too, as eager parity)
+//!      8     4  format version (3; versions 1 and 2 are read too)
 //!     12     4  superblock length in bytes (4096)
 //!     16    16  array UUID (random at create time; the same on every member)
 //!     32     4  member index (0-based position in the layout)
@@ -30,12 +30,22 @@
 //!   2980     1  parity policy (0 eager, 1 lazy: see `crate::lazy`)        [version 2]
 //!   2981     3  reserved (0)
 //!   2984     4  BPGL capacity (the bound of the deferred-parity list)       [version 2]
-//!   2988  ...   zero
+//!   2988     4  feature flags: bit 0 write journal, bit 1 block checksums  [version 3]
+//!   2992     8  journal region offset in bytes (0 when off)                 [version 3]
+//!   3000     8  journal region length in bytes (0 when off)                 [version 3]
+//!   3008     8  checksum region offset in bytes (0 when off)                [version 3]
+//!   3016     8  checksum region length in bytes (0 when off)                [version 3]
+//!   3024  ...   zero
 //!   4092     4  CRC-32C of bytes 0..4092
 //! ```
 //!
 //! Version 2 added the parity policy and BPGL capacity; a version 1 superblock decodes with
-//! eager parity and capacity 0. The deferred-parity list itself is not in the superblock: it
+//! eager parity and capacity 0. Version 3 added the feature flags and the two metadata
+//! regions (the write journal, `crate::journal`, and block checksums), both between the
+//! metadata slots and the data area; versions 1 and 2 decode with no features and empty
+//! regions. A version 3 superblock must have every reserved and unused byte zero (the unused
+//! tails of the layout text, event and run tables included): anything else is refused, so
+//! that a later version can give those bytes a meaning. The deferred-parity list itself is not in the superblock: it
 //! is a separate record ([`crate::lazy::BpglRecord`]) in two alternating slots of
 //! [`crate::lazy::BPGL_SLOT_BYTES`] each, starting at [`BPGL_OFFSET_BYTES`] (between the
 //! superblock and the data area).
@@ -48,7 +58,14 @@ pub const SUPERBLOCK_BYTES: usize = 4096;
 /// Default start of the data area.
 pub const DEFAULT_DATA_OFFSET_BYTES: u64 = 1 << 20;
 const MAGIC: &[u8; 8] = b"RAIDFRG\0";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
+/// Feature bit: writes go through the write journal (`crate::journal`).
+pub const FEATURE_WRITE_JOURNAL: u32 = 1;
+/// Feature bit: per-block checksums are kept.
+pub const FEATURE_BLOCK_CHECKSUMS: u32 = 2;
+const FEATURES_KNOWN: u32 = FEATURE_WRITE_JOURNAL | FEATURE_BLOCK_CHECKSUMS;
+/// First byte after the fixed fields of version 3 (everything from here to the CRC is zero).
+const V3_END: usize = 3024;
 /// Where a member's two BPGL slots start (right after the superblock).
 pub const BPGL_OFFSET_BYTES: u64 = SUPERBLOCK_BYTES as u64;
 const LAYOUT_MAX: usize = 1024;
@@ -109,6 +126,17 @@ pub struct Superblock {
     pub parity: crate::lazy::ParityPolicy,
     /// The deferred-parity list's bound (version 2; 0 in version 1).
     pub bpgl_capacity: u32,
+    /// Feature flags ([`FEATURE_WRITE_JOURNAL`], [`FEATURE_BLOCK_CHECKSUMS`]; version 3, 0
+    /// before).
+    pub features: u32,
+    /// Start of the write journal's region on every member (bytes; 0 when off).
+    pub journal_offset_bytes: u64,
+    /// Length of the write journal's region (bytes; 0 when off).
+    pub journal_bytes: u64,
+    /// Start of the block checksums' region on every member (bytes; 0 when off).
+    pub checksum_offset_bytes: u64,
+    /// Length of the block checksums' region (bytes; 0 when off).
+    pub checksum_bytes: u64,
 }
 
 /// Why a superblock was refused.
@@ -119,7 +147,7 @@ pub enum SuperblockError {
     #[error("no raidforge superblock (magic bytes do not match)")]
     NoMagic,
     /// Written by a newer or unknown format version.
-    #[error("superblock format version {0} is not supported (this build reads versions 1 and 2)")]
+    #[error("superblock format version {0} is not supported (this build reads versions 1 to 3)")]
     Version(u32),
     /// The checksum does not match: the superblock is damaged.
     #[error("superblock checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): damaged member")]
@@ -237,6 +265,11 @@ impl Superblock {
             crate::lazy::ParityPolicy::Lazy => 1,
         };
         b[2984..2988].copy_from_slice(&self.bpgl_capacity.to_le_bytes());
+        b[2988..2992].copy_from_slice(&self.features.to_le_bytes());
+        b[2992..3000].copy_from_slice(&self.journal_offset_bytes.to_le_bytes());
+        b[3000..3008].copy_from_slice(&self.journal_bytes.to_le_bytes());
+        b[3008..3016].copy_from_slice(&self.checksum_offset_bytes.to_le_bytes());
+        b[3016..3024].copy_from_slice(&self.checksum_bytes.to_le_bytes());
         let crc = crc32c(&b[..4092]);
         b[4092..4096].copy_from_slice(&crc.to_le_bytes());
         Ok(b)
@@ -292,6 +325,69 @@ impl Superblock {
                 return Err(field("events", format!("member {m} out of range")));
             }
         }
+        if self.features & !FEATURES_KNOWN != 0 {
+            return Err(field(
+                "feature flags",
+                format!(
+                    "unknown bits {:#x} (this build knows {FEATURES_KNOWN:#x}): made by a newer \
+                     raidforge?",
+                    self.features & !FEATURES_KNOWN
+                ),
+            ));
+        }
+        let regions = [
+            (
+                "journal region",
+                FEATURE_WRITE_JOURNAL,
+                self.journal_offset_bytes,
+                self.journal_bytes,
+            ),
+            (
+                "checksum region",
+                FEATURE_BLOCK_CHECKSUMS,
+                self.checksum_offset_bytes,
+                self.checksum_bytes,
+            ),
+        ];
+        for (name, bit, off, len) in regions {
+            let on = self.features & bit != 0;
+            if !on {
+                if off != 0 || len != 0 {
+                    return Err(field(name, "set but its feature flag is off"));
+                }
+                continue;
+            }
+            if len == 0 || len % 4096 != 0 || off % 4096 != 0 || off < SUPERBLOCK_BYTES as u64 {
+                return Err(field(
+                    name,
+                    format!(
+                        "{len} bytes at {off}: both must be multiples of 4096, the length \
+                         positive, the offset past the superblock"
+                    ),
+                ));
+            }
+            if off
+                .checked_add(len)
+                .is_none_or(|end| end > self.data_offset_bytes)
+            {
+                return Err(field(
+                    name,
+                    format!(
+                        "{len} bytes at {off} run into the data area at {}",
+                        self.data_offset_bytes
+                    ),
+                ));
+            }
+        }
+        if self.features & FEATURES_KNOWN == FEATURES_KNOWN {
+            let (a, b) = (
+                (self.journal_offset_bytes, self.journal_bytes),
+                (self.checksum_offset_bytes, self.checksum_bytes),
+            );
+            if a.0 < b.0 + b.1 && b.0 < a.0 + a.1 {
+                return Err(field("checksum region", "overlaps the journal region"));
+            }
+        }
         Ok(())
     }
 
@@ -307,7 +403,7 @@ impl Superblock {
             return Err(SuperblockError::NoMagic);
         }
         let version = u32_at(8);
-        if version != VERSION && version != 1 {
+        if !(1..=VERSION).contains(&version) {
             return Err(SuperblockError::Version(version));
         }
         let stored = u32_at(4092);
@@ -363,11 +459,51 @@ impl Superblock {
         } else {
             (crate::lazy::ParityPolicy::Eager, 0)
         };
+        if version >= 3 {
+            // Every byte no field covers must be zero (a later version may use them).
+            let unused = [
+                (52, 56, "reserved bytes 52..56"),
+                (90 + llen, 1120, "unused layout bytes"),
+                (1122 + 5 * ne, 1442, "unused event slots"),
+                (1444 + 12 * nr, 2980, "unused run slots"),
+                (2981, 2984, "reserved bytes 2981..2984"),
+                (V3_END, 4092, "reserved bytes 3024..4092"),
+            ];
+            for (from, to, what) in unused {
+                if let Some(i) = b[from..to].iter().position(|&x| x != 0) {
+                    return Err(field(
+                        "reserved",
+                        format!(
+                            "{what}: byte {} is {:#04x}, must be 0",
+                            from + i,
+                            b[from + i]
+                        ),
+                    ));
+                }
+            }
+        }
+        let (features, journal_offset_bytes, journal_bytes, checksum_offset_bytes, checksum_bytes) =
+            if version >= 3 {
+                (
+                    u32_at(2988),
+                    u64_at(2992),
+                    u64_at(3000),
+                    u64_at(3008),
+                    u64_at(3016),
+                )
+            } else {
+                (0, 0, 0, 0, 0)
+            };
         let mut uuid = [0u8; 16];
         uuid.copy_from_slice(&b[16..32]);
         let sb = Superblock {
             parity,
             bpgl_capacity,
+            features,
+            journal_offset_bytes,
+            journal_bytes,
+            checksum_offset_bytes,
+            checksum_bytes,
             uuid,
             member_index: u32_at(32),
             member_count: u32_at(36),
@@ -397,7 +533,7 @@ mod tests {
             member_count: 5,
             generation: 7,
             state: ArrayStateTag::Degraded,
-            data_offset_bytes: DEFAULT_DATA_OFFSET_BYTES,
+            data_offset_bytes: 10 << 20,
             data_bytes: 1 << 30,
             chunk_bytes: 65536,
             created_unix_secs: 1_800_000_000,
@@ -406,7 +542,76 @@ mod tests {
             runs: vec![(0, 2), (12, 1)],
             parity: crate::lazy::ParityPolicy::Lazy,
             bpgl_capacity: 512,
+            features: FEATURE_WRITE_JOURNAL,
+            journal_offset_bytes: 1 << 20,
+            journal_bytes: 8 << 20,
+            checksum_offset_bytes: 0,
+            checksum_bytes: 0,
         }
+    }
+
+    fn recrc(b: &mut [u8]) {
+        let crc = crc32c(&b[..4092]);
+        b[4092..4096].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    #[test]
+    fn version_3_regions_and_reserved_bytes() {
+        let mut s = sample();
+        s.data_offset_bytes = 16 << 20;
+        s.features = FEATURE_WRITE_JOURNAL | FEATURE_BLOCK_CHECKSUMS;
+        s.checksum_offset_bytes = 9 << 20;
+        s.checksum_bytes = 4 << 20;
+        let b = s.encode().unwrap();
+        assert_eq!(u32::from_le_bytes(b[8..12].try_into().unwrap()), 3);
+        assert_eq!(u32::from_le_bytes(b[2988..2992].try_into().unwrap()), 3);
+        assert_eq!(Superblock::decode(&b).unwrap(), s);
+        // A version 2 superblock (nothing past 2988) decodes with no features.
+        let mut v2 = b.clone();
+        v2[8..12].copy_from_slice(&2u32.to_le_bytes());
+        v2[2988..3024].fill(0);
+        recrc(&mut v2);
+        let d = Superblock::decode(&v2).unwrap();
+        assert_eq!((d.features, d.journal_bytes, d.checksum_bytes), (0, 0, 0));
+        // In version 2 the reserved bytes are not checked; in version 3 every one is.
+        for at in [
+            52usize,
+            90 + s.layout.len(),
+            1119,
+            1122 + 5 * 2,
+            1441,
+            1444 + 24,
+            2979,
+            2981,
+            3024,
+            4091,
+        ] {
+            let mut v = b.clone();
+            v[at] = 1;
+            recrc(&mut v);
+            let e = Superblock::decode(&v).unwrap_err().to_string();
+            assert!(
+                e.contains("reserved") && e.contains(&format!("byte {at} ")),
+                "{at}: {e}"
+            );
+            let mut w = v2.clone();
+            w[at] = 1;
+            recrc(&mut w);
+            assert!(Superblock::decode(&w).is_ok(), "v2 byte {at}");
+        }
+        // Regions: out of the metadata space, overlapping, unaligned, without their flag.
+        let bad = |f: &dyn Fn(&mut Superblock), what: &str| {
+            let mut t = s.clone();
+            f(&mut t);
+            let e = t.encode().unwrap_err().to_string();
+            assert!(e.contains(what), "{what}: {e}");
+        };
+        bad(&|t| t.journal_bytes = 16 << 20, "run into the data area");
+        bad(&|t| t.checksum_offset_bytes = 8 << 20, "overlaps");
+        bad(&|t| t.journal_offset_bytes = 100, "multiples of 4096");
+        bad(&|t| t.features = FEATURE_BLOCK_CHECKSUMS, "journal region");
+        bad(&|t| t.features |= 4, "feature flags");
+        bad(&|t| t.journal_bytes = 0, "journal region");
     }
 
     #[test]

@@ -170,6 +170,8 @@ fn run_in(a: &DemoArgs, dir: &Path) -> anyhow::Result<()> {
                 direct: false,
                 parity: Default::default(),
                 bpgl_capacity: None,
+                write_hole: Default::default(),
+                journal_bytes: None,
             },
         )?;
         let usable = pool.capacity_bytes();

@@ -611,3 +611,56 @@ pub fn run_reads(plan: &Plan, m: &Members<'_>) -> Result<Vec<Vec<u8>>, BatchErro
     read_phase_into(std::slice::from_ref(plan), &mut bufs, None, m)?;
     Ok(bufs.pop().expect("one plan"))
 }
+
+/// Why a logged write ([`run_write_logged`]) did not complete.
+#[derive(Debug)]
+pub enum LoggedWriteError<E> {
+    /// A read failed: nothing was logged or written (fail the members, plan again).
+    Reads(BatchErrors),
+    /// The log refused the record: nothing was written in place.
+    Log(E),
+    /// Some in-place writes failed (the others and the record are durable).
+    Writes(BatchErrors),
+}
+
+/// [`run_write`] with a write-ahead log: after the reads and ops, hands every member write of
+/// the plans (member, offset in the data area, bytes), in plan order, to `log`, which must make
+/// them durable before it returns; only then are the members written in place. `done` gets
+/// what `log` returned once the in-place writes are over, whatever their outcome.
+pub fn run_write_logged<T, E>(
+    plans: &[Plan],
+    data: &[u8],
+    m: &Members<'_>,
+    log: impl FnOnce(&[(u32, u64, &[u8])]) -> Result<T, E>,
+    done: impl FnOnce(T),
+) -> Result<(), LoggedWriteError<E>> {
+    let srcs: Vec<&[u8]> = plans
+        .iter()
+        .map(|p| &data[p.user_offset as usize..p.user_offset as usize + p.buffers[0]])
+        .collect();
+    let direct = plans.iter().all(is_direct);
+    let bufs: Vec<Vec<Vec<u8>>> = if direct {
+        plans.iter().map(|_| Vec::new()).collect()
+    } else {
+        prepare_from(plans, &srcs, m).map_err(LoggedWriteError::Reads)?
+    };
+    let mut entries: Vec<(u32, u64, &[u8])> = Vec::new();
+    for (pi, p) in plans.iter().enumerate() {
+        for io in &p.writes {
+            let s = io.data;
+            let src: &[u8] = if direct || s.buf == 0 {
+                &srcs[pi][s.off..s.end()]
+            } else {
+                &bufs[pi][s.buf][s.off..s.end()]
+            };
+            entries.push((io.member, io.offset_bytes, src));
+        }
+    }
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let token = log(&entries).map_err(LoggedWriteError::Log)?;
+    let r = commit_from(plans, &bufs, Some(&srcs), m);
+    done(token);
+    r.map_err(LoggedWriteError::Writes)
+}

@@ -15,8 +15,10 @@
 //! Errors are `std::io::Error`s carrying what failed and where; an injected fault uses
 //! `ErrorKind::Other` with a message naming the fault.
 
+pub mod crash;
 pub mod csum;
 pub mod exec;
+pub mod journal;
 pub mod pool;
 pub mod scrub;
 pub mod serve_support;

@@ -19,7 +19,7 @@ use layout::{Disk, Params, SchemeKind};
 use raidcore::lazy::{BpglRecord, BPGL_DEFAULT_CAPACITY, BPGL_MAX_CAPACITY, BPGL_SLOT_BYTES};
 use raidcore::superblock::{
     ArrayStateTag, Event, Superblock, BPGL_OFFSET_BYTES, DEFAULT_DATA_OFFSET_BYTES,
-    FEATURE_CHECKSUMS, SUPERBLOCK_BYTES,
+    FEATURE_CHECKSUMS, FEATURE_JOURNAL, SUPERBLOCK_BYTES,
 };
 use raidcore::{
     plan_flush_cycle, plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, ArrayState,
@@ -28,7 +28,8 @@ use raidcore::{
 use serde::{Deserialize, Serialize};
 
 use crate::csum::Checksums;
-use crate::exec::{run_plans, Counters, Members};
+use crate::exec::{run_plans, Counters, LoggedWriteError, Members};
+use crate::journal::{Journal, JournalGeometry, JournalStats};
 pub use crate::scrub::{
     LostRange, MemberRange, RepairCounts, ScrubOpts, ScrubProgress, ScrubReport,
 };
@@ -152,7 +153,55 @@ pub struct CreateOpts {
     /// verify them and repair what does not match from redundancy. Every member I/O is then
     /// whole 4 KiB blocks, and each write also writes its blocks' checksum page.
     pub checksums: bool,
+    /// Write-hole protection.
+    pub write_hole: WriteHole,
+    /// Bytes of the journal region on every member under `WriteHole::Journal` (default
+    /// [`default_journal_bytes`]); a multiple of 4096, at least 64 KiB.
+    pub journal_bytes: Option<u64>,
 }
+
+/// Write-hole protection (`raidforge create --write-hole`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteHole {
+    /// No protection: a crash between a stripe's data and parity writes can leave parity
+    /// that disagrees with the data, and a later member failure then reconstructs wrong bytes
+    /// for data the crash never touched.
+    #[default]
+    None,
+    /// A write-ahead journal on the members (`crate::journal`): every write cycle's new
+    /// member contents are made durable in the journal before the in-place writes, and
+    /// replayed after a crash.
+    Journal,
+}
+
+impl WriteHole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteHole::None => "none",
+            WriteHole::Journal => "journal",
+        }
+    }
+    /// Parses `none` or `journal`.
+    pub fn parse(s: &str) -> std::result::Result<WriteHole, String> {
+        match s {
+            "none" | "off" => Ok(WriteHole::None),
+            "journal" => Ok(WriteHole::Journal),
+            _ => Err(format!(
+                "unknown write-hole protection '{s}': use 'journal' (crash-safe parity) or 'none'"
+            )),
+        }
+    }
+}
+
+/// Journal region for members of `member_bytes` when none is asked for: 1/32 of the member,
+/// between 2 MiB and 64 MiB, whole MiB.
+pub fn default_journal_bytes(member_bytes: u64) -> u64 {
+    (member_bytes / 32).clamp(2 << 20, 64 << 20) >> 20 << 20
+}
+
+/// Where the journal region starts on every member (after the IDO metadata slots).
+pub const JOURNAL_OFFSET_BYTES: u64 = 1 << 20;
 
 /// How to rebuild.
 #[derive(Clone, Debug)]
@@ -249,6 +298,13 @@ pub struct Status {
     /// Logical ranges known lost: reads of them fail, naming them.
     #[serde(default)]
     pub lost: Vec<LostRange>,
+    /// Write-hole protection: "journal" or "none".
+    #[serde(default)]
+    pub write_hole: String,
+    /// Journal use since the pool was opened (`None` without a journal, or for a status peek
+    /// of a pool another process has open).
+    #[serde(default)]
+    pub journal: Option<JournalStats>,
 }
 
 /// Result of `verify`.
@@ -292,6 +348,12 @@ pub struct Pool {
     checksum_region: (u64, u64),
     /// Lost blocks found during the current rebuild, poisoned once the rebuild is over.
     pub(crate) lost_pending: Vec<crate::scrub::LostGroup>,
+    /// Write-hole protection, and the journal region (absolute offset, bytes) on every
+    /// member (0, 0 without a journal).
+    pub(crate) write_hole: WriteHole,
+    journal_region: (u64, u64),
+    /// The open journal (`None` without one, and for a status peek).
+    pub(crate) journal: Option<Arc<Journal>>,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -429,24 +491,37 @@ impl Pool {
                 min
             }
         };
-        // The checksum region goes after the metadata (and after the write journal, once there
-        // is one); the data area starts past it, on a chunk and 1 MiB boundary.
+        // Metadata regions from 1 MiB up: the write journal first, then the block checksums;
+        // the data area after them, aligned to 1 MiB and to the chunk.
+        let journal_region = match opts.write_hole {
+            WriteHole::None => (0, 0),
+            WriteHole::Journal => {
+                let j = opts
+                    .journal_bytes
+                    .unwrap_or_else(|| default_journal_bytes(size));
+                if j < 64 << 10 || !j.is_multiple_of(4096) {
+                    return Err(PoolError::Usage(format!(
+                        "--journal-size {j} must be a multiple of 4096 bytes, at least 64 KiB"
+                    )));
+                }
+                (JOURNAL_OFFSET_BYTES, j)
+            }
+        };
+        let regions_start =
+            (JOURNAL_OFFSET_BYTES + journal_region.1).max(DEFAULT_DATA_OFFSET_BYTES);
         let checksum_region = if opts.checksums {
-            let len = crate::csum::region_bytes(size.saturating_sub(DEFAULT_DATA_OFFSET_BYTES));
-            (DEFAULT_DATA_OFFSET_BYTES, len)
+            let len = crate::csum::region_bytes(size.saturating_sub(regions_start));
+            (regions_start, len)
         } else {
             (0, 0)
         };
-        let data_offset = if opts.checksums {
-            let end = checksum_region.0 + checksum_region.1;
-            end.div_ceil(1 << 20) * (1 << 20)
-        } else {
+        let regions_end = regions_start + checksum_region.1;
+        let data_offset = if regions_end == DEFAULT_DATA_OFFSET_BYTES {
             DEFAULT_DATA_OFFSET_BYTES
-        };
-        let data_offset = if opts.checksums && opts.chunk_bytes > 0 {
-            data_offset.div_ceil(opts.chunk_bytes) * opts.chunk_bytes
         } else {
-            data_offset
+            regions_end
+                .next_multiple_of(1 << 20)
+                .next_multiple_of(opts.chunk_bytes.max(4096))
         };
         if size <= data_offset {
             return Err(PoolError::Usage(format!(
@@ -669,8 +744,16 @@ impl Pool {
             checksums,
             checksum_region,
             lost_pending: Vec::new(),
+            write_hole: opts.write_hole,
+            journal_region,
+            journal: None,
         };
         pool.persist(ArrayStateTag::Clean)?;
+        if opts.write_hole == WriteHole::Journal {
+            let j = Journal::create(pool.journal_geometry(), &pool.members)
+                .map_err(|e| PoolError::Io(e.to_string()))?;
+            pool.journal = Some(Arc::new(j));
+        }
         Ok(pool)
     }
 
@@ -977,7 +1060,33 @@ impl Pool {
             checksums,
             checksum_region,
             lost_pending: Vec::new(),
+            write_hole: if best.features & FEATURE_JOURNAL != 0 {
+                WriteHole::Journal
+            } else {
+                WriteHole::None
+            },
+            journal_region: (best.journal_offset_bytes, best.journal_len_bytes),
+            journal: None,
         };
+        // The write journal before anything else is written: replay what a crash may have
+        // left half done (a status peek changes nothing, so it leaves it to the next open).
+        if lock && pool.write_hole == WriteHole::Journal {
+            let sums = pool.checksums.clone();
+            let members = pool.members.clone();
+            let j = Journal::recover(pool.journal_geometry(), &pool.members, |m, off, data| {
+                // Replay rewrites whole blocks: their checksums follow.
+                match (&sums, members.get(m as usize)) {
+                    (Some(c), Some(Some(dev))) => {
+                        c.record(m as usize, off, data);
+                        let b = crate::csum::BLOCK_BYTES;
+                        c.write_pages(m as usize, &**dev, off / b, (off + data.len() as u64) / b)
+                    }
+                    _ => Ok(()),
+                }
+            })
+            .map_err(|e| PoolError::Io(e.to_string()))?;
+            pool.journal = Some(Arc::new(j));
+        }
         if lock && pool.events.len() != best.events.len() {
             pool.persist(ArrayStateTag::Degraded)?;
         }
@@ -1205,13 +1314,17 @@ impl Pool {
                 runs: runs.clone(),
                 parity: self.parity,
                 bpgl_capacity: self.state.bpgl().capacity() as u32,
-                features: if self.checksums.is_some() {
+                features: if self.write_hole == WriteHole::Journal {
+                    FEATURE_JOURNAL
+                } else {
+                    0
+                } | if self.checksums.is_some() {
                     FEATURE_CHECKSUMS
                 } else {
                     0
                 },
-                journal_offset_bytes: 0,
-                journal_len_bytes: 0,
+                journal_offset_bytes: self.journal_region.0,
+                journal_len_bytes: self.journal_region.1,
                 checksum_offset_bytes: self.checksum_region.0,
                 checksum_len_bytes: self.checksum_region.1,
             };
@@ -1221,6 +1334,12 @@ impl Pool {
         }
         self.flush_members()?;
         self.persist_bpgl_if_dirty()?;
+        // Retire the journal records whose in-place writes are done (the members were just
+        // flushed; a membership change also moves the journal to the members present).
+        if let Some(j) = &self.journal {
+            j.checkpoint(&self.members)
+                .map_err(|e| PoolError::Io(e.to_string()))?;
+        }
         self.save_descriptor()
     }
 
@@ -1379,6 +1498,18 @@ impl Pool {
     /// flushed down to half its bound afterwards.
     pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         self.check_range(offset, data.len() as u64)?;
+        if let Some(j) = self.journal.clone() {
+            let piece = j.piece_bytes();
+            let mut at = 0usize;
+            while at < data.len() {
+                // Pieces end on multiples of the piece size, so that records stay bounded.
+                let end = ((offset + at as u64) / piece + 1) * piece - offset;
+                let end = (end as usize).min(data.len());
+                self.write_journaled(&j, offset + at as u64, &data[at..end])?;
+                at = end;
+            }
+            return Ok(());
+        }
         for _attempt in 0..MAX_REPLANS {
             let (plans, deferred) = if self.parity == ParityPolicy::Lazy {
                 let lw = plan_write_lazy(
@@ -1432,6 +1563,120 @@ impl Pool {
             }
         }
         Err(gave_up("write", offset))
+    }
+
+    /// Plans a write under the pool's parity policy: the plans and the stripes it defers
+    /// (listed, and the list made durable, before returning).
+    pub(crate) fn plan_write_listed(
+        &mut self,
+        offset: u64,
+        len: u64,
+    ) -> Result<(Vec<raidcore::Plan>, Vec<raidcore::StripeId>)> {
+        if self.parity != ParityPolicy::Lazy {
+            return Ok((
+                plan_write(&self.geo, &self.state, offset, len, &self.policy)?,
+                Vec::new(),
+            ));
+        }
+        let lw = plan_write_lazy(&self.geo, &self.state, offset, len, &self.policy)?;
+        if self.state.defer(&lw.deferred) > 0 {
+            if let Err(e) = self.persist_bpgl() {
+                self.state.deferred_write_done(&lw.deferred);
+                return Err(e);
+            }
+        }
+        Ok((lw.plans, lw.deferred))
+    }
+
+    /// One journaled write cycle (a piece of a write): plan, read and compute, append the
+    /// record of every member write, write in place, retire. Member failures are handled like
+    /// [`Pool::write`] does.
+    fn write_journaled(&mut self, j: &Arc<Journal>, offset: u64, data: &[u8]) -> Result<()> {
+        for _ in 0..64 {
+            let (plans, deferred) = self.plan_write_listed(offset, data.len() as u64)?;
+            let result = crate::exec::run_write_logged(
+                &plans,
+                data,
+                &self.members_view(),
+                |e| j.append(&self.members, e),
+                |seq| j.done(seq),
+            );
+            self.state.deferred_write_done(&deferred);
+            let mut failed = j.take_failed_members();
+            let outcome = match result {
+                Ok(()) => Ok(true),
+                Err(LoggedWriteError::Reads(e)) if !e.bad.is_empty() => {
+                    // Blocks that read wrong (checksums, latent errors): repair, plan again.
+                    self.absorb(e)?;
+                    Ok(false)
+                }
+                Err(LoggedWriteError::Reads(e)) => {
+                    failed.extend(e.failed_members());
+                    Ok(false)
+                }
+                Err(LoggedWriteError::Writes(e)) => {
+                    // Every healthy member was written; the failed one is now reconstructed
+                    // from them.
+                    failed.extend(e.failed_members());
+                    Ok(true)
+                }
+                Err(LoggedWriteError::Log(e)) if !failed.is_empty() => {
+                    let _ = e;
+                    Ok(false)
+                }
+                Err(LoggedWriteError::Log(e)) => Err(PoolError::Io(e.to_string())),
+            };
+            if !failed.is_empty() {
+                failed.sort();
+                failed.dedup();
+                self.fail_members(&failed)?;
+                self.flush_bpgl(0)?;
+            }
+            if outcome? {
+                self.clear_lost(offset, data.len() as u64);
+                let b = self.state.bpgl();
+                if !b.is_empty() && b.len() >= b.capacity() {
+                    let half = b.capacity() / 2;
+                    self.flush_bpgl(half)?;
+                }
+                return Ok(());
+            }
+        }
+        Err(PoolError::Io(format!(
+            "write at {offset}: members keep failing; gave up"
+        )))
+    }
+
+    /// Write-hole protection of this pool.
+    pub fn write_hole(&self) -> WriteHole {
+        self.write_hole
+    }
+
+    /// The open journal, if any.
+    pub fn journal(&self) -> Option<&Arc<Journal>> {
+        self.journal.as_ref()
+    }
+
+    fn journal_geometry(&self) -> JournalGeometry {
+        JournalGeometry {
+            uuid: self.uuid,
+            offset: self.journal_region.0,
+            len: self.journal_region.1,
+            // As many copies as the array survives failures, plus one.
+            copies: (self.geo.scheme().tolerance() + 1).max(2),
+            data_offset: self.data_offset_bytes,
+            data_bytes: self.data_bytes,
+        }
+    }
+
+    /// Test support: replaces every present member handle with `f(index, handle)` (a
+    /// [`crate::crash::CrashSim`] wrapper, say). The pool does not notice.
+    pub fn wrap_members(&mut self, mut f: impl FnMut(usize, Arc<dyn Member>) -> Arc<dyn Member>) {
+        for (i, m) in self.members.iter_mut().enumerate() {
+            if let Some(h) = m.take() {
+                *m = Some(f(i, h));
+            }
+        }
     }
 
     /// Marks member `i` failed (as if it had died), then flushes the deferred parity.
@@ -1809,6 +2054,8 @@ impl Pool {
             checksums: self.checksums.is_some(),
             repairs: self.desc.repairs.clone(),
             lost: self.desc.lost.clone(),
+            write_hole: self.write_hole.as_str().into(),
+            journal: self.journal.as_ref().map(|j| j.stats()),
         }
     }
 }

@@ -301,6 +301,8 @@ pub struct SharedPool {
     idle: Mutex<IdleDetector>,
     stop_flusher: AtomicBool,
     flusher_thread: Mutex<Option<JoinHandle<()>>>,
+    /// The pool's write journal, if it has one (appended to outside the pool mutex).
+    journal: Option<Arc<crate::journal::Journal>>,
 }
 
 /// Quiet time after the last client request before deferred parity is processed.
@@ -393,7 +395,6 @@ impl SharedPool {
             checksums: pool.checksums.clone(),
             capacity: pool.capacity_bytes(),
             chunk_bytes: pool.geo.chunk_bytes(),
-            pool: Mutex::new(Some(pool)),
             mode,
             locks: Mutex::new(LockTable::default()),
             unlocked: Condvar::new(),
@@ -405,6 +406,8 @@ impl SharedPool {
             idle: Mutex::new(IdleDetector::new(BPGL_IDLE_AFTER.as_nanos() as u64)),
             stop_flusher: AtomicBool::new(false),
             flusher_thread: Mutex::new(None),
+            journal: pool.journal.clone(),
+            pool: Mutex::new(Some(pool)),
         });
         let weak = Arc::downgrade(&sp);
         let h = std::thread::spawn(move || loop {
@@ -664,13 +667,31 @@ impl SharedPool {
 
     /// Writes `data` at `offset`.
     /// Under lazy parity the stripes it defers are listed, and the list made durable, under
-    /// the pool mutex before the member writes run.
+    /// the pool mutex before the member writes run. With a write journal, each piece of the
+    /// write is appended to the journal (outside the pool mutex, under its stripe locks;
+    /// concurrent appends share one sync) before its in-place writes, so the write is durable
+    /// when this returns.
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         self.note_foreground();
         let _fg = Foreground::start(self);
         if self.mode == Concurrency::Serial {
             return self.with_pool(|p| p.write(offset, data));
         }
+        let Some(j) = &self.journal else {
+            return self.write_piece(offset, data);
+        };
+        let piece = j.piece_bytes();
+        let mut at = 0usize;
+        while at < data.len() {
+            let end = ((offset + at as u64) / piece + 1) * piece - offset;
+            let end = (end as usize).min(data.len());
+            self.write_piece(offset + at as u64, &data[at..end])?;
+            at = end;
+        }
+        Ok(())
+    }
+
+    fn write_piece(&self, offset: u64, data: &[u8]) -> Result<()> {
         for _ in 0..MAX_ATTEMPTS {
             let (deferred, run) = self.plan_locked(|p| {
                 p.check_range(offset, data.len() as u64)?;
@@ -693,7 +714,37 @@ impl SharedPool {
                 continue;
             };
             let done = |sp: &SharedPool| sp.deferred_done(&deferred);
-            let result = crate::exec::run_write(&plans, data, &self.view(&members));
+            let result = match &self.journal {
+                None => crate::exec::run_write(&plans, data, &self.view(&members)),
+                Some(j) => {
+                    use crate::exec::LoggedWriteError as L;
+                    let r = crate::exec::run_write_logged(
+                        &plans,
+                        data,
+                        &self.view(&members),
+                        |e| j.append(&members, e),
+                        |seq| j.done(seq),
+                    );
+                    let jfailed = j.take_failed_members();
+                    if !jfailed.is_empty() {
+                        self.with_pool(|p| p.fail_members(&jfailed))?;
+                    }
+                    match r {
+                        Ok(()) => Ok(()),
+                        Err(L::Reads(e)) => Err(e),
+                        Err(L::Writes(e)) => Err(e),
+                        Err(L::Log(e)) => {
+                            done(self);
+                            if jfailed.is_empty() {
+                                return Err(PoolError::Io(e.to_string()));
+                            }
+                            // The journal lost a member: plan again without it.
+                            drop(guard);
+                            continue;
+                        }
+                    }
+                }
+            };
             done(self);
             match result {
                 Ok(()) => return Ok(()),
@@ -1057,6 +1108,8 @@ mod tests {
                 parity: Default::default(),
                 bpgl_capacity: None,
                 checksums: false,
+                write_hole: Default::default(),
+                journal_bytes: None,
             },
         )
         .unwrap()

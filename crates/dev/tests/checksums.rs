@@ -74,6 +74,8 @@ fn filled(dir: &Path, kind: SchemeKind, p: Params, checksums: bool) -> (Pool, Ve
             parity: ParityPolicy::Eager,
             bpgl_capacity: None,
             checksums,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .unwrap();

@@ -27,6 +27,8 @@ fn direct_pool_round_trips_unaligned_io_through_failure_and_rebuild() {
             parity: Default::default(),
             bpgl_capacity: None,
             checksums: false,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     );
     let mut pool = match create {

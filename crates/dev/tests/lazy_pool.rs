@@ -87,6 +87,8 @@ fn create(
             parity,
             bpgl_capacity: cap,
             checksums: false,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .unwrap()
@@ -375,6 +377,8 @@ fn the_bound_is_kept_and_raid6_recovers_after_a_crash() {
             parity: ParityPolicy::Lazy,
             bpgl_capacity: None,
             checksums: false,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .err()

@@ -157,6 +157,8 @@ fn create(dir: &Path, kind: SchemeKind, n: usize, chunk: u64) -> Pool {
             parity: Default::default(),
             bpgl_capacity: None,
             checksums: false,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .unwrap()

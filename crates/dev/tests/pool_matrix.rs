@@ -532,6 +532,8 @@ fn scenario(name: &str, kind: SchemeKind, p: Params, size: Size, seed: u64, pair
             parity: Default::default(),
             bpgl_capacity: None,
             checksums: false,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .unwrap_or_else(|e| panic!("{name}: create: {e}"));
@@ -917,6 +919,8 @@ fn members_failing_under_io() {
             parity: Default::default(),
             bpgl_capacity: None,
             checksums: false,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .unwrap();
@@ -1024,6 +1028,8 @@ fn verify_finds_a_flipped_byte() {
                 parity: Default::default(),
                 bpgl_capacity: None,
                 checksums: false,
+                write_hole: Default::default(),
+                journal_bytes: None,
             },
         )
         .unwrap();
@@ -1085,6 +1091,8 @@ fn second_failure_mid_rebuild_loses_only_unrebuilt_cycles() {
             parity: Default::default(),
             bpgl_capacity: None,
             checksums: false,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .unwrap();
@@ -1145,6 +1153,8 @@ fn many_replacements_over_a_pool_lifetime() {
             parity: Default::default(),
             bpgl_capacity: None,
             checksums: false,
+            write_hole: Default::default(),
+            journal_bytes: None,
         },
     )
     .unwrap();

@@ -102,6 +102,7 @@
 
 pub mod array;
 pub mod fxhash;
+pub mod journal;
 pub mod lazy;
 pub mod lock;
 pub mod mem;

@@ -171,6 +171,8 @@ fn run_in(a: &DemoArgs, dir: &Path) -> anyhow::Result<()> {
                 parity: Default::default(),
                 bpgl_capacity: None,
                 checksums: false,
+                write_hole: Default::default(),
+                journal_bytes: None,
             },
         )?;
         let usable = pool.capacity_bytes();

@@ -211,6 +211,8 @@ pub struct ZoneTable {
     /// Start of the current epoch (for `Epoch::Nanos`), set by the first record.
     epoch_start_ns: Option<u64>,
     epochs: u64,
+    /// The latest time `record` was given (times are made monotonic with it).
+    last_ns: u64,
 }
 
 impl PartialEq for ZoneTable {
@@ -262,6 +264,7 @@ impl ZoneTable {
             in_epoch: 0,
             epoch_start_ns: None,
             epochs: 0,
+            last_ns: 0,
         })
     }
 
@@ -349,9 +352,12 @@ impl ZoneTable {
     }
 
     /// Counts one request over `offset..offset + len` at time `now_ns` (the caller's clock;
-    /// ignored for request-counted epochs): ends the epochs that are over first, then adds one
-    /// to every zone the request touches (saturating).
+    /// ignored for request-counted epochs; a time earlier than one seen before counts as that
+    /// one): ends the epochs that are over first, then adds one to every zone the request
+    /// touches (saturating).
     pub fn record(&mut self, offset: u64, len: u64, now_ns: u64) {
+        let now_ns = now_ns.max(self.last_ns);
+        self.last_ns = now_ns;
         match self.epoch {
             Epoch::Requests(n) => {
                 if self.in_epoch >= n {
@@ -515,6 +521,7 @@ impl ZoneTable {
             in_epoch: u64_at(48),
             epoch_start_ns: None,
             epochs: u64_at(40),
+            last_ns: 0,
         })
     }
 }
@@ -1413,7 +1420,9 @@ impl Ido {
     }
 
     /// Where a user read goes. `on_failed(chunk)` says whether logical chunk `chunk` needs
-    /// reconstruction now (used by VDF; see [`chunk_needs_reconstruction`]).
+    /// reconstruction now (used by VDF; see [`chunk_needs_reconstruction`]). In normal state
+    /// the read is counted (as [`Ido::record`] at the latest time it was given) and goes to the
+    /// array, so an executor may route every request without calling `record` itself.
     pub fn route_read(
         &mut self,
         offset: u64,

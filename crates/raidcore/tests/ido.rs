@@ -777,3 +777,30 @@ fn a_copy_overtaken_by_an_array_write_maps_nothing() {
     assert_ne!(w.ido.zones().flag(0), ZoneFlag::Migrated);
     w.read(0, 4096);
 }
+
+#[test]
+fn routing_in_normal_state_counts_at_the_latest_time() {
+    let zones = ZoneTable::new(8 * 4096, 4096, 4096)
+        .unwrap()
+        .with_epoch(Epoch::Nanos(1000));
+    let mut ido = Ido::new(IdoConfig::new(RebuildPolicy::Ido, 1 << 20), zones);
+    for _ in 0..8 {
+        ido.record(0, 1, 100);
+    }
+    // Routes carry no time: they count at the latest time seen, so epochs still end.
+    let none = |_: u64| false;
+    assert_eq!(ido.route_read(4096, 1, 4096, &none).pieces.len(), 1);
+    assert_eq!(ido.route_write(4096, 1).pieces[0].source, Source::Array);
+    assert_eq!(
+        (ido.zones().popularity(0), ido.zones().popularity(1)),
+        (8, 2)
+    );
+    ido.record(8192, 1, 2100);
+    assert_eq!(ido.zones().epochs(), 2);
+    assert_eq!(
+        (ido.zones().popularity(0), ido.zones().popularity(1)),
+        (2, 0)
+    );
+    ido.route_read(0, 1, 4096, &none);
+    assert_eq!((ido.zones().popularity(0), ido.zones().epochs()), (3, 2));
+}

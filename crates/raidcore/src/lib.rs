@@ -102,6 +102,7 @@
 
 pub mod array;
 pub mod fxhash;
+pub mod ido;
 pub mod journal;
 pub mod lazy;
 pub mod lock;
@@ -117,6 +118,10 @@ pub mod verify;
 mod recon;
 
 pub use array::{ArrayState, FailOutcome, Generation, Geometry, PlaceId, StripeId};
+pub use ido::{
+    DMap, Ido, IdoConfig, IdoError, IdoStats, Phase as IdoPhase, RebuildPolicy, Route, ZoneFlag,
+    ZoneTable,
+};
 pub use lazy::{
     plan_flush_cycle, plan_write_lazy, Bpgl, BpglRecord, FlushAdvice, FlushPlan, IdleDetector,
     LazyGroups, LazyWrite, ParityPolicy,

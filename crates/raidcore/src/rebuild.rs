@@ -147,6 +147,8 @@ pub struct RebuildScheduler {
     /// array) are inside the rate and a low minimum rate is met instead of overshot.
     bytes_issued: u64,
     throttle: Throttle,
+    /// Cycles to hand out before the cursor's (a hot-zone-first order: IDO, PRO).
+    priority: std::collections::VecDeque<u64>,
 }
 
 impl RebuildScheduler {
@@ -163,6 +165,7 @@ impl RebuildScheduler {
             bytes_rebuilt: 0,
             bytes_issued: 0,
             throttle: Throttle::new(limits),
+            priority: std::collections::VecDeque::new(),
         }
     }
 
@@ -188,6 +191,30 @@ impl RebuildScheduler {
             self.cursor = 0;
         }
         let mut out = Vec::new();
+        // Prioritised cycles first (dropped once clean or in flight), then cycle order.
+        while self.in_flight.len() < self.max_in_flight() {
+            let Some(c) = self.priority.pop_front() else {
+                break;
+            };
+            if c >= geo.cycles() || state.is_clean(c) || self.in_flight.contains(&c) {
+                continue;
+            }
+            match plan_rebuild_cycle(geo, state, c) {
+                Ok(Some(plan)) => {
+                    self.in_flight.insert(c);
+                    self.bytes_issued += plan.io_counts().write_bytes;
+                    out.push(plan);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.priority.push_front(c);
+                    if out.is_empty() {
+                        return Err(e);
+                    }
+                    return Ok(out);
+                }
+            }
+        }
         while self.in_flight.len() < self.max_in_flight() && self.cursor < geo.cycles() {
             let c = self.cursor;
             if state.is_clean(c) || self.in_flight.contains(&c) {
@@ -209,6 +236,18 @@ impl RebuildScheduler {
             self.cursor += 1;
         }
         Ok(out)
+    }
+
+    /// Cycles to rebuild before continuing in cycle order, in this order (replacing any
+    /// earlier priority list). Cycles already clean or in flight when their turn comes are
+    /// skipped. IDO and PRO (`raidcore::ido::Ido::priority_cycles`) use this.
+    pub fn prioritize(&mut self, cycles: impl IntoIterator<Item = u64>) {
+        self.priority = cycles.into_iter().collect();
+    }
+
+    /// Cycles still waiting in the priority list.
+    pub fn priority_len(&self) -> usize {
+        self.priority.len()
     }
 
     /// Reports that `plan` ran and its writes are durable: marks its cycle rebuilt.

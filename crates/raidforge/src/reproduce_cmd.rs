@@ -9,7 +9,7 @@ use clap::Args;
 /// Arguments of `raidforge reproduce`.
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
-    /// Which seed: s2raid, raidplus, raid4s, raidh, lpu, or all.
+    /// Which seed: s2raid, raidplus, raid4s, raidh, lpu, ido, or all.
     name: String,
     /// Directory for NAME.md, NAME.json and the SVG plots.
     #[arg(long, default_value = "reproduce")]

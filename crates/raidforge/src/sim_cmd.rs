@@ -5,11 +5,12 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use raidcore::ido::RebuildPolicy;
 use raidcore::{RebuildOrder, SpeedLimits, WritePolicy};
 use serde_json::{json, Value};
 use sim::{
-    parse_bytes, simulate, Drive, Failure, Phase, Report, Scheduler, SimConfig, SourceOptions,
-    TraceFormat, WorkloadSpec,
+    parse_bytes, simulate, Drive, Failure, IdoSimConfig, Phase, Report, Scheduler, SimConfig,
+    SourceOptions, TraceFormat, WorkloadSpec,
 };
 
 use crate::layout_cmd::LayoutArgs;
@@ -69,9 +70,40 @@ pub struct SimArgs {
     rebuild_delay: String,
     /// sequential: one cycle at a time, in order (MD's progressive rebuild, read phase and
     /// write phase of a cycle never overlap); parallel: up to --rebuild-window cycles in
-    /// flight, handed out in order.
+    /// flight, handed out in order. Or an on-line rebuild policy of seed 003 (up to
+    /// --rebuild-window cycles in flight): pr (MD's default, sequential order, every request on
+    /// the degraded array), pro (popular zones first, popularity seen during the rebuild),
+    /// workout (writes and reads seen popular during the rebuild go to the surrogate set), vdf
+    /// (a read cache on the surrogate that evicts surviving-disk blocks first), ido (zones hot
+    /// before the failure rebuilt first and migrated to the surrogate; their reads and all
+    /// writes go there; written back after the rebuild).
     #[arg(long, default_value = "parallel")]
     rebuild_policy: String,
+    /// Zone size of pro and ido (a multiple of the stripe's data size; default 12M rounded up
+    /// to one).
+    #[arg(long)]
+    zone_size: Option<String>,
+    /// Surrogate set of workout, vdf and ido: raid1:N[:MODEL] (N mirrors of the member drive
+    /// model, or of MODEL), e.g. raid1:2 (the default) or raid1:2:x25-e.
+    #[arg(long, default_value = "raid1:2")]
+    surrogate: String,
+    /// Network round trip added to every surrogate operation, milliseconds (0: a local
+    /// surrogate; 0.2 is a gigabit LAN).
+    #[arg(long, default_value_t = 0.0)]
+    surrogate_latency: f64,
+    /// Network bandwidth to a remote surrogate, bytes per second (e.g. 117M for gigabit
+    /// Ethernet; 0: no transfer time).
+    #[arg(long, default_value = "0")]
+    surrogate_link: String,
+    /// Fail --fail at this fraction of the workload's span (0..1) instead of at --fail-at: the
+    /// first part runs in normal state (ido learns the hot zones there), then the failure.
+    #[arg(long)]
+    warmup_fraction: Option<f64>,
+    /// Foreground I/O on the array within this many seconds makes the rebuild back off to
+    /// --speed-min (MD checks whether members saw user I/O since its last check; a short
+    /// window such as 0.02 is closer to that than the default).
+    #[arg(long, default_value_t = 0.5)]
+    idle_window: f64,
     /// Cycles in flight for the parallel policy.
     #[arg(long, default_value_t = 4)]
     rebuild_window: usize,
@@ -187,8 +219,59 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             "--rebuild-delay",
         )?),
     };
+    cfg.foreground_idle_ns = seconds_ns(a.idle_window, "--idle-window")?;
+    let ido_policy = a.rebuild_policy.parse::<RebuildPolicy>().ok();
+    if let Some(p) = ido_policy {
+        let mut i = IdoSimConfig::new(p);
+        i.zone_bytes = match &a.zone_size {
+            Some(z) => Some(bytes(z, "--zone-size")?),
+            None => None,
+        };
+        let parts: Vec<&str> = a.surrogate.split(':').collect();
+        match parts.as_slice() {
+            ["raid1", n, rest @ ..] if rest.len() <= 1 => {
+                i.mirrors = n.parse().ok().filter(|&m: &usize| m > 0).with_context(|| {
+                    format!(
+                        "--surrogate {:?}: {n:?} is not a positive number of mirrors",
+                        a.surrogate
+                    )
+                })?;
+                if let Some(m) = rest.first() {
+                    let d = Drive::from_name(m).with_context(|| {
+                        let names: Vec<&str> = Drive::ALL.iter().map(|d| d.name()).collect();
+                        format!(
+                            "--surrogate {:?}: unknown model {m:?}; known: {}",
+                            a.surrogate,
+                            names.join(", ")
+                        )
+                    })?;
+                    i.drive = Some(d.params());
+                }
+            }
+            _ => bail!(
+                "--surrogate {:?}: expected raid1:N or raid1:N:MODEL, e.g. raid1:2",
+                a.surrogate
+            ),
+        }
+        if !(a.surrogate_latency.is_finite() && a.surrogate_latency >= 0.0) {
+            bail!("--surrogate-latency must be a non-negative number of milliseconds");
+        }
+        i.latency_ns = (a.surrogate_latency * 1e6).round() as u64;
+        i.link_bytes_per_sec = bytes(&a.surrogate_link, "--surrogate-link")?;
+        cfg.ido = Some(i);
+    } else if a.zone_size.is_some() || a.surrogate_latency > 0.0 {
+        bail!("--zone-size and --surrogate-latency need --rebuild-policy pr, pro, workout, vdf or ido");
+    }
     cfg.rebuild_order = match a.rebuild_policy.as_str() {
         "sequential" => RebuildOrder::Sequential,
+        _ if ido_policy.is_some() => {
+            if a.rebuild_window == 0 {
+                bail!("--rebuild-window must be at least 1");
+            }
+            RebuildOrder::Parallel {
+                max_in_flight: a.rebuild_window,
+            }
+        }
         "parallel" => {
             if a.rebuild_window == 0 {
                 bail!("--rebuild-window must be at least 1");
@@ -197,7 +280,9 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
                 max_in_flight: a.rebuild_window,
             }
         }
-        p => bail!("unknown --rebuild-policy {p:?}; known: sequential, parallel"),
+        p => bail!(
+            "unknown --rebuild-policy {p:?}; known: sequential, parallel, pr, pro, workout, vdf, ido"
+        ),
     };
     cfg.speed = SpeedLimits {
         min_bytes_per_sec: bytes(&a.speed_min, "--speed-min")?,
@@ -227,6 +312,17 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         limit: a.requests,
         loops: a.loops,
     };
+    if let Some(f) = a.warmup_fraction {
+        if !(0.0..=1.0).contains(&f) {
+            bail!("--warmup-fraction must be between 0 and 1, not {f}");
+        }
+        let Some(fail) = cfg.failure.as_mut() else {
+            bail!("--warmup-fraction needs --fail MEMBER");
+        };
+        let geo = raidcore::Geometry::new(scheme.clone(), chunk_bytes, member_bytes)?;
+        let span = sim::run::workload_span_ns(&workload, geo.capacity_bytes(), &opts, cfg.stop_ns)?;
+        fail.at_ns = (span as f64 * f).round() as u64;
+    }
     let started = Instant::now();
     let report = simulate(scheme, chunk_bytes, member_bytes, cfg, &workload, &opts)?;
     let wall_s = started.elapsed().as_secs_f64();
@@ -254,6 +350,30 @@ fn phase_json(r: &Report, p: Phase) -> Value {
     json!({
         "count": s.count, "mean": s.mean_ms, "p50": s.p50_ms, "p99": s.p99_ms,
         "p999": s.p999_ms, "max": s.max_ms,
+    })
+}
+
+/// The JSON of a run's rebuild-policy bookkeeping.
+pub fn ido_json(i: &sim::IdoReport) -> Value {
+    json!({
+        "policy": i.policy.name(),
+        "zone_bytes": i.zone_bytes,
+        "zones": i.zones,
+        "hot_zones": i.hot_zones,
+        "zones_migrated": i.stats.zones_migrated,
+        "reads": i.stats.reads,
+        "writes": i.stats.writes,
+        "reads_redirected": i.stats.reads_redirected,
+        "reads_split": i.stats.reads_split,
+        "writes_redirected": i.stats.writes_redirected,
+        "writes_fallback": i.stats.writes_fallback,
+        "redirected_share": i.redirected_share,
+        "copy_bytes": i.stats.copy_bytes,
+        "reclaimed_bytes": i.stats.reclaimed_bytes,
+        "surrogate_used_bytes": i.surrogate_used_bytes,
+        "surrogate_ios": i.surrogate_ios.iter().map(|&(r, w)| json!({"reads": r, "writes": w})).collect::<Vec<_>>(),
+        "dmap_max_extents": i.dmap_max_extents,
+        "reclaim_end_s": i.reclaim_end_s,
     })
 }
 
@@ -316,6 +436,7 @@ pub fn report_json(r: &Report) -> Value {
             "idle_flushes": l.idle_flushes,
             "forced_flushes": l.forced_flushes,
         })),
+        "ido": r.ido.as_ref().map(ido_json),
         "timeline": r.timeline.iter().map(|p| json!({
             "start_s": p.start_s,
             "end_s": p.end_s,
@@ -348,6 +469,24 @@ fn print_summary(r: &Report, workload: &str, wall_s: f64) {
         println!(
             "lazy parity: {} stripe deferrals, list up to {} long; {} flush plans ({} when idle, {} when full or degraded); {} left",
             l.deferrals, l.max_len, l.flush_plans, l.idle_flushes, l.forced_flushes, l.left
+        );
+    }
+    if let Some(i) = &r.ido {
+        println!(
+            "rebuild policy {}: {} of {} user requests during the rebuild served by the surrogate set ({:.1} %); {} hot zones of {} B, {} migrated; {} writes redirected, {} to the array for lack of room; {} B written back{}",
+            i.policy,
+            i.stats.reads_redirected + i.stats.writes_redirected,
+            i.stats.reads + i.stats.writes,
+            i.redirected_share * 100.0,
+            i.hot_zones,
+            i.zone_bytes,
+            i.stats.zones_migrated,
+            i.stats.writes_redirected,
+            i.stats.writes_fallback,
+            i.stats.reclaimed_bytes,
+            i.reclaim_end_s
+                .map(|t| format!(", reclaim done at {t:.3} s"))
+                .unwrap_or_default()
         );
     }
     if let Some(b) = &r.rebuild {

@@ -169,3 +169,72 @@ fn bad_arguments_are_errors() {
         assert!(err.contains(needle), "{full:?}: {err}");
     }
 }
+
+/// `--rebuild-policy ido`: the IDO section of the JSON, the warm-up fraction placing the
+/// failure, and the errors of the new options.
+#[test]
+fn rebuild_policy_ido_reports_redirection() {
+    let args = |policy: &'static str| -> Vec<&'static str> {
+        vec![
+            "sim",
+            "--scheme",
+            "raid5",
+            "--disks",
+            "4",
+            "--disk",
+            "wd1600aajs",
+            "--member-size",
+            "24M",
+            "--chunk",
+            "64K",
+            "--workload",
+            "random:read=0.8:size=4K:iops=100:requests=1200:span=8M",
+            "--fail",
+            "1",
+            "--warmup-fraction",
+            "0.5",
+            "--rebuild-policy",
+            policy,
+            "--zone-size",
+            "384K",
+            "--idle-window",
+            "0.02",
+            "--json",
+        ]
+    };
+    let v = json_of(&args("ido"));
+    let fail_at = v["rebuild"]["fail_at_s"].as_f64().unwrap();
+    // 1200 requests at 100 IOPS: about 12 s, failure at about half of it.
+    assert!((5.0..7.0).contains(&fail_at), "{fail_at}");
+    let ido = &v["ido"];
+    assert_eq!(ido["policy"], "ido");
+    assert_eq!(ido["zone_bytes"], 384 * 1024);
+    assert!(ido["hot_zones"].as_u64().unwrap() > 0);
+    assert!(ido["redirected_share"].as_f64().unwrap() > 0.5, "{ido}");
+    assert!(ido["reclaim_end_s"].is_number());
+    assert_eq!(
+        ido["writes_redirected"].as_u64().unwrap() > 0,
+        ido["reclaimed_bytes"].as_u64().unwrap() > 0
+    );
+    let pr = json_of(&args("pr"));
+    assert_eq!(pr["ido"]["redirected_share"].as_f64().unwrap(), 0.0);
+    // Errors name the option and what to do.
+    let mut bad = args("ido");
+    bad[20] = "100K";
+    let out = raidforge(&bad);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("multiple of the stripe data size"), "{err}");
+    let out = raidforge(&[
+        "sim",
+        "--scheme",
+        "raid5",
+        "--disks",
+        "4",
+        "--workload",
+        "none",
+        "--zone-size",
+        "3M",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("need --rebuild-policy"));
+}

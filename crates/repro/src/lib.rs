@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub mod ido;
 pub mod lpu;
 pub mod mttdl;
 pub mod raid4s;
@@ -184,7 +185,7 @@ impl Experiment {
 /// The reproduction of one seed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
-    /// `s2raid`, `raidplus`, `raid4s`, `raidh`, `lpu`.
+    /// `s2raid`, `raidplus`, `raid4s`, `raidh`, `lpu`, `ido`.
     pub name: String,
     /// The paper.
     pub source: String,
@@ -232,6 +233,11 @@ pub const SEEDS: &[Seed] = &[
         name: "lpu",
         source: lpu::SOURCE,
         run: lpu::run,
+    },
+    Seed {
+        name: "ido",
+        source: ido::SOURCE,
+        run: ido::run,
     },
 ];
 

@@ -66,7 +66,10 @@ use crate::trace::{Request, TraceError};
 use crate::workload::WorkloadError;
 use crate::Op;
 
+mod ido;
 mod lazy;
+
+pub use ido::{IdoReport, IdoSimConfig};
 
 /// A source of requests for the simulator.
 pub trait Workload {
@@ -172,6 +175,9 @@ pub struct SimConfig {
     /// `PlanMemo` in `exec.rs`. The run is the same either way (a test checks it); this only
     /// saves planning time.
     pub plan_memo: bool,
+    /// The rebuild policy and surrogate set (`exec/ido.rs`, `raidcore::ido`); `None`: MD's
+    /// rebuild (PR) without IDO's bookkeeping.
+    pub ido: Option<IdoSimConfig>,
 }
 
 impl SimConfig {
@@ -200,6 +206,7 @@ impl SimConfig {
             bpgl_capacity: raidcore::lazy::BPGL_DEFAULT_CAPACITY,
             bpgl_idle_ns: 50_000_000,
             plan_memo: true,
+            ido: None,
         }
     }
 }
@@ -243,6 +250,10 @@ enum Kind {
     RebuildWake,
     /// The idle detector may say idle now (lazy parity).
     FlushWake,
+    /// A surrogate operation's network delay is over: queue its I/Os (IDO).
+    SurrogateIssue { op: u32 },
+    /// The I/O in service on surrogate disk `disk` completes (IDO).
+    SurrogateDone { disk: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -321,6 +332,8 @@ enum Owner {
     Rebuild,
     /// Recomputes deferred parity (lazy parity).
     Flush,
+    /// Writes redirected data back after the rebuild (IDO's reclaimer).
+    Reclaim,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -575,6 +588,9 @@ struct RequestRun {
     failed: bool,
     /// Serial number (seeds the checker's data pattern).
     serial: u64,
+    /// Some of it is served by the array (not only by IDO's surrogate set): it counts as
+    /// foreground load for the rebuild throttle.
+    touches_array: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -672,6 +688,8 @@ pub struct Simulator {
     released: Vec<u64>,
     /// A `retry_waiters` pass is running.
     retrying: bool,
+    /// IDO: the controller and the surrogate set (`exec/ido.rs`).
+    ido: Option<ido::IdoRun>,
 }
 
 /// Base offset of a volume on the array: 0 for volume 0, otherwise a pseudo-random sector
@@ -751,7 +769,9 @@ impl Simulator {
         let total = used.saturating_mul(geo.disks() as u64);
         let (check, mem) = if !cfg!(debug_assertions) {
             (CheckMode::Off, None)
-        } else if total <= cfg.mem_check_max_bytes {
+        } else if total <= cfg.mem_check_max_bytes
+            && !cfg.ido.as_ref().is_some_and(|i| i.policy.uses_surrogate())
+        {
             let mem = MemCheck {
                 mem: MemArray::new(geo.disks(), used),
                 reference: vec![0; geo.capacity_bytes() as usize],
@@ -765,6 +785,10 @@ impl Simulator {
             (CheckMode::Validate, None)
         };
         let capacity_bytes = geo.capacity_bytes();
+        let ido = match &cfg.ido {
+            Some(i) => Some(ido::IdoRun::new(i, &geo, &cfg.drive, cfg.seed)?),
+            None => None,
+        };
         let memo = PlanMemo {
             map: FxHashMap::default(),
             // Exhaustive on purpose: a new policy must say whether its choice depends on more
@@ -784,6 +808,7 @@ impl Simulator {
             lock_scratch: Vec::new(),
             released: Vec::new(),
             retrying: false,
+            ido,
             state,
             cfg,
             locks: StripeLocks::new(),
@@ -876,6 +901,7 @@ impl Simulator {
                         r.active = true;
                         r.report.start_s = Some(self.now_ns as f64 / 1e9);
                     }
+                    self.ido_rebuild_started();
                     self.kick_rebuild();
                 }
                 Kind::RebuildWake => {
@@ -885,6 +911,8 @@ impl Simulator {
                     self.kick_rebuild();
                 }
                 Kind::FlushWake => self.flush_wake(),
+                Kind::SurrogateIssue { op } => self.sur_issue(op),
+                Kind::SurrogateDone { disk } => self.sur_disk_done(disk),
             }
             // A stalled arrival (in-flight limit) is re-armed when a request completes.
             if !self.held_scheduled && self.held.is_some() && self.requests.len() < self.request_cap
@@ -996,6 +1024,9 @@ impl Simulator {
             r.time_ns
         };
         self.first_arrival_ns.get_or_insert(arrival_ns);
+        if self.ido_admit(&r, arrival_ns) {
+            return;
+        }
         self.last_foreground_ns = Some(self.now_ns);
         self.serial += 1;
         if let Some((plan, flat, cycle, shift)) =
@@ -1008,6 +1039,7 @@ impl Simulator {
                 remaining: 1,
                 failed: false,
                 serial: self.serial,
+                touches_array: true,
             });
             self.foreground_started();
             self.submit_run(
@@ -1041,6 +1073,7 @@ impl Simulator {
             remaining: plans.len() as u32,
             failed: false,
             serial: self.serial,
+            touches_array: true,
         });
         self.foreground_started();
         let memoise = plans.len() == 1;
@@ -1533,6 +1566,10 @@ impl Simulator {
         self.lazy_plan_ended(&run, false);
         match run.owner {
             Owner::Flush => {}
+            Owner::Reclaim => {
+                let (user_offset, len) = run.user_range();
+                self.reclaim_replan(run.user_base + user_offset, len);
+            }
             Owner::Rebuild => {
                 let r = self.rebuild.as_mut().expect("a rebuild plan has a rebuild");
                 r.sched.abort(run.plan());
@@ -1591,6 +1628,7 @@ impl Simulator {
         }
         match run.owner {
             Owner::Flush => {}
+            Owner::Reclaim => self.reclaim_plan_done(),
             Owner::Request(rid) => {
                 self.fg_plans_in_flight -= 1;
                 self.request_part_done(rid);
@@ -1600,6 +1638,7 @@ impl Simulator {
                 r.sched.complete(&mut self.state, run.plan());
                 r.report.plans += 1;
                 r.report.bytes_written += run.plan().io_counts().write_bytes;
+                self.ido_cycle_rebuilt(run.cycle);
                 self.kick_rebuild();
             }
         }
@@ -1637,7 +1676,9 @@ impl Simulator {
             return;
         }
         let req = self.requests.remove(rid);
-        self.last_foreground_ns = Some(self.now_ns);
+        if req.touches_array {
+            self.last_foreground_ns = Some(self.now_ns);
+        }
         self.foreground_ended();
         if req.failed {
             self.failed_requests += 1;
@@ -1787,6 +1828,9 @@ impl Simulator {
                 || self
                     .last_foreground_ns
                     .is_some_and(|t| now.saturating_sub(t) < self.cfg.foreground_idle_ns);
+            if self.rebuild.as_ref().is_some_and(|r| r.active) {
+                self.ido_prioritize();
+            }
             let Some(r) = self.rebuild.as_mut() else {
                 return;
             };
@@ -1797,6 +1841,7 @@ impl Simulator {
                 r.active = false;
                 r.report.end_s = Some(now as f64 / 1e9);
                 r.report.time_s = r.report.start_s.map(|s| now as f64 / 1e9 - s);
+                self.ido_rebuild_finished();
                 return;
             }
             let delay = r.sched.delay_ns(now, fg_busy);
@@ -1916,6 +1961,7 @@ impl Simulator {
                 r
             }),
             timeline: self.timeline.points(),
+            ido: self.ido.as_ref().map(|i| i.report()),
         }
     }
 }

@@ -73,6 +73,7 @@
 
 pub mod disk;
 pub mod exec;
+pub mod ido;
 pub mod lpu;
 pub mod metrics;
 pub mod rng;
@@ -85,7 +86,10 @@ pub use disk::{
     Disk, DiskIo, DiskModel, DiskParamError, Drive, DriveParams, Hdd, HddParams, Rotation, Service,
     Ssd, SsdParams,
 };
-pub use exec::{Failure, NoWorkload, Scheduler, SimConfig, SimError, Simulator, Workload};
+pub use exec::{
+    Failure, IdoReport, IdoSimConfig, NoWorkload, Scheduler, SimConfig, SimError, Simulator,
+    Workload,
+};
 pub use metrics::{
     CheckMode, DiskStats, Histogram, LazyReport, Phase, PhaseStats, RebuildReport, Report,
     Timeline, TimelinePoint,

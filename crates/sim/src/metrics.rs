@@ -335,6 +335,8 @@ pub struct Report {
     /// Response time over simulated time, by arrival (see [`Timeline`]): buckets from 0 to
     /// at least the end of the run, their counts summing to `requests`.
     pub timeline: Vec<TimelinePoint>,
+    /// The rebuild policy's bookkeeping (IDO, WorkOut, VDF, PRO; `None` without one).
+    pub ido: Option<crate::exec::IdoReport>,
 }
 
 impl Report {

@@ -434,6 +434,33 @@ pub fn simulate(
     Simulator::new(geo, cfg)?.run(&mut source)
 }
 
+/// Simulated time of the last request `workload` would replay (0 for none): the span the
+/// warm-up of a failure (`raidforge sim --warmup-fraction`) is a fraction of. Reads the whole
+/// workload once (honouring `opts` and a stop time).
+pub fn workload_span_ns(
+    workload: &WorkloadSpec,
+    capacity_bytes: u64,
+    opts: &SourceOptions,
+    stop_ns: Option<u64>,
+) -> Result<u64, SimError> {
+    if workload.is_endless() && stop_ns.is_none() && opts.limit.is_none() {
+        return Err(SimError::Config(
+            "an endless synthetic workload has no span: give requests=N, --requests or --duration"
+                .into(),
+        ));
+    }
+    let mut source = workload.open(capacity_bytes, opts)?;
+    let mut last = 0;
+    while let Some(r) = source.next_request() {
+        let r = r?;
+        if stop_ns.is_some_and(|s| r.time_ns > s) {
+            break;
+        }
+        last = last.max(r.time_ns);
+    }
+    Ok(last)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,9 @@
 //!   spreading rebuild I/O over many members is visible in real time on a small machine.
 //! - [`Faulty`]: wraps a member and injects faults: fail-stop, I/O errors on byte ranges, and a
 //!   slow-down factor.
+//! - [`faultsim`]: the seeded fault-injection harness over pools (its own fault layer,
+//!   [`faultsim::FaultMember`], adds lost and misdirected writes, bit flips and crashes with
+//!   torn writes), with a reference model of the volume and a fault atlas.
 //!
 //! Errors are `std::io::Error`s carrying what failed and where; an injected fault uses
 //! `ErrorKind::Other` with a message naming the fault.
@@ -18,6 +21,7 @@
 pub mod crash;
 pub mod csum;
 pub mod exec;
+pub mod faultsim;
 pub mod journal;
 pub mod pool;
 pub mod scrub;

@@ -318,6 +318,11 @@ pub struct VerifyReport {
     pub stripes_degraded: u64,
 }
 
+/// Wraps every member a pool opens (member index, opened member -> the member the pool uses):
+/// the fault-injection harness ([`crate::faultsim`]) puts its fault layer between the pool and
+/// its files this way. Applied after assembly has read the superblocks.
+pub type MemberWrap = Arc<dyn Fn(usize, Arc<dyn Member>) -> Arc<dyn Member> + Send + Sync>;
+
 /// An open pool.
 pub struct Pool {
     desc_path: PathBuf,
@@ -354,6 +359,8 @@ pub struct Pool {
     journal_region: (u64, u64),
     /// The open journal (`None` without one, and for a status peek).
     pub(crate) journal: Option<Arc<Journal>>,
+    /// Wraps members opened later (replacements); see [`MemberWrap`].
+    member_wrap: Option<MemberWrap>,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -450,6 +457,16 @@ fn read_superblock(m: &dyn Member) -> std::result::Result<Superblock, String> {
 impl Pool {
     /// Creates a new pool: lays out the members, writes their superblocks and the descriptor.
     pub fn create(desc_path: &Path, opts: CreateOpts) -> Result<Pool> {
+        Self::create_wrapped(desc_path, opts, None)
+    }
+
+    /// [`Pool::create`] with every member wrapped by `wrap` (before the first superblock is
+    /// written), and every replacement later.
+    pub fn create_wrapped(
+        desc_path: &Path,
+        opts: CreateOpts,
+        wrap: Option<MemberWrap>,
+    ) -> Result<Pool> {
         let n = opts.members.len();
         let mut params = opts.params.clone();
         match params.disks {
@@ -747,7 +764,9 @@ impl Pool {
             write_hole: opts.write_hole,
             journal_region,
             journal: None,
+            member_wrap: None,
         };
+        pool.apply_wrap(wrap);
         pool.persist(ArrayStateTag::Clean)?;
         if opts.write_hole == WriteHole::Journal {
             let j = Journal::create(pool.journal_geometry(), &pool.members)
@@ -762,6 +781,24 @@ impl Pool {
     pub fn open(desc_path: &Path) -> Result<Pool> {
         let desc = Self::read_descriptor(desc_path)?;
         Self::from_members(desc_path, desc, true)
+    }
+
+    /// [`Pool::open`] with every member wrapped by `wrap` once assembly has read the
+    /// superblocks (before anything is written), and every replacement later.
+    pub fn open_wrapped(desc_path: &Path, wrap: MemberWrap) -> Result<Pool> {
+        let desc = Self::read_descriptor(desc_path)?;
+        Self::from_members_wrapped(desc_path, desc, true, Some(wrap))
+    }
+
+    fn apply_wrap(&mut self, wrap: Option<MemberWrap>) {
+        if let Some(w) = &wrap {
+            for (i, m) in self.members.iter_mut().enumerate() {
+                if let Some(inner) = m.take() {
+                    *m = Some(w(i, inner));
+                }
+            }
+        }
+        self.member_wrap = wrap;
     }
 
     /// The status of a pool without opening it for I/O: no lock taken, nothing written, so it
@@ -877,6 +914,15 @@ impl Pool {
     /// superblocks. `lock`: lock the members and record what assembly found (a member missing);
     /// without it nothing is locked or written (a status peek).
     fn from_members(desc_path: &Path, desc: Descriptor, lock: bool) -> Result<Pool> {
+        Self::from_members_wrapped(desc_path, desc, lock, None)
+    }
+
+    fn from_members_wrapped(
+        desc_path: &Path,
+        desc: Descriptor,
+        lock: bool,
+        wrap: Option<MemberWrap>,
+    ) -> Result<Pool> {
         let uuid = unhex(&desc.uuid).ok_or_else(|| PoolError::Descriptor {
             path: desc_path.to_path_buf(),
             reason: format!("bad uuid '{}'", desc.uuid),
@@ -988,7 +1034,14 @@ impl Pool {
                 _ if failed => members.push(None),
                 Probe::Bad(e) => return Err(e),
                 Probe::Good(m, sb) => {
-                    if sb.generation != best.generation {
+                    // One generation behind and not failed in the newest record: the member
+                    // only missed the newest superblock write (a crash while the superblocks
+                    // were being rewritten; found by the fault-injection harness). Every
+                    // persist flushes the data before writing any superblock, and a member
+                    // failed or replaced since would be failed in the newest record or hold
+                    // no superblock of this pool, so its data is as current as the others'.
+                    let missed_last_write = sb.generation + 1 == best.generation;
+                    if sb.generation != best.generation && !missed_last_write {
                         return Err(PoolError::Member {
                             index: i,
                             path: desc.members[i].path.clone(),
@@ -1067,7 +1120,9 @@ impl Pool {
             },
             journal_region: (best.journal_offset_bytes, best.journal_len_bytes),
             journal: None,
+            member_wrap: None,
         };
+        pool.apply_wrap(wrap);
         // The write journal before anything else is written: replay what a crash may have
         // left half done (a status peek changes nothing, so it leaves it to the next open).
         if lock && pool.write_hole == WriteHole::Journal {
@@ -1288,15 +1343,22 @@ impl Pool {
         }
     }
 
-    /// Writes the superblock to every present member and the descriptor.
+    /// Writes the superblock to every present member and the descriptor. A member whose flush
+    /// or superblock write fails is failed (recorded in the superblocks written next), like a
+    /// member failing a data write: a dead member is found here when nothing else touched it
+    /// since it died (found by the fault-injection harness: every command that records state,
+    /// `fail`, `replace`, `rebuild`, closing the pool, used to fail instead).
     pub(crate) fn persist(&mut self, tag: ArrayStateTag) -> Result<()> {
         self.compact_history()?;
         // The data the new superblocks describe (rebuilt cycles, above all) must be durable
         // before any superblock says so: flush, write every superblock, flush again.
-        self.flush_members()?;
+        if self.flush_or_fail()? {
+            return self.persist(self.tag_after_failure(tag));
+        }
         self.sb_generation += 1;
         let layout_text = layout::to_text(self.kind, &self.params);
         let runs = self.runs();
+        let mut dead: Vec<(usize, std::io::Error)> = Vec::new();
         for (i, m) in self.members.iter().enumerate() {
             let Some(m) = m else { continue };
             let sb = Superblock {
@@ -1329,10 +1391,17 @@ impl Pool {
                 checksum_len_bytes: self.checksum_region.1,
             };
             let b = sb.encode().map_err(|e| PoolError::Io(e.to_string()))?;
-            m.write_at(&b, 0)
-                .map_err(|e| PoolError::Io(format!("superblock of member {i}: {e}")))?;
+            if let Err(e) = m.write_at(&b, 0) {
+                dead.push((i, e));
+            }
         }
-        self.flush_members()?;
+        if !dead.is_empty() {
+            self.fail_dead_members(&dead)?;
+            return self.persist(self.tag_after_failure(tag));
+        }
+        if self.flush_or_fail()? {
+            return self.persist(self.tag_after_failure(tag));
+        }
         self.persist_bpgl_if_dirty()?;
         // Retire the journal records whose in-place writes are done (the members were just
         // flushed; a membership change also moves the journal to the members present).
@@ -1341,6 +1410,37 @@ impl Pool {
                 .map_err(|e| PoolError::Io(e.to_string()))?;
         }
         self.save_descriptor()
+    }
+
+    /// The state to record after a member failed while recording `tag`.
+    fn tag_after_failure(&self, tag: ArrayStateTag) -> ArrayStateTag {
+        match tag {
+            ArrayStateTag::Rebuilding => tag,
+            _ => self.tag(),
+        }
+    }
+
+    /// Flushes every present member; members whose flush fails are failed. Returns whether
+    /// any was (an error only when that loses data).
+    fn flush_or_fail(&mut self) -> Result<bool> {
+        let dead = self.flush_each();
+        if dead.is_empty() {
+            return Ok(false);
+        }
+        self.fail_dead_members(&dead)?;
+        Ok(true)
+    }
+
+    /// Marks members that failed an I/O outside a plan as failed (in memory; the caller
+    /// persists). Whether the pool then has lost data is for the caller to report.
+    fn fail_dead_members(&mut self, dead: &[(usize, std::io::Error)]) -> Result<()> {
+        for (i, _) in dead {
+            if self.members[*i].take().is_some() {
+                self.state.fail(&self.geo, *i as Disk)?;
+                self.events.push(Event::Fail(*i as u32));
+            }
+        }
+        Ok(())
     }
 
     /// When every cycle is in the target layout, the history that led there no longer
@@ -1395,6 +1495,26 @@ impl Pool {
         Ok(())
     }
 
+    /// Flushes every present member, all at once; returns the members that failed.
+    fn flush_each(&self) -> Vec<(usize, std::io::Error)> {
+        let results: Vec<(usize, std::io::Result<()>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .members
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| m.as_ref().map(|m| (i, s.spawn(move || m.flush()))))
+                .collect();
+            handles
+                .into_iter()
+                .map(|(i, h)| (i, h.join().expect("flush thread")))
+                .collect()
+        });
+        results
+            .into_iter()
+            .filter_map(|(i, r)| r.err().map(|e| (i, e)))
+            .collect()
+    }
+
     pub(crate) fn save_descriptor(&self) -> Result<()> {
         let mut d = self.desc.clone();
         for (md, c) in d.members.iter_mut().zip(&self.counters) {
@@ -1412,6 +1532,32 @@ impl Pool {
                 path: self.desc_path.clone(),
                 reason: e.to_string(),
             })
+    }
+
+    /// Makes every completed write durable on every present member (the volume's flush:
+    /// what an NBD FLUSH waits for).
+    /// A member whose flush fails is failed (and the failure recorded), as a member failing
+    /// a write is: the flush succeeds when the pool survives it.
+    /// A pool that has lost data fails the flush (after flushing what it still has): writes
+    /// acknowledged to members failed since cannot be made durable.
+    pub fn sync(&mut self) -> Result<()> {
+        let dead = self.flush_each();
+        if !dead.is_empty() {
+            self.fail_dead_members(&dead)?;
+            let tag = self.tag();
+            self.persist(tag)?;
+        }
+        if self.state.data_lost(&self.geo) {
+            let why = match dead.first() {
+                Some((i, e)) => format!("member {i} failed ({e}) and "),
+                None => String::new(),
+            };
+            return Err(PoolError::Io(format!(
+                "flush: {why}the pool has lost data (more members failed than the layout \
+                 tolerates): writes to failed members cannot be made durable"
+            )));
+        }
+        Ok(())
     }
 
     /// Saves counters and marks the pool's state; call when a command ends.
@@ -1748,6 +1894,10 @@ impl Pool {
                 reason: format!("holds {} bytes, need {size}", m.size_bytes()),
             });
         }
+        let m = match &self.member_wrap {
+            Some(w) => w(i, m),
+            None => m,
+        };
         if let Some(c) = &self.checksums {
             // A replacement holds nothing valid until rebuilt; its checksums start as those of
             // zeros and the rebuild writes the real ones with the data.

@@ -1,0 +1,1550 @@
+//! Seeded fault injection over real pools (issue 8), in the tradition of FoundationDB's and
+//! TigerBeetle's simulators: one 64-bit seed draws everything about a run (the layout, the
+//! workload, which faults are injected where and when, where the process crashes and how the
+//! unsynced writes come out of the crash), so a failing run is replayed exactly by its seed.
+//!
+//! A run creates a pool on files in a scratch directory (tmpfs when there is one) whose members
+//! are wrapped ([`crate::pool::MemberWrap`]) by a [`FaultMember`]: fail-stop, read errors on
+//! byte ranges (latent sector errors), lost writes (acknowledged, never applied), misdirected
+//! writes (applied at the wrong offset), slow I/O, silent bit flips at rest, and a record of
+//! every write not yet made durable, so that a crash can decide what of it survives. It drives a
+//! workload of reads, writes, flushes, member failures, replacements and rebuilds against the
+//! pool, crashes it (dropping the `Pool` between operations, or in the middle of one when a
+//! countdown of member writes runs out), reopens it, and checks every byte read against a
+//! reference model of the volume ([`Model`]).
+//!
+//! **Tolerance.** A *fault atlas* ([`Atlas`]) keeps each run's faults within what the pool
+//! survives, given the pool's protection features ([`Protection`]): every fault that costs
+//! redundancy is charged to the member it hits, and at most `tolerance` members may be charged
+//! at once (a replaced member is charged until its rebuild ends). The budget is per member,
+//! not per stripe, because today's engine fails a whole member on its first read error (a
+//! latent sector error costs as much as a failure). Silent faults are within tolerance only with
+//! block checksums; a crash with unflushed writes uses up every stripe's redundancy unless the
+//! pool has a write journal (the RAID write hole: parity may disagree with the data it covers,
+//! so a later reconstruction returns wrong bytes). *Beyond-tolerance* runs exceed the budget on
+//! purpose and assert that the loss is reported as an error, never returned as good data;
+//! where today's engine cannot detect it (silent faults without checksums, crash plus failure
+//! without a journal) the undetected loss is counted as a *known gap*, which becomes a failure
+//! as soon as [`ENGINE_PROTECTION`] says the protection exists.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use layout::{Params, SchemeKind, SplitMix64};
+use serde::Serialize;
+
+use crate::pool::{CreateOpts, MemberWrap, Pool, PoolError, RebuildOpts};
+use crate::Member;
+
+/// Sector size: the unit a crash keeps or loses atomically (and the model's unit).
+pub const SECTOR: u64 = 512;
+/// Page size: a crash picks one fate per page of a pending write (FoundationDB's rule).
+pub const PAGE: u64 = 4096;
+
+/// The protection features of a pool, which decide what the atlas lets a run inject.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Protection {
+    /// Write journal (superblock v3 feature bit 0): a crash leaves no stripe whose parity
+    /// disagrees with its data, so crash plus member failure is within tolerance.
+    pub journal: bool,
+    /// Per-block checksums (superblock v3 feature bit 1): silent corruption (bit flips, lost
+    /// and misdirected writes) is detected and repaired from redundancy.
+    pub checksums: bool,
+}
+
+/// The protection today's engine gives the pools this harness creates. The single switch for
+/// the known gaps: with `journal` and `checksums` false, silent faults and crash + failure run
+/// only as beyond-tolerance runs whose undetected losses are expected (known gaps). Once the
+/// write journal and block checksums are merged, set both to true (and enable them in
+/// [`create_opts`]): those runs then count as within tolerance and any loss fails them.
+pub const ENGINE_PROTECTION: Protection = Protection {
+    journal: false,
+    checksums: false,
+};
+
+/// Seeded randomness (SplitMix64 from `layout`, so a seed means the same run everywhere).
+#[derive(Clone, Debug)]
+pub struct Rng(SplitMix64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(SplitMix64::new(seed))
+    }
+    pub fn u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+    /// Uniform in `0..n` (`n` > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        assert!(n > 0, "below(0)");
+        self.u64() % n
+    }
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        (self.u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(n + 8);
+        while v.len() < n {
+            v.extend_from_slice(&self.u64().to_le_bytes());
+        }
+        v.truncate(n);
+        v
+    }
+}
+
+/// Trips a crash: after `countdown` more member writes (over all members of the pool) the
+/// process is "dead": no later write or flush reaches any member (reads still work, so the
+/// operation in progress ends normally; its effects are discarded).
+#[derive(Debug)]
+pub struct CrashSwitch {
+    countdown: AtomicI64,
+    dead: AtomicBool,
+}
+
+impl Default for CrashSwitch {
+    fn default() -> CrashSwitch {
+        CrashSwitch {
+            countdown: AtomicI64::new(-1),
+            dead: AtomicBool::new(false),
+        }
+    }
+}
+
+impl CrashSwitch {
+    /// Crash before the `n`-th next member write (n >= 1).
+    pub fn arm(&self, n: u64) {
+        self.countdown.store(n as i64, Ordering::SeqCst);
+    }
+    pub fn disarm(&self) {
+        self.countdown.store(-1, Ordering::SeqCst);
+    }
+    pub fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::SeqCst)
+    }
+    pub fn is_armed(&self) -> bool {
+        self.countdown.load(Ordering::SeqCst) > 0
+    }
+    /// Called before every member write: true if the write must be discarded.
+    fn on_write(&self) -> bool {
+        if self.is_dead() {
+            return true;
+        }
+        if self.countdown.load(Ordering::SeqCst) > 0
+            && self.countdown.fetch_sub(1, Ordering::SeqCst) == 1
+        {
+            self.dead.store(true, Ordering::SeqCst);
+            return true;
+        }
+        false
+    }
+    fn reset(&self) {
+        self.disarm();
+        self.dead.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The faults of one member file, kept across reopening (a dead disk stays dead, a latent
+/// error stays until the member is replaced), and its writes since the last flush.
+#[derive(Debug)]
+pub struct MemberFaults {
+    pub path: PathBuf,
+    fail_stop: AtomicBool,
+    st: Mutex<FaultState>,
+    crash: Arc<CrashSwitch>,
+}
+
+#[derive(Debug, Default)]
+struct FaultState {
+    /// Member byte ranges whose reads fail.
+    lse: Vec<(u64, u64)>,
+    /// The next this many writes are acknowledged and dropped.
+    lost_writes: u32,
+    /// The next `count` writes land `shift` bytes away (kept inside `[lo, hi)`).
+    misdirect: Option<(u32, i64)>,
+    data_range: (u64, u64),
+    /// Extra latency per I/O.
+    slow: Duration,
+    /// Contents at the last flush of every sector written since (the durable image).
+    pre: HashMap<u64, Vec<u8>>,
+    /// Writes since the last flush, in order: (offset, bytes).
+    pending: Vec<(u64, Vec<u8>)>,
+}
+
+/// What a crash did to the unsynced writes of one member.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct CrashOutcome {
+    pub pending_writes: u64,
+    pub pages_kept: u64,
+    pub pages_dropped: u64,
+    pub sectors_torn: u64,
+    pub all_durable: bool,
+}
+
+impl MemberFaults {
+    pub fn new(path: PathBuf, crash: Arc<CrashSwitch>, data_range: (u64, u64)) -> MemberFaults {
+        MemberFaults {
+            path,
+            fail_stop: AtomicBool::new(false),
+            st: Mutex::new(FaultState {
+                data_range,
+                ..FaultState::default()
+            }),
+            crash,
+        }
+    }
+    pub fn fail_stop(&self) {
+        self.fail_stop.store(true, Ordering::SeqCst);
+    }
+    pub fn is_fail_stopped(&self) -> bool {
+        self.fail_stop.load(Ordering::SeqCst)
+    }
+    pub fn add_lse(&self, start: u64, end: u64) {
+        self.st.lock().unwrap().lse.push((start, end));
+    }
+    pub fn lose_writes(&self, n: u32) {
+        self.st.lock().unwrap().lost_writes += n;
+    }
+    pub fn misdirect(&self, n: u32, shift: i64) {
+        self.st.lock().unwrap().misdirect = Some((n, shift));
+    }
+    pub fn set_slow(&self, d: Duration) {
+        self.st.lock().unwrap().slow = d;
+    }
+    pub fn has_pending(&self) -> bool {
+        !self.st.lock().unwrap().pending.is_empty()
+    }
+
+    /// Flips bit `bit` of byte `offset` of the member file at rest (behind the engine's back).
+    pub fn flip_bit(&self, offset: u64, bit: u8) -> io::Result<()> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&self.path)?;
+        let mut b = [0u8; 1];
+        f.read_exact_at(&mut b, offset)?;
+        b[0] ^= 1 << (bit % 8);
+        f.write_all_at(&b, offset)?;
+        // The flip is at rest: a crash that reverts the sector's pending writes keeps it.
+        let mut st = self.st.lock().unwrap();
+        if let Some(s) = st.pre.get_mut(&(offset / SECTOR)) {
+            s[(offset % SECTOR) as usize] ^= 1 << (bit % 8);
+        }
+        Ok(())
+    }
+
+    /// Applies a crash to the member file: decides, for every write not yet flushed, what
+    /// reached the medium, following FoundationDB's `AsyncFileNonDurable` (its kill path in
+    /// `fdbrpc/AsyncFileNonDurable.actor.h`):
+    ///
+    /// - with probability 1/10 every outstanding write turns out durable;
+    /// - otherwise each write is cut at 4 KiB page boundaries (the first and last page may be
+    ///   partial) and each page draws one fate uniformly: written correctly, dropped, or
+    ///   corrupted;
+    /// - a corrupted page is decided per 512-byte sector: correct with probability 1/4;
+    ///   otherwise with probability 2/3 a bad write (the right part, the left part or all of
+    ///   the sector is bad; the bad part holds random bytes with probability 1/2, always when
+    ///   the whole sector is bad, and otherwise keeps its old bytes); otherwise dropped;
+    /// - overlapping writes land in the order they were issued (a later write waits for the
+    ///   earlier ones), so a sector ends up with its durable contents overwritten by the pieces
+    ///   that survived, in order.
+    ///
+    /// With `garbage` false the disk is assumed to write sectors atomically: a bad sector is
+    /// dropped whole instead of holding random or mixed bytes (the crash is then still
+    /// sector-granular, but every sector holds a version that was written).
+    pub fn apply_crash(&self, rng: &mut Rng, garbage: bool) -> io::Result<CrashOutcome> {
+        let mut st = self.st.lock().unwrap();
+        let pending = std::mem::take(&mut st.pending);
+        let pre = std::mem::take(&mut st.pre);
+        drop(st);
+        let mut out = CrashOutcome {
+            pending_writes: pending.len() as u64,
+            ..CrashOutcome::default()
+        };
+        if pending.is_empty() {
+            return Ok(out);
+        }
+        if rng.chance(0.1) {
+            out.all_durable = true;
+            return Ok(out);
+        }
+        let mut img = pre;
+        let put = |img: &mut HashMap<u64, Vec<u8>>, at: u64, bytes: &[u8]| {
+            let mut pos = at;
+            let end = at + bytes.len() as u64;
+            while pos < end {
+                let s = pos / SECTOR;
+                let in_s = (pos % SECTOR) as usize;
+                let n = ((SECTOR - pos % SECTOR).min(end - pos)) as usize;
+                let sec = img
+                    .get_mut(&s)
+                    .expect("every written sector has a durable image");
+                let from = (pos - at) as usize;
+                sec[in_s..in_s + n].copy_from_slice(&bytes[from..from + n]);
+                pos += n as u64;
+            }
+        };
+        for (off, data) in &pending {
+            let end = off + data.len() as u64;
+            let mut page_at = *off;
+            while page_at < end {
+                let page_end = ((page_at / PAGE + 1) * PAGE).min(end);
+                let slice = |a: u64, b: u64| &data[(a - off) as usize..(b - off) as usize];
+                match rng.below(3) {
+                    0 => {
+                        out.pages_kept += 1;
+                        put(&mut img, page_at, slice(page_at, page_end));
+                    }
+                    1 => out.pages_dropped += 1,
+                    _ => {
+                        let mut s_at = page_at;
+                        while s_at < page_end {
+                            let s_end = ((s_at / SECTOR + 1) * SECTOR).min(page_end);
+                            if rng.chance(0.25) {
+                                put(&mut img, s_at, slice(s_at, s_end));
+                            } else if rng.chance(2.0 / 3.0) {
+                                out.sectors_torn += 1;
+                                if garbage {
+                                    let len = s_end - s_at;
+                                    let side = rng.below(3);
+                                    let cut = s_at + rng.below(len);
+                                    let (bad_a, bad_b) = match side {
+                                        0 => (cut, s_end),
+                                        1 => (s_at, cut),
+                                        _ => (s_at, s_end),
+                                    };
+                                    let junk = side == 2 || rng.chance(0.5);
+                                    // The good part is the new data.
+                                    if s_at < bad_a {
+                                        put(&mut img, s_at, slice(s_at, bad_a));
+                                    }
+                                    if bad_b < s_end {
+                                        put(&mut img, bad_b, slice(bad_b, s_end));
+                                    }
+                                    if junk && bad_a < bad_b {
+                                        let j = rng.bytes((bad_b - bad_a) as usize);
+                                        put(&mut img, bad_a, &j);
+                                    }
+                                }
+                            }
+                            s_at = s_end;
+                        }
+                    }
+                }
+                page_at = page_end;
+            }
+        }
+        let f = std::fs::OpenOptions::new().write(true).open(&self.path)?;
+        let mut sectors: Vec<(&u64, &Vec<u8>)> = img.iter().collect();
+        sectors.sort_by_key(|(s, _)| **s);
+        for (s, bytes) in sectors {
+            f.write_all_at(bytes, s * SECTOR)?;
+        }
+        f.sync_data()?;
+        Ok(out)
+    }
+}
+
+/// A member with injected faults and a record of its unsynced writes (see [`MemberFaults`]).
+pub struct FaultMember {
+    inner: Arc<dyn Member>,
+    f: Arc<MemberFaults>,
+}
+
+impl FaultMember {
+    pub fn new(inner: Arc<dyn Member>, f: Arc<MemberFaults>) -> FaultMember {
+        FaultMember { inner, f }
+    }
+    fn gone(&self) -> io::Result<()> {
+        if self.f.is_fail_stopped() {
+            return Err(io::Error::other(format!(
+                "injected fail-stop: {} is gone",
+                self.f.path.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Member for FaultMember {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.gone()?;
+        let (slow, lse) = {
+            let st = self.f.st.lock().unwrap();
+            let end = offset + buf.len() as u64;
+            let hit = st.lse.iter().copied().find(|&(s, e)| s < end && offset < e);
+            (st.slow, hit)
+        };
+        if !slow.is_zero() {
+            std::thread::sleep(slow);
+        }
+        if let Some((s, e)) = lse {
+            return Err(io::Error::other(format!(
+                "injected latent sector error on {} bytes {s}..{e}",
+                self.f.path.display()
+            )));
+        }
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.gone()?;
+        if self.f.crash.on_write() {
+            return Ok(());
+        }
+        let mut st = self.f.st.lock().unwrap();
+        if !st.slow.is_zero() {
+            std::thread::sleep(st.slow);
+        }
+        if st.lost_writes > 0 {
+            st.lost_writes -= 1;
+            return Ok(());
+        }
+        let mut at = offset;
+        if let Some((n, shift)) = st.misdirect {
+            st.misdirect = (n > 1).then_some((n - 1, shift));
+            let (lo, hi) = st.data_range;
+            let len = buf.len() as u64;
+            if offset >= lo && hi >= lo + len {
+                let moved = (offset as i64 + shift).clamp(lo as i64, (hi - len) as i64) as u64;
+                at = moved;
+            }
+        }
+        // The durable image of every sector this write touches, read before the write.
+        let end = at + buf.len() as u64;
+        for s in at / SECTOR..end.div_ceil(SECTOR) {
+            if let std::collections::hash_map::Entry::Vacant(v) = st.pre.entry(s) {
+                let mut b = vec![0u8; SECTOR as usize];
+                self.inner.read_at(&mut b, s * SECTOR)?;
+                v.insert(b);
+            }
+        }
+        st.pending.push((at, buf.to_vec()));
+        self.inner.write_at(buf, at)
+    }
+    fn flush(&self) -> io::Result<()> {
+        self.gone()?;
+        if self.f.crash.is_dead() {
+            // Nothing reaches the medium once the process is dead.
+            return Ok(());
+        }
+        self.inner.flush()?;
+        let mut st = self.f.st.lock().unwrap();
+        st.pre.clear();
+        st.pending.clear();
+        Ok(())
+    }
+    fn size_bytes(&self) -> u64 {
+        self.inner.size_bytes()
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn completes_in_memory(&self) -> bool {
+        // Keeps member I/O on the calling thread, in plan order: a crash countdown then trips
+        // at the same write in every replay of a seed.
+        self.inner.completes_in_memory()
+    }
+}
+
+/// What a sector of the volume may hold when its contents are not known exactly.
+#[derive(Clone, Debug)]
+enum Amb {
+    /// One of these versions (written since the last flush before a crash, or durable).
+    OneOf(Vec<Vec<u8>>),
+    /// Anything (a crash may have torn it with random bytes).
+    Any,
+}
+
+/// The reference model of the volume: per 512-byte sector, what a read may return.
+///
+/// `base` holds the newest contents of every sector whose contents are known. A write keeps
+/// the versions it replaces (since the last flush) in `pend`; a flush forgets them (what was
+/// flushed must read back intact). A crash makes every sector with unflushed writes ambiguous:
+/// it may hold its durable contents or any version written since (or anything, when the crash
+/// model lets torn sectors hold random bytes); the first read pins the version.
+#[derive(Debug)]
+pub struct Model {
+    base: Vec<u8>,
+    pend: HashMap<u64, (Vec<Vec<u8>>, bool)>,
+    amb: HashMap<u64, Amb>,
+    /// Sectors of failed writes since the last flush: `base` (the new bytes) or any version
+    /// in `pend`.
+    unk: std::collections::HashSet<u64>,
+}
+
+impl Model {
+    pub fn new(capacity: u64) -> Model {
+        Model {
+            base: vec![0; capacity as usize],
+            pend: HashMap::new(),
+            amb: HashMap::new(),
+            unk: Default::default(),
+        }
+    }
+    fn sector(&self, s: u64) -> &[u8] {
+        &self.base[(s * SECTOR) as usize..((s + 1) * SECTOR) as usize]
+    }
+    /// Records a write (sector aligned).
+    pub fn write(&mut self, offset: u64, data: &[u8]) {
+        assert!(offset.is_multiple_of(SECTOR) && (data.len() as u64).is_multiple_of(SECTOR));
+        for (k, chunk) in data.chunks(SECTOR as usize).enumerate() {
+            let s = offset / SECTOR + k as u64;
+            self.unk.remove(&s);
+            let old = self.sector(s).to_vec();
+            let e = self.pend.entry(s).or_default();
+            match self.amb.remove(&s) {
+                Some(Amb::OneOf(v)) => e.0.extend(v),
+                Some(Amb::Any) => e.1 = true,
+                None => e.0.push(old),
+            }
+            self.base[(s * SECTOR) as usize..((s + 1) * SECTOR) as usize].copy_from_slice(chunk);
+        }
+    }
+    /// A write whose outcome is unknown (it failed part way): every sector may hold the old
+    /// or the new bytes (a crash may tear it like any unflushed write), and stays so across
+    /// flushes until read or rewritten.
+    pub fn write_unknown(&mut self, offset: u64, data: &[u8]) {
+        self.write(offset, data);
+        for k in 0..data.len() as u64 / SECTOR {
+            self.unk.insert(offset / SECTOR + k);
+        }
+    }
+    /// The volume was flushed: everything written is durable.
+    pub fn flush(&mut self) {
+        for s in std::mem::take(&mut self.unk) {
+            let (mut v, any) = self.pend.remove(&s).unwrap_or_default();
+            v.push(self.sector(s).to_vec());
+            self.amb
+                .insert(s, if any { Amb::Any } else { Amb::OneOf(v) });
+        }
+        self.pend.clear();
+    }
+    /// Unflushed writes since the last flush.
+    pub fn dirty(&self) -> bool {
+        !self.pend.is_empty()
+    }
+    /// The pool crashed: every sector with unflushed writes becomes ambiguous.
+    pub fn crash(&mut self, garbage: bool) {
+        self.unk.clear();
+        for (s, (mut v, any)) in self.pend.drain() {
+            let cur = self.base[(s * SECTOR) as usize..((s + 1) * SECTOR) as usize].to_vec();
+            v.push(cur);
+            let a = if garbage || any {
+                Amb::Any
+            } else {
+                Amb::OneOf(v)
+            };
+            self.amb.insert(s, a);
+        }
+    }
+    /// Checks bytes read at `offset`; returns the first sector that disagrees. Ambiguous
+    /// sectors are pinned to what was read.
+    pub fn check(&mut self, offset: u64, data: &[u8]) -> Result<(), String> {
+        for (k, got) in data.chunks(SECTOR as usize).enumerate() {
+            let s = offset / SECTOR + k as u64;
+            let ok = match self.amb.get(&s) {
+                None if self.unk.contains(&s) => {
+                    got == self.sector(s)
+                        || self
+                            .pend
+                            .get(&s)
+                            .is_some_and(|(v, any)| *any || v.iter().any(|x| x.as_slice() == got))
+                }
+                None => got == self.sector(s),
+                Some(Amb::Any) => true,
+                Some(Amb::OneOf(v)) => v.iter().any(|x| x.as_slice() == got),
+            };
+            if !ok {
+                let first = got
+                    .iter()
+                    .zip(self.sector(s))
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(0);
+                return Err(format!(
+                    "volume sector {s} (bytes {}..{}) read wrong: first difference at byte {} of \
+                     it (read {:02x?}, expected {:02x?}){}",
+                    s * SECTOR,
+                    (s + 1) * SECTOR,
+                    first,
+                    &got[first..(first + 4).min(got.len())],
+                    &self.sector(s)[first..(first + 4).min(got.len())],
+                    if self.amb.contains_key(&s) {
+                        " (none of the versions it may hold after the crash)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            if self.amb.remove(&s).is_some() || self.unk.remove(&s) {
+                self.base[(s * SECTOR) as usize..((s + 1) * SECTOR) as usize].copy_from_slice(got);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The fault atlas: which members have used redundancy, and how much is left.
+#[derive(Clone, Debug)]
+pub struct Atlas {
+    pub protection: Protection,
+    /// Member failures the layout survives (`Scheme::tolerance`).
+    pub tolerance: usize,
+    /// Members charged: failed, replaced and not rebuilt yet, with latent errors, or (with
+    /// checksums) with silent damage.
+    pub charged: BTreeSet<usize>,
+    /// A crash left unflushed writes behind with no journal: stripes they touched may hold
+    /// parity that disagrees with the data, so no redundancy may be used any more.
+    pub write_hole: bool,
+}
+
+impl Atlas {
+    /// Redundancy left: member faults the pool still survives.
+    pub fn left(&self) -> usize {
+        if self.write_hole {
+            0
+        } else {
+            self.tolerance.saturating_sub(self.charged.len())
+        }
+    }
+    /// Whether a fault that costs member `m`'s redundancy stays within tolerance.
+    pub fn allows_member_fault(&self, m: usize) -> bool {
+        (self.charged.contains(&m) && !self.write_hole) || self.left() > 0
+    }
+    /// Whether a crash now stays within tolerance: always with a journal; without one only
+    /// when nothing is charged (a crash while degraded with unflushed writes can leave a
+    /// stripe whose missing unit no longer follows from the others).
+    pub fn allows_crash(&self, dirty: bool) -> bool {
+        self.protection.journal || !dirty || self.charged.is_empty()
+    }
+}
+
+/// The kind of run a seed draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum RunKind {
+    /// Faults of every kind the atlas allows, kept within tolerance.
+    Mixed,
+    /// Member faults (fail-stop, latent errors, failures) on one member more than the layout
+    /// tolerates: the loss must be reported.
+    OverFail,
+    /// Silent faults (bit flips, lost and misdirected writes) on up to `tolerance` members:
+    /// within tolerance with checksums, beyond without.
+    Silent,
+    /// A crash with unflushed writes, then member failures up to the tolerance: within
+    /// tolerance with a journal, beyond without (the write hole).
+    CrashFail,
+}
+
+impl RunKind {
+    /// Whether a run of this kind is within tolerance for a pool with `p`.
+    pub fn within(self, p: Protection) -> bool {
+        match self {
+            RunKind::Mixed => true,
+            RunKind::OverFail => false,
+            RunKind::Silent => p.checksums,
+            RunKind::CrashFail => p.journal,
+        }
+    }
+    /// Beyond tolerance and not detectable by an engine without the protection: an
+    /// undetected loss is the known gap, not a failure.
+    pub fn known_gap(self, p: Protection) -> bool {
+        match self {
+            RunKind::Silent => !p.checksums,
+            RunKind::CrashFail => !p.journal,
+            _ => false,
+        }
+    }
+}
+
+/// Faults injected, by kind.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FaultCounts {
+    pub fail_stop: u64,
+    pub admin_fail: u64,
+    pub latent_sector_errors: u64,
+    pub bit_flips: u64,
+    pub lost_writes: u64,
+    pub misdirected_writes: u64,
+    pub slow_members: u64,
+    pub crashes_between_ops: u64,
+    pub crashes_mid_op: u64,
+    /// Faults the atlas refused (they would have exceeded the tolerance).
+    pub refused_by_atlas: u64,
+}
+
+impl FaultCounts {
+    pub fn add(&mut self, o: &FaultCounts) {
+        self.fail_stop += o.fail_stop;
+        self.admin_fail += o.admin_fail;
+        self.latent_sector_errors += o.latent_sector_errors;
+        self.bit_flips += o.bit_flips;
+        self.lost_writes += o.lost_writes;
+        self.misdirected_writes += o.misdirected_writes;
+        self.slow_members += o.slow_members;
+        self.crashes_between_ops += o.crashes_between_ops;
+        self.crashes_mid_op += o.crashes_mid_op;
+        self.refused_by_atlas += o.refused_by_atlas;
+    }
+    pub fn crashes(&self) -> u64 {
+        self.crashes_between_ops + self.crashes_mid_op
+    }
+}
+
+/// The outcome of one seed.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    pub seed: u64,
+    pub layout: String,
+    pub kind: RunKind,
+    pub within_tolerance: bool,
+    pub faults: FaultCounts,
+    pub reopens: u64,
+    pub rebuilds: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub bytes_verified: u64,
+    pub pages_dropped: u64,
+    pub sectors_torn: u64,
+    /// Losses in a within-tolerance run: wrong data, or an error (must be empty).
+    pub losses: Vec<String>,
+    /// Beyond tolerance: reads (or operations) that reported the loss as an error.
+    pub detected: u64,
+    /// Beyond tolerance: reads that returned wrong data as good.
+    pub undetected: Vec<String>,
+    /// The undetected losses are the known gap of `kind` (see [`RunKind::known_gap`]).
+    pub known_gap: bool,
+}
+
+impl RunReport {
+    /// The run failed: a loss within tolerance, or an undetected loss that is not a known gap.
+    pub fn failed(&self) -> bool {
+        !self.losses.is_empty() || (!self.undetected.is_empty() && !self.known_gap)
+    }
+    pub fn first_problem(&self) -> Option<&str> {
+        self.losses
+            .first()
+            .or(if self.known_gap {
+                None
+            } else {
+                self.undetected.first()
+            })
+            .map(|s| s.as_str())
+    }
+}
+
+/// How to run a seed.
+#[derive(Clone, Debug)]
+pub struct RunOpts {
+    /// Scratch directory (a subdirectory per seed is created and removed).
+    pub dir: PathBuf,
+    /// Workload steps per run.
+    pub steps: usize,
+    pub protection: Protection,
+    /// Print every step to stderr.
+    pub verbose: bool,
+}
+
+impl RunOpts {
+    /// Scratch space in `/dev/shm` when there is one (member I/O at memory speed), else the
+    /// temporary directory.
+    pub fn default_dir() -> PathBuf {
+        let shm = Path::new("/dev/shm");
+        if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        }
+    }
+}
+
+impl Default for RunOpts {
+    fn default() -> RunOpts {
+        RunOpts {
+            dir: RunOpts::default_dir(),
+            steps: 120,
+            protection: ENGINE_PROTECTION,
+            verbose: false,
+        }
+    }
+}
+
+/// The layouts runs draw from: (name, scheme, parameters, chunk bytes).
+pub fn layouts() -> Vec<(&'static str, SchemeKind, Params, u64)> {
+    let d = |n: usize| Params {
+        disks: Some(n),
+        ..Params::default()
+    };
+    vec![
+        ("raid1-3", SchemeKind::Raid1, d(3), 4096),
+        ("raid10-4", SchemeKind::Raid10, d(4), 4096),
+        ("raid4-5", SchemeKind::Raid4, d(5), 4096),
+        ("raid5-4", SchemeKind::Raid5, d(4), 4096),
+        ("raid5-5", SchemeKind::Raid5, d(5), 16384),
+        ("raid6-5", SchemeKind::Raid6, d(5), 4096),
+        ("raid6-6", SchemeKind::Raid6, d(6), 8192),
+        (
+            "raid50-6",
+            SchemeKind::Raid50,
+            Params {
+                width: Some(3),
+                ..d(6)
+            },
+            4096,
+        ),
+        (
+            "raidplus-5-3",
+            SchemeKind::RaidPlus,
+            Params {
+                width: Some(3),
+                ..d(5)
+            },
+            4096,
+        ),
+        (
+            "hash-6-3",
+            SchemeKind::Hash,
+            Params {
+                width: Some(3),
+                seed: 5,
+                stripes: Some(12),
+                ..d(6)
+            },
+            4096,
+        ),
+    ]
+}
+
+/// Create options for a run's pool, with the protection features the run assumes (a small
+/// journal, so that small members keep room for data).
+pub fn create_opts(
+    kind: SchemeKind,
+    params: Params,
+    members: Vec<PathBuf>,
+    member_bytes: u64,
+    chunk: u64,
+    protection: Protection,
+) -> CreateOpts {
+    // The journal and checksum regions sit between the metadata and the data area (which
+    // then starts at the next MiB): give them that MiB so the data area keeps its size.
+    let extra = if protection.journal || protection.checksums {
+        1 << 20
+    } else {
+        0
+    };
+    CreateOpts {
+        scheme: kind,
+        params,
+        members,
+        size_bytes: Some(member_bytes + extra),
+        chunk_bytes: chunk,
+        emulate: None,
+        force: true,
+        direct: false,
+        parity: Default::default(),
+        bpgl_capacity: None,
+        checksums: protection.checksums,
+        write_hole: if protection.journal {
+            crate::pool::WriteHole::Journal
+        } else {
+            crate::pool::WriteHole::None
+        },
+        journal_bytes: protection.journal.then_some(256 << 10),
+    }
+}
+
+/// The command that replays a seed.
+pub fn reproduce_command(seed: u64) -> String {
+    format!("cargo run --release -p dev --example faultsim -- --seed {seed:#x} --verbose")
+}
+
+struct Run {
+    rng: Rng,
+    opts: RunOpts,
+    kind: RunKind,
+    garbage: bool,
+    dir: PathBuf,
+    desc: PathBuf,
+    crash: Arc<CrashSwitch>,
+    faults: Arc<Mutex<Vec<Arc<MemberFaults>>>>,
+    data_range: (u64, u64),
+    pool: Option<Pool>,
+    model: Model,
+    atlas: Atlas,
+    report: RunReport,
+    replacements: u64,
+    /// Members hit by a beyond-tolerance fault so far.
+    beyond_hit: BTreeSet<usize>,
+    /// The crash of a CrashFail run happened (with unflushed writes).
+    crashed_dirty: bool,
+}
+
+/// Runs one seed to the end and reports what happened. Never panics on an engine error (an
+/// engine panic propagates: the caller catches it and reports the seed).
+pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
+    let mut rng = Rng::new(seed);
+    let all = layouts();
+    let (name, scheme, params, chunk) = all[rng.below(all.len() as u64) as usize].clone();
+    let kind = match rng.below(100) {
+        0..=54 => RunKind::Mixed,
+        55..=69 => RunKind::OverFail,
+        70..=84 => RunKind::Silent,
+        _ => RunKind::CrashFail,
+    };
+    let garbage = rng.chance(0.5);
+    let dir = opts.dir.join(format!(
+        "raidforge-faultsim-{}-{seed:016x}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    let disks = params.disks.unwrap_or(0);
+    let member_bytes = (1 << 20) + (rng.below(3) + 1) * (256 << 10);
+    let paths: Vec<PathBuf> = (0..disks).map(|i| dir.join(format!("m{i}.img"))).collect();
+    let desc = dir.join("pool.json");
+    let crash = Arc::new(CrashSwitch::default());
+    let data_lo = raidcore::superblock::DEFAULT_DATA_OFFSET_BYTES;
+    let data_range = (data_lo, member_bytes);
+    let faults: Arc<Mutex<Vec<Arc<MemberFaults>>>> = Arc::new(Mutex::new(
+        paths
+            .iter()
+            .map(|p| Arc::new(MemberFaults::new(p.clone(), crash.clone(), data_range)))
+            .collect(),
+    ));
+    let wrap = make_wrap(&faults);
+    let within = kind.within(opts.protection);
+    let mut report = RunReport {
+        seed,
+        layout: name.to_string(),
+        kind,
+        within_tolerance: within,
+        faults: FaultCounts::default(),
+        reopens: 0,
+        rebuilds: 0,
+        reads: 0,
+        writes: 0,
+        bytes_verified: 0,
+        pages_dropped: 0,
+        sectors_torn: 0,
+        losses: Vec::new(),
+        detected: 0,
+        undetected: Vec::new(),
+        known_gap: kind.known_gap(opts.protection),
+    };
+    let pool = match Pool::create_wrapped(
+        &desc,
+        create_opts(scheme, params, paths, member_bytes, chunk, opts.protection),
+        Some(wrap),
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            report.losses.push(format!("create {name}: {e}"));
+            let _ = std::fs::remove_dir_all(&dir);
+            return report;
+        }
+    };
+    let tolerance = pool.geometry().scheme().tolerance();
+    let cap = pool.capacity_bytes();
+    let mut run = Run {
+        rng,
+        opts: opts.clone(),
+        kind,
+        garbage,
+        dir: dir.clone(),
+        desc,
+        crash,
+        faults,
+        data_range,
+        pool: Some(pool),
+        model: Model::new(cap),
+        atlas: Atlas {
+            protection: opts.protection,
+            tolerance,
+            charged: BTreeSet::new(),
+            write_hole: false,
+        },
+        report,
+        replacements: 0,
+        beyond_hit: BTreeSet::new(),
+        crashed_dirty: false,
+    };
+    run.log(format_args!(
+        "seed {seed:#x}: {name}, {kind:?} ({}), tolerance {tolerance}, {cap} bytes, torn sectors \
+         {}",
+        if within {
+            "within tolerance"
+        } else {
+            "beyond tolerance"
+        },
+        if garbage {
+            "may hold random bytes"
+        } else {
+            "are atomic"
+        }
+    ));
+    run.go();
+    let report = run.report.clone();
+    drop(run);
+    let _ = std::fs::remove_dir_all(&dir);
+    report
+}
+
+fn make_wrap(faults: &Arc<Mutex<Vec<Arc<MemberFaults>>>>) -> MemberWrap {
+    let faults = faults.clone();
+    Arc::new(move |i: usize, m: Arc<dyn Member>| -> Arc<dyn Member> {
+        let f = faults.lock().unwrap()[i].clone();
+        Arc::new(FaultMember::new(m, f))
+    })
+}
+
+impl Run {
+    fn log(&self, a: std::fmt::Arguments<'_>) {
+        if self.opts.verbose {
+            eprintln!("faultsim: {a}");
+        }
+    }
+    fn pool(&mut self) -> &mut Pool {
+        self.pool.as_mut().expect("pool open")
+    }
+    fn within(&self) -> bool {
+        self.report.within_tolerance
+    }
+    fn member_faults(&self, m: usize) -> Arc<MemberFaults> {
+        self.faults.lock().unwrap()[m].clone()
+    }
+    fn present(&mut self) -> Vec<usize> {
+        let failed = self.pool().state().failed().to_vec();
+        (0..self.faults.lock().unwrap().len())
+            .filter(|m| !failed.contains(&(*m as u32)))
+            .collect()
+    }
+
+    /// An operation failed with an error.
+    fn op_error(&mut self, what: String) {
+        self.log(format_args!("error: {what}"));
+        if self.within() {
+            self.report.losses.push(what);
+        } else {
+            self.report.detected += 1;
+        }
+    }
+
+    fn go(&mut self) {
+        for step in 0..self.opts.steps {
+            if !self.report.losses.is_empty() {
+                break;
+            }
+            self.step(step);
+            if self.crash.is_dead() {
+                self.report.faults.crashes_mid_op += 1;
+                self.crash_and_reopen("mid-operation");
+                if self.pool.is_none() {
+                    return;
+                }
+            }
+        }
+        self.crash.disarm();
+        if self.crash.is_dead() {
+            self.crash_and_reopen("mid-operation");
+        }
+        if self.pool.is_some() && self.report.losses.is_empty() {
+            self.final_check();
+        }
+    }
+
+    fn step(&mut self, step: usize) {
+        let r = self.rng.below(100);
+        // Beyond-tolerance runs mostly leave the damage in place (no replacement) and a
+        // crash-then-fail run crashes early.
+        if self.kind == RunKind::CrashFail && !self.crashed_dirty && r >= 90 && self.model.dirty() {
+            return self.crash_op();
+        }
+        if matches!(self.kind, RunKind::OverFail | RunKind::CrashFail)
+            && (90..=95).contains(&r)
+            && self.rng.chance(0.8)
+        {
+            return self.fault(step);
+        }
+        match r {
+            0..=34 => self.write(),
+            35..=69 => self.read(),
+            70..=77 => self.flush(),
+            78..=89 => self.fault(step),
+            90..=95 => self.recover(),
+            _ => self.crash_op(),
+        }
+    }
+
+    fn random_range(&mut self, max_sectors: u64) -> (u64, u64) {
+        let cap_s = self.model.base.len() as u64 / SECTOR;
+        let len = 1 + self.rng.below(max_sectors.min(cap_s));
+        let off = self.rng.below(cap_s - len + 1);
+        (off * SECTOR, len * SECTOR)
+    }
+
+    fn write(&mut self) {
+        let max = if self.rng.chance(0.1) { 512 } else { 64 };
+        let (off, len) = self.random_range(max);
+        let data = self.rng.bytes(len as usize);
+        self.report.writes += 1;
+        self.log(format_args!("write {off}+{len}"));
+        match self.pool().write(off, &data) {
+            Ok(()) => self.model.write(off, &data),
+            Err(e) => {
+                self.model.write_unknown(off, &data);
+                self.op_error(format!("write {off}+{len}: {e}"));
+            }
+        }
+    }
+
+    fn read(&mut self) {
+        let max = if self.rng.chance(0.1) { 1024 } else { 128 };
+        let (off, len) = self.random_range(max);
+        self.read_check(off, len);
+    }
+
+    fn read_check(&mut self, off: u64, len: u64) {
+        self.report.reads += 1;
+        match self.pool().read(off, len) {
+            Ok(data) => match self.model.check(off, &data) {
+                Ok(()) => self.report.bytes_verified += len,
+                Err(why) => {
+                    let msg = format!("read {off}+{len}: {why}");
+                    self.log(format_args!("WRONG DATA: {msg}"));
+                    if self.within() {
+                        self.report.losses.push(msg);
+                    } else {
+                        self.report.undetected.push(msg);
+                        // Pin what was read so one loss is reported once.
+                        self.model.write(off, &data);
+                        self.model.flush();
+                    }
+                }
+            },
+            Err(e) => self.op_error(format!("read {off}+{len}: {e}")),
+        }
+    }
+
+    fn flush(&mut self) {
+        self.log(format_args!("flush"));
+        match self.pool().sync() {
+            Ok(()) => {
+                if !self.crash.is_dead() {
+                    self.model.flush();
+                }
+            }
+            Err(e) => self.op_error(format!("flush: {e}")),
+        }
+    }
+
+    /// Injects one fault, as the run's kind and the atlas allow.
+    fn fault(&mut self, step: usize) {
+        let present = self.present();
+        if present.is_empty() {
+            return;
+        }
+        let m = present[self.rng.below(present.len() as u64) as usize];
+        let f = self.member_faults(m);
+        let (lo, hi) = self.data_range;
+        // Slow members cost no redundancy: any run.
+        if self.rng.chance(0.15) {
+            let us = 20 + self.rng.below(200);
+            f.set_slow(Duration::from_micros(us));
+            self.report.faults.slow_members += 1;
+            self.log(format_args!(
+                "step {step}: member {m} slow ({us} us per I/O)"
+            ));
+            return;
+        }
+        let silent = match self.kind {
+            RunKind::Silent => true,
+            RunKind::Mixed => self.opts.protection.checksums && self.rng.chance(0.3),
+            _ => false,
+        };
+        // Which member may take it.
+        let allowed = match self.kind {
+            RunKind::Mixed => {
+                self.atlas.allows_member_fault(m)
+                    && (self.opts.protection.journal || !self.crash.is_armed())
+            }
+            RunKind::OverFail => {
+                self.beyond_hit.contains(&m) || self.beyond_hit.len() <= self.atlas.tolerance
+            }
+            RunKind::Silent => {
+                self.beyond_hit.contains(&m) || self.beyond_hit.len() < self.atlas.tolerance.max(1)
+            }
+            RunKind::CrashFail => {
+                self.crashed_dirty
+                    && (self.beyond_hit.contains(&m)
+                        || self.beyond_hit.len() < self.atlas.tolerance)
+            }
+        };
+        if !allowed {
+            self.report.faults.refused_by_atlas += 1;
+            return;
+        }
+        self.beyond_hit.insert(m);
+        if self.kind == RunKind::Mixed {
+            self.atlas.charged.insert(m);
+        }
+        if silent {
+            match self.rng.below(3) {
+                0 => {
+                    let at = lo + self.rng.below(hi - lo);
+                    let bit = self.rng.below(8) as u8;
+                    if f.flip_bit(at, bit).is_ok() {
+                        self.report.faults.bit_flips += 1;
+                        self.log(format_args!(
+                            "step {step}: member {m} bit {bit} of byte {at} flipped"
+                        ));
+                    }
+                }
+                1 => {
+                    let n = 1 + self.rng.below(3) as u32;
+                    f.lose_writes(n);
+                    self.report.faults.lost_writes += n as u64;
+                    self.log(format_args!(
+                        "step {step}: member {m} loses its next {n} writes"
+                    ));
+                }
+                _ => {
+                    let chunk = self.pool().geometry().chunk_bytes() as i64;
+                    let k = 1 + self.rng.below(4) as i64;
+                    let shift = if self.rng.chance(0.5) {
+                        k * chunk
+                    } else {
+                        -k * chunk
+                    };
+                    f.misdirect(1, shift);
+                    self.report.faults.misdirected_writes += 1;
+                    self.log(format_args!(
+                        "step {step}: member {m}'s next write lands {shift} bytes off"
+                    ));
+                }
+            }
+            return;
+        }
+        match self.rng.below(3) {
+            0 => {
+                f.fail_stop();
+                self.report.faults.fail_stop += 1;
+                self.log(format_args!("step {step}: member {m} fail-stop"));
+            }
+            1 => {
+                let len = SECTOR * (1 + self.rng.below(64));
+                let at = lo + self.rng.below((hi - lo - len) / SECTOR) * SECTOR;
+                f.add_lse(at, at + len);
+                self.report.faults.latent_sector_errors += 1;
+                self.log(format_args!(
+                    "step {step}: member {m} latent errors {at}..{}",
+                    at + len
+                ));
+            }
+            _ => {
+                self.report.faults.admin_fail += 1;
+                self.log(format_args!("step {step}: fail member {m}"));
+                match self.pool().fail(m) {
+                    Ok(()) => self.model_flush_if_alive(),
+                    Err(e) => self.op_error(format!("fail {m}: {e}")),
+                }
+            }
+        }
+    }
+
+    fn model_flush_if_alive(&mut self) {
+        if !self.crash.is_dead() {
+            self.model.flush();
+        }
+    }
+
+    /// Replaces the failed members (new files) and rebuilds, possibly only part way.
+    fn recover(&mut self) {
+        if self.crash.is_dead() {
+            return;
+        }
+        let failed = self.pool().state().failed().to_vec();
+        for &d in &failed {
+            let d = d as usize;
+            self.replacements += 1;
+            let path = self.dir.join(format!("m{d}.r{}.img", self.replacements));
+            let nf = Arc::new(MemberFaults::new(
+                path.clone(),
+                self.crash.clone(),
+                self.data_range,
+            ));
+            let old = std::mem::replace(&mut self.faults.lock().unwrap()[d], nf);
+            self.log(format_args!("replace member {d} with {}", path.display()));
+            if let Err(e) = self.pool().replace(d, &path) {
+                self.faults.lock().unwrap()[d] = old;
+                self.op_error(format!("replace {d}: {e}"));
+                return;
+            }
+        }
+        if self.pool().state().all_clean() {
+            self.settle_atlas();
+            return;
+        }
+        let cycles = self.pool().geometry().cycles();
+        let max_cycles = if self.rng.chance(0.3) {
+            Some(1 + self.rng.below(cycles))
+        } else {
+            None
+        };
+        self.report.rebuilds += 1;
+        let opts = RebuildOpts {
+            parallel_cycles: 1 + self.rng.below(8) as usize,
+            max_cycles,
+            batches_in_flight: 1 + self.rng.below(2) as usize,
+            ..RebuildOpts::default()
+        };
+        match self.pool().rebuild(&opts, |_| {}) {
+            Ok(p) => {
+                self.log(format_args!(
+                    "rebuild: {}/{} cycles",
+                    p.cycles_done, p.cycles_total
+                ));
+                self.model_flush_if_alive();
+            }
+            // A member failed during the rebuild (a latent error, a dead disk the rebuild
+            // read): the engine stops and asks for the replacement; the next recovery does.
+            Err(e) if !self.pool().state().failed().is_empty() => {
+                self.log(format_args!("rebuild stopped: {e}"));
+            }
+            Err(e) => self.op_error(format!("rebuild: {e}")),
+        }
+        self.settle_atlas();
+    }
+
+    /// Members that are present and rebuilt no longer use redundancy (unless they still carry
+    /// latent errors or silent damage, which stays charged until they are replaced).
+    fn settle_atlas(&mut self) {
+        let Some(pool) = self.pool.as_ref() else {
+            return;
+        };
+        if pool.state().all_clean() && pool.state().failed().is_empty() {
+            let replaced: Vec<usize> = self
+                .atlas
+                .charged
+                .iter()
+                .copied()
+                .filter(|&m| pool.state().replaced_at(m as u32) > 0)
+                .collect();
+            for m in replaced {
+                // A member replaced since the fault: fresh, unless faulted again since.
+                let f = self.faults.lock().unwrap()[m].clone();
+                let st = f.st.lock().unwrap();
+                if st.lse.is_empty() && !f.is_fail_stopped() {
+                    self.atlas.charged.remove(&m);
+                }
+            }
+        }
+    }
+
+    fn crash_op(&mut self) {
+        let dirty = self.model.dirty();
+        let journal = self.opts.protection.journal;
+        // (allowed, may crash mid-operation)
+        let (allowed, mid_op) = match self.kind {
+            // Without a journal a crash is within tolerance only while nothing is charged;
+            // member faults are refused while a crash is armed (see `fault`).
+            RunKind::Mixed => (journal || self.atlas.charged.is_empty(), true),
+            RunKind::CrashFail => (!self.crashed_dirty, true),
+            // Other beyond-tolerance runs keep crashes harmless: nothing unflushed.
+            _ => (!dirty, false),
+        };
+        if !allowed || self.crash.is_armed() {
+            self.report.faults.refused_by_atlas += 1;
+            return;
+        }
+        if mid_op && self.rng.chance(0.5) {
+            let n = 1 + self.rng.below(48);
+            self.log(format_args!(
+                "crash armed: before the {n}th next member write"
+            ));
+            self.crash.arm(n);
+        } else {
+            self.report.faults.crashes_between_ops += 1;
+            self.crash_and_reopen("between operations");
+        }
+    }
+
+    /// Drops the pool without closing it, applies the crash to every member file, reopens.
+    fn crash_and_reopen(&mut self, when: &str) {
+        let dirty = self.model.dirty();
+        self.log(format_args!(
+            "crash {when} ({})",
+            if dirty {
+                "unflushed writes"
+            } else {
+                "nothing unflushed"
+            }
+        ));
+        drop(self.pool.take());
+        let all: Vec<Arc<MemberFaults>> = self.faults.lock().unwrap().clone();
+        for f in &all {
+            match f.apply_crash(&mut self.rng, self.garbage) {
+                Ok(o) => {
+                    self.report.pages_dropped += o.pages_dropped;
+                    self.report.sectors_torn += o.sectors_torn;
+                }
+                Err(e) => {
+                    self.op_error(format!("applying the crash to {}: {e}", f.path.display()));
+                }
+            }
+        }
+        self.model.crash(self.garbage);
+        if dirty && !self.opts.protection.journal {
+            match self.kind {
+                RunKind::Mixed => self.atlas.write_hole = true,
+                RunKind::CrashFail => self.crashed_dirty = true,
+                _ => {}
+            }
+        }
+        self.crash.reset();
+        self.report.reopens += 1;
+        match Pool::open_wrapped(&self.desc, make_wrap(&self.faults)) {
+            Ok(p) => self.pool = Some(p),
+            Err(e) => {
+                let msg = format!("reopen after a crash {when}: {e}");
+                self.log(format_args!("{msg}"));
+                if self.within() {
+                    self.report.losses.push(msg);
+                } else {
+                    self.report.detected += 1;
+                }
+            }
+        }
+    }
+
+    /// Reads the whole volume back; with no silent damage, no write hole and every member
+    /// healthy, verifies parity too.
+    fn final_check(&mut self) {
+        let cap = self.model.base.len() as u64;
+        let step = 64 << 10;
+        let mut off = 0;
+        while off < cap && self.report.losses.is_empty() {
+            let len = step.min(cap - off);
+            self.read_check(off, len);
+            off += len;
+        }
+        if !self.within() || self.atlas.write_hole || !self.report.losses.is_empty() {
+            return;
+        }
+        let healthy = self.pool().state().failed().is_empty()
+            && self.pool().state().all_clean()
+            && self.atlas.charged.is_empty();
+        if healthy && self.kind == RunKind::Mixed {
+            match self.pool().verify() {
+                Ok(v) if v.inconsistent.is_empty() => {}
+                Ok(v) => self.report.losses.push(format!(
+                    "verify found {} inconsistent stripes (first: cycle {}, stripe {})",
+                    v.inconsistent.len(),
+                    v.inconsistent[0].0,
+                    v.inconsistent[0].1
+                )),
+                Err(e) => self.report.losses.push(format!("verify: {e}")),
+            }
+        }
+        if let Some(p) = self.pool.take() {
+            if let Err(e) = p.close() {
+                if !matches!(e, PoolError::Io(_)) || self.within() {
+                    self.report.losses.push(format!("close: {e}"));
+                }
+            }
+        }
+    }
+}
+
+/// Totals over many seeds (what the campaign prints).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    pub seeds_run: u64,
+    pub runs_within_tolerance: u64,
+    pub runs_beyond_tolerance: u64,
+    pub faults: FaultCounts,
+    pub crashes: u64,
+    pub reopens: u64,
+    pub rebuilds: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub bytes_verified: u64,
+    pub pages_dropped_by_crashes: u64,
+    pub sectors_torn_by_crashes: u64,
+    /// Must be 0.
+    pub losses_within_tolerance: u64,
+    pub beyond_tolerance_detected: u64,
+    /// Undetected losses that are the known gap (no checksums / no journal yet).
+    pub beyond_tolerance_undetected_known_gap: u64,
+    /// Must be 0.
+    pub beyond_tolerance_undetected_unexpected: u64,
+    /// Seeds that failed (or panicked), with the first problem.
+    pub failed_seeds: Vec<(String, String)>,
+}
+
+impl Summary {
+    pub fn add(&mut self, r: &RunReport) {
+        self.seeds_run += 1;
+        if r.within_tolerance {
+            self.runs_within_tolerance += 1;
+        } else {
+            self.runs_beyond_tolerance += 1;
+        }
+        self.faults.add(&r.faults);
+        self.crashes += r.faults.crashes();
+        self.reopens += r.reopens;
+        self.rebuilds += r.rebuilds;
+        self.reads += r.reads;
+        self.writes += r.writes;
+        self.bytes_verified += r.bytes_verified;
+        self.pages_dropped_by_crashes += r.pages_dropped;
+        self.sectors_torn_by_crashes += r.sectors_torn;
+        self.losses_within_tolerance += r.losses.len() as u64;
+        self.beyond_tolerance_detected += r.detected;
+        if r.known_gap {
+            self.beyond_tolerance_undetected_known_gap += r.undetected.len() as u64;
+        } else {
+            self.beyond_tolerance_undetected_unexpected += r.undetected.len() as u64;
+        }
+        if r.failed() {
+            self.failed_seeds.push((
+                format!("{:#x}", r.seed),
+                r.first_problem().unwrap_or("").to_string(),
+            ));
+        }
+    }
+    pub fn add_panic(&mut self, seed: u64, msg: String) {
+        self.seeds_run += 1;
+        self.failed_seeds
+            .push((format!("{seed:#x}"), format!("panicked: {msg}")));
+    }
+}
+
+/// Runs `seed`, turning an engine panic into a failed report line. Returns the report, or the
+/// panic message.
+pub fn run_seed_caught(seed: u64, opts: &RunOpts) -> Result<RunReport, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_seed(seed, opts))).map_err(|p| {
+        p.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic".into())
+    })
+}
+
+/// Parses the regression seed list: one seed per line (decimal or 0x hex), `#` comments.
+pub fn parse_seed_list(text: &str) -> Vec<u64> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| parse_seed(l).unwrap_or_else(|| panic!("bad seed '{l}' in the seed list")))
+        .collect()
+}
+
+/// A seed in decimal or `0x` hex.
+pub fn parse_seed(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}

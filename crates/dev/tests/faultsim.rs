@@ -1,0 +1,216 @@
+//! The fault-injection harness (`dev::faultsim`) in CI: a bounded number of seeds (each a pool
+//! on scratch files, a seeded workload and fault mix, every read checked against a model of
+//! the volume), the checked-in regression seeds, and checks that the harness itself can fail.
+//! The long campaign is `scripts/faultsim.sh`.
+
+use dev::faultsim::{
+    parse_seed_list, reproduce_command, run_seed, Model, Protection, RunKind, RunOpts, Summary,
+    ENGINE_PROTECTION,
+};
+
+fn opts() -> RunOpts {
+    RunOpts {
+        steps: 80,
+        ..RunOpts::default()
+    }
+}
+
+fn run_all(seeds: impl IntoIterator<Item = u64>, o: &RunOpts) -> Summary {
+    let mut sum = Summary::default();
+    for seed in seeds {
+        let r = run_seed(seed, o);
+        assert!(
+            !r.failed(),
+            "faultsim seed {seed:#x} ({} {:?}) failed: {}\nreproduce: {}",
+            r.layout,
+            r.kind,
+            r.first_problem().unwrap_or(""),
+            reproduce_command(seed)
+        );
+        sum.add(&r);
+    }
+    sum
+}
+
+/// A bounded run of consecutive seeds: no loss within tolerance, no undetected loss beyond it
+/// except the known gaps, and the runs really injected faults, crashed and verified data.
+#[test]
+fn faultsim_ci_seeds() {
+    let n: u64 = std::env::var("FAULTSIM_CI_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(120);
+    let sum = run_all(1000..1000 + n, &opts());
+    eprintln!("{}", serde_json::to_string(&sum).unwrap());
+    assert_eq!(sum.losses_within_tolerance, 0);
+    assert_eq!(sum.beyond_tolerance_undetected_unexpected, 0);
+    assert!(sum.runs_within_tolerance > 0 && sum.runs_beyond_tolerance > 0);
+    let f = &sum.faults;
+    assert!(f.fail_stop + f.admin_fail > 0, "{f:?}");
+    assert!(f.latent_sector_errors > 0, "{f:?}");
+    assert!(
+        f.bit_flips + f.lost_writes + f.misdirected_writes > 0,
+        "{f:?}"
+    );
+    assert!(f.crashes_between_ops > 0 && f.crashes_mid_op > 0, "{f:?}");
+    assert!(sum.bytes_verified > 0 && sum.rebuilds > 0);
+    // Beyond-tolerance member failures are reported as errors.
+    assert!(sum.beyond_tolerance_detected > 0);
+}
+
+/// Every seed that ever failed, replayed.
+#[test]
+fn faultsim_regression_seeds() {
+    let seeds = parse_seed_list(include_str!("faultsim_seeds.txt"));
+    assert!(!seeds.is_empty());
+    run_all(seeds, &opts());
+}
+
+/// The harness can fail: claiming protections the engine does not have turns the silent and
+/// crash-plus-failure runs (and crashes while degraded in mixed runs) into within-tolerance
+/// runs, and today's engine then loses data in some of them (the known gaps), which the
+/// harness must report. Runs that exceed the member budget are unaffected by the claim. Once
+/// the engine has both protections, no run may fail.
+#[test]
+fn faultsim_catches_the_known_gaps_when_protection_is_claimed() {
+    let claimed = RunOpts {
+        protection: Protection {
+            journal: true,
+            checksums: true,
+        },
+        ..opts()
+    };
+    let mut caught = 0;
+    for seed in 1..=40u64 {
+        let r = run_seed(seed, &claimed);
+        if r.kind == RunKind::OverFail {
+            assert!(!r.failed(), "seed {seed:#x}: {:?}", r.first_problem());
+        }
+        caught += u64::from(r.failed());
+    }
+    if ENGINE_PROTECTION.journal && ENGINE_PROTECTION.checksums {
+        assert_eq!(caught, 0, "protected engine lost data");
+    } else {
+        assert!(caught > 0, "the harness found none of the known gaps");
+    }
+}
+
+/// The model: flushed data must read back exactly; after a crash an unflushed sector may hold
+/// any version written since the flush (or the old one), and is then pinned.
+#[test]
+fn model_accepts_exactly_the_allowed_versions() {
+    let s = 512usize;
+    let mut m = Model::new(4 * s as u64);
+    let a = vec![1u8; s];
+    let b = vec![2u8; s];
+    let c = vec![3u8; s];
+    m.write(0, &a);
+    m.flush();
+    m.write(0, &b);
+    m.write(0, &c);
+    assert!(m.check(0, &c).is_ok());
+    assert!(
+        m.check(0, &b).is_err(),
+        "before a crash only the newest version"
+    );
+    m.crash(false);
+    assert!(
+        m.check(0, &vec![9u8; s]).is_err(),
+        "never a version not written"
+    );
+    assert!(
+        m.check(0, &b).is_ok(),
+        "an intermediate version may survive"
+    );
+    assert!(m.check(0, &a).is_err(), "pinned to what was read");
+    // Flushed data is intact after a crash.
+    m.write(s as u64, &c);
+    m.flush();
+    m.crash(false);
+    assert!(m.check(s as u64, &a).is_err());
+    assert!(m.check(s as u64, &c).is_ok());
+    // Torn with random bytes: anything, once.
+    m.write(2 * s as u64, &a);
+    m.crash(true);
+    assert!(m.check(2 * s as u64, &vec![7u8; s]).is_ok());
+    assert!(m.check(2 * s as u64, &a).is_err());
+    // A failed write: old or new, even after a flush, until read.
+    m.write(3 * s as u64, &a);
+    m.flush();
+    m.write_unknown(3 * s as u64, &b);
+    m.flush();
+    assert!(m.check(3 * s as u64, &c).is_err());
+    assert!(m.check(3 * s as u64, &a).is_ok());
+    assert!(m.check(3 * s as u64, &b).is_err(), "pinned");
+}
+
+/// A run is a function of its seed.
+#[test]
+fn faultsim_runs_replay_exactly() {
+    let o = opts();
+    for seed in [3u64, 0x1e] {
+        let a = serde_json::to_string(&run_seed(seed, &o)).unwrap();
+        let b = serde_json::to_string(&run_seed(seed, &o)).unwrap();
+        assert_eq!(a, b, "seed {seed:#x}");
+    }
+}
+
+/// A crash while the superblocks are rewritten can leave a member one generation behind (its
+/// data is current: every update flushes the data before any superblock). Found by the
+/// harness (crash mid-operation during a rebuild's superblock update, seed 0x13c2 with
+/// `--protection journal`): the pool refused to open ("is stale"). One generation behind is
+/// accepted now; two are still refused.
+#[test]
+fn a_member_that_missed_only_the_last_superblock_write_is_accepted() {
+    use std::os::unix::fs::FileExt;
+    let dir = std::env::temp_dir().join(format!("rf-faultsim-gen-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let paths: Vec<_> = (0..4).map(|i| dir.join(format!("m{i}.img"))).collect();
+    let desc = dir.join("p.json");
+    let params = layout::Params {
+        disks: Some(4),
+        ..Default::default()
+    };
+    let opts = dev::faultsim::create_opts(
+        layout::SchemeKind::Raid5,
+        params,
+        paths.clone(),
+        2 << 20,
+        4096,
+        Default::default(),
+    );
+    let mut pool = dev::pool::Pool::create(&desc, opts).unwrap();
+    let data: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
+    pool.write(4096, &data).unwrap();
+    let sb = |p: &std::path::Path| {
+        let mut b = vec![0u8; 4096];
+        std::fs::File::open(p)
+            .unwrap()
+            .read_exact_at(&mut b, 0)
+            .unwrap();
+        b
+    };
+    let put = |p: &std::path::Path, b: &[u8]| {
+        let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
+        f.write_all_at(b, 0).unwrap();
+    };
+    let old = sb(&paths[1]);
+    pool.close().unwrap();
+    // Member 1 missed the newest superblock write.
+    put(&paths[1], &old);
+    let mut pool = dev::pool::Pool::open(&desc).expect("one generation behind is accepted");
+    assert_eq!(pool.read(4096, data.len() as u64).unwrap(), data);
+    assert_eq!(pool.status().state, "clean");
+    pool.close().unwrap();
+    // Two generations behind: it missed an update it should have seen.
+    let pool = dev::pool::Pool::open(&desc).unwrap();
+    pool.close().unwrap();
+    put(&paths[1], &old);
+    let err = dev::pool::Pool::open(&desc)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("is stale"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

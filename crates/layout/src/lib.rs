@@ -251,6 +251,12 @@ impl Cycle {
     }
 
     /// Applies a relocation: every unit whose place is moved gets its new place.
+    /// Rows of a cycle of `rows` rows after `moves` ([`Cycle::relocated`]): rebuilt units may
+    /// land in spare space past the data rows (random and hash placement).
+    pub fn relocated_rows(rows: u64, moves: &HashMap<Loc, Loc>) -> u64 {
+        moves.values().map(|l| l.offset + 1).fold(rows, u64::max)
+    }
+
     pub fn relocated(&self, moves: &HashMap<Loc, Loc>) -> Cycle {
         // Only units on a disk some move starts from can move: skip the look-up for the others
         // (most of a wide cycle; this runs for every failure set a geometry considers).
@@ -286,11 +292,7 @@ impl Cycle {
                     .collect(),
             })
             .collect();
-        // Rebuilt units may land in spare space past the data rows (random and hash placement).
-        let rows = moves
-            .values()
-            .map(|l| l.offset + 1)
-            .fold(self.rows, u64::max);
+        let rows = Cycle::relocated_rows(self.rows, moves);
         Cycle {
             disks: self.disks,
             rows,
@@ -464,6 +466,30 @@ pub struct RecoveryPlan {
 /// are lost. Sources are chosen per stripe code; XOR groups that share data units (RM2) are
 /// solved by peeling. Fails if the failures lose data.
 pub fn recovery_plan(scheme: &dyn Scheme, failed: &[Disk]) -> Result<RecoveryPlan, LayoutError> {
+    let (moves, repairs) = peel(scheme, failed, true)?;
+    let rebuilt = scheme.cycle().relocated(&moves);
+    Ok(RecoveryPlan {
+        failed: failed.to_vec(),
+        repairs,
+        rebuilt,
+    })
+}
+
+/// `recovery_plan(scheme, failed).map(|p| p.rebuilt.rows)` without building the repairs and
+/// the rebuilt cycle: the rows a cycle needs after these failures (what an array sizing its
+/// cycles asks for every failure set it must absorb).
+pub fn recovery_rows(scheme: &dyn Scheme, failed: &[Disk]) -> Result<u64, LayoutError> {
+    let (moves, _) = peel(scheme, failed, false)?;
+    Ok(Cycle::relocated_rows(scheme.cycle().rows, &moves))
+}
+
+/// The peeling behind [`recovery_plan`]: the relocation and, if `want_repairs`, the repairs;
+/// an error if the failures lose data (the same with or without repairs).
+fn peel(
+    scheme: &dyn Scheme,
+    failed: &[Disk],
+    want_repairs: bool,
+) -> Result<(Relocation, Vec<Repair>), LayoutError> {
     validate_failures(scheme, failed)?;
     let cycle = scheme.cycle();
     let moves = scheme.relocate(failed)?;
@@ -478,15 +504,19 @@ pub fn recovery_plan(scheme: &dyn Scheme, failed: &[Disk]) -> Result<RecoveryPla
     }
     let target_of = |l: &Loc| *moves.get(l).unwrap_or(l);
 
-    let mut known: fxhash::FxHashMap<Loc, Source> = fxhash::FxHashMap::default();
-    known.reserve(cycle.stripes.iter().map(|s| s.units.len()).sum());
+    // What is known so far: every unit off the failed disks (read from its disk), and the lost
+    // units rebuilt by earlier repairs. Only the latter need a table (a table of every unit
+    // showed in profiles: a RAID+ cycle over 59 disks has 24,000, a few hundred of them lost).
+    let mut rebuilt: fxhash::FxHashMap<Loc, Source> = fxhash::FxHashMap::default();
+    let known = |rebuilt: &fxhash::FxHashMap<Loc, Source>, l: &Loc| {
+        if is_lost(l) {
+            rebuilt.get(l).copied()
+        } else {
+            Some(Source::Disk(*l))
+        }
+    };
     let mut pending: Vec<usize> = Vec::new();
     for (si, s) in cycle.stripes.iter().enumerate() {
-        for u in &s.units {
-            if !is_lost(&u.loc()) {
-                known.insert(u.loc(), Source::Disk(u.loc()));
-            }
-        }
         if s.units.iter().any(|u| is_lost(&u.loc())) {
             pending.push(si);
         }
@@ -502,7 +532,7 @@ pub fn recovery_plan(scheme: &dyn Scheme, failed: &[Disk]) -> Result<RecoveryPla
             let unknown: Vec<&Unit> = s
                 .units
                 .iter()
-                .filter(|u| !known.contains_key(&u.loc()))
+                .filter(|u| known(&rebuilt, &u.loc()).is_none())
                 .collect();
             if unknown.is_empty() {
                 continue;
@@ -514,29 +544,31 @@ pub fn recovery_plan(scheme: &dyn Scheme, failed: &[Disk]) -> Result<RecoveryPla
             let avail: Vec<Source> = s
                 .units
                 .iter()
-                .filter_map(|u| known.get(&u.loc()).copied())
+                .filter_map(|u| known(&rebuilt, &u.loc()))
                 .collect();
             let need = s.units_needed();
             if avail.len() < need {
                 still.push(si);
                 continue;
             }
-            for (j, u) in unknown.iter().enumerate() {
-                let sources = match s.code {
-                    // Spread mirror reads over the surviving copies.
-                    Code::Mirror => vec![avail[(u.offset as usize + j) % avail.len()]],
-                    _ => avail[..need].to_vec(),
-                };
-                let target = target_of(&u.loc());
-                repairs.push(Repair {
-                    stripe: si,
-                    lost: **u,
-                    target,
-                    sources,
-                });
+            if want_repairs {
+                for (j, u) in unknown.iter().enumerate() {
+                    let sources = match s.code {
+                        // Spread mirror reads over the surviving copies.
+                        Code::Mirror => vec![avail[(u.offset as usize + j) % avail.len()]],
+                        _ => avail[..need].to_vec(),
+                    };
+                    let target = target_of(&u.loc());
+                    repairs.push(Repair {
+                        stripe: si,
+                        lost: **u,
+                        target,
+                        sources,
+                    });
+                }
             }
             for u in unknown {
-                known.insert(u.loc(), Source::Rebuilt(target_of(&u.loc())));
+                rebuilt.insert(u.loc(), Source::Rebuilt(target_of(&u.loc())));
             }
             progressed = true;
         }
@@ -550,12 +582,7 @@ pub fn recovery_plan(scheme: &dyn Scheme, failed: &[Disk]) -> Result<RecoveryPla
             "stripe {si} of the cycle cannot be rebuilt after failing disks {failed:?}"
         )));
     }
-    let rebuilt = cycle.relocated(&moves);
-    Ok(RecoveryPlan {
-        failed: failed.to_vec(),
-        repairs,
-        rebuilt,
-    })
+    Ok((moves, repairs))
 }
 
 /// Where a logical chunk lives.

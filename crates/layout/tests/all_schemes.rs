@@ -289,6 +289,32 @@ fn too_many_failures_is_an_error_not_a_panic() {
     }
 }
 
+/// `recovery_rows` (what array geometries size their cycles with) answers what `recovery_plan`
+/// builds, errors included: every single failure and every pair of every case, and triples of
+/// the first disks.
+#[test]
+fn recovery_rows_is_the_rebuilt_cycles_rows() {
+    for (kind, params) in cases() {
+        let s = build(kind, &params).unwrap();
+        let n = s.cycle().disks as Disk;
+        let mut sets: Vec<Vec<Disk>> = vec![vec![], vec![n], vec![0, 0]];
+        for a in 0..n {
+            sets.push(vec![a]);
+            for b in 0..n {
+                sets.push(vec![a, b]);
+            }
+        }
+        sets.extend([vec![0, 1, 2], vec![2, 0, 1], vec![n - 1, 0, n / 2]]);
+        for failed in sets {
+            assert_eq!(
+                layout::recovery_rows(&*s, &failed),
+                recovery_plan(&*s, &failed).map(|p| p.rebuilt.rows),
+                "{kind:?} {failed:?}"
+            );
+        }
+    }
+}
+
 mod no_panics {
     use super::*;
     use proptest::prelude::*;
@@ -314,7 +340,10 @@ mod no_panics {
             let params = Params { disks, width, spares, level, group, partitions, weights, ..Params::default() };
             if let Ok(s) = build(kind, &params) {
                 let _ = layout::check(&*s, &failed, 16);
-                let _ = recovery_plan(&*s, &failed);
+                prop_assert_eq!(
+                    layout::recovery_rows(&*s, &failed),
+                    recovery_plan(&*s, &failed).map(|p| p.rebuilt.rows)
+                );
             }
         }
     }

@@ -242,8 +242,8 @@ fn stride_rows(scheme: &dyn Scheme) -> u64 {
     let n = scheme.cycle().disks as Disk;
     let mut rows = scheme.cycle().rows;
     let mut consider = |failed: &[Disk]| {
-        if let Ok(p) = recovery_plan(scheme, failed) {
-            rows = rows.max(p.rebuilt.rows);
+        if let Ok(r) = layout::recovery_rows(scheme, failed) {
+            rows = rows.max(r);
         }
     };
     for a in 0..n {

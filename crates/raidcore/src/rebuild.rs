@@ -185,6 +185,27 @@ impl RebuildScheduler {
         geo: &Geometry,
         state: &ArrayState,
     ) -> Result<Vec<Plan>, CoreError> {
+        self.next_plans_with(geo, state, |c| {
+            Ok(plan_rebuild_cycle(geo, state, c)?.map(|plan| {
+                let bytes = plan.io_counts().write_bytes;
+                (plan, bytes)
+            }))
+        })
+    }
+
+    /// [`RebuildScheduler::next_plans`] with the planning of each cycle left to `plan`, which
+    /// must answer for cycle `c` what `plan_rebuild_cycle(geo, state, c)` answers, in any form
+    /// `P` the caller executes (with the plan's written bytes, which the throttle counts). An
+    /// executor that knows the plan of a cycle in the same layout generations can hand out a
+    /// translated copy instead of planning again (the simulator does); report completion with
+    /// [`RebuildScheduler::complete_cycle`] and failure with
+    /// [`RebuildScheduler::abort_cycle`].
+    pub fn next_plans_with<P>(
+        &mut self,
+        geo: &Geometry,
+        state: &ArrayState,
+        mut plan: impl FnMut(u64) -> Result<Option<(P, u64)>, CoreError>,
+    ) -> Result<Vec<P>, CoreError> {
         let target = state.target_generation();
         if self.target != Some(target) {
             self.target = Some(target);
@@ -199,11 +220,11 @@ impl RebuildScheduler {
             if c >= geo.cycles() || state.is_clean(c) || self.in_flight.contains(&c) {
                 continue;
             }
-            match plan_rebuild_cycle(geo, state, c) {
-                Ok(Some(plan)) => {
+            match plan(c) {
+                Ok(Some((p, write_bytes))) => {
                     self.in_flight.insert(c);
-                    self.bytes_issued += plan.io_counts().write_bytes;
-                    out.push(plan);
+                    self.bytes_issued += write_bytes;
+                    out.push(p);
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -221,11 +242,11 @@ impl RebuildScheduler {
                 self.cursor += 1;
                 continue;
             }
-            match plan_rebuild_cycle(geo, state, c) {
-                Ok(Some(plan)) => {
+            match plan(c) {
+                Ok(Some((p, write_bytes))) => {
                     self.in_flight.insert(c);
-                    self.bytes_issued += plan.io_counts().write_bytes;
-                    out.push(plan);
+                    self.bytes_issued += write_bytes;
+                    out.push(p);
                 }
                 Ok(None) => {}
                 // Hand out what is planned; the failing cycle is retried (and its error
@@ -255,23 +276,39 @@ impl RebuildScheduler {
         let PlanKind::Rebuild { to, .. } = plan.kind else {
             panic!("complete() takes rebuild plans");
         };
+        self.complete_cycle(state, plan.cycle, to, plan.io_counts().write_bytes);
+    }
+
+    /// [`RebuildScheduler::complete`] of the rebuild plan of cycle `cycle` toward generation
+    /// `to` that wrote `write_bytes`.
+    pub fn complete_cycle(
+        &mut self,
+        state: &mut ArrayState,
+        cycle: u64,
+        to: u32,
+        write_bytes: u64,
+    ) {
         assert!(
-            self.in_flight.remove(&plan.cycle),
-            "cycle {} was not in flight",
-            plan.cycle
+            self.in_flight.remove(&cycle),
+            "cycle {cycle} was not in flight"
         );
-        state.mark_rebuilt(plan.cycle, to);
-        self.bytes_rebuilt += plan.io_counts().write_bytes;
-        if !state.is_clean(plan.cycle) {
+        state.mark_rebuilt(cycle, to);
+        self.bytes_rebuilt += write_bytes;
+        if !state.is_clean(cycle) {
             // Planned toward a target an event has since replaced: do it again.
-            self.cursor = self.cursor.min(plan.cycle);
+            self.cursor = self.cursor.min(cycle);
         }
     }
 
     /// Reports that `plan` failed (an I/O error, an event): its cycle will be planned again.
     pub fn abort(&mut self, plan: &Plan) {
-        assert!(self.in_flight.remove(&plan.cycle), "cycle not in flight");
-        self.cursor = self.cursor.min(plan.cycle);
+        self.abort_cycle(plan.cycle);
+    }
+
+    /// [`RebuildScheduler::abort`] of the rebuild plan of cycle `cycle`.
+    pub fn abort_cycle(&mut self, cycle: u64) {
+        assert!(self.in_flight.remove(&cycle), "cycle not in flight");
+        self.cursor = self.cursor.min(cycle);
     }
 
     /// True when every cycle is in the target generation and nothing is in flight.

@@ -55,7 +55,7 @@ use layout::Disk;
 use raidcore::fxhash::FxHashMap;
 use raidcore::{
     check_consistency, plan_read, plan_write, ArrayState, CoreError, Geometry, MemArray, Plan,
-    RebuildOrder, RebuildScheduler, SpeedLimits, StripeId, StripeLocks, WritePolicy,
+    PlanKind, RebuildOrder, RebuildScheduler, SpeedLimits, StripeId, StripeLocks, WritePolicy,
 };
 
 use crate::disk::{Disk as _, DiskIo, DiskModel, DiskParamError, DriveParams, Rotation};
@@ -349,9 +349,9 @@ struct PlanRun {
     /// (`shift` translates it). `None` only for a memo hit with `flat` in a release build
     /// (nothing there reads the full plan; debug builds keep it for the checkers).
     plan: Option<Rc<Plan>>,
-    /// A memoised small plan's hot fields, inline (see [`Flat`]); when present the executor
+    /// A memoised small plan's hot fields, shared with the memo (see [`Flat`]); when present the executor
     /// reads its I/Os, locks and generations from here instead of from `plan`.
-    flat: Option<Flat>,
+    flat: Option<Rc<Flat>>,
     /// The cycle the plan runs on.
     cycle: u64,
     /// Bytes added to every member offset of `plan` (0 unless it came from the memo).
@@ -476,8 +476,9 @@ const FLAT_IOS: usize = 6;
 /// Stripe locks a [`Flat`] holds inline.
 const FLAT_LOCKS: usize = 4;
 
-/// What the executor's hot path reads from a small memoised plan, in one contiguous inline
-/// record (copied into the memo entry and into each [`PlanRun`] served from it).
+/// What the executor's hot path reads from a small memoised plan, in one contiguous record
+/// (shared by the memo entry and each [`PlanRun`] served from it: a hit copies a pointer, not
+/// the record).
 ///
 /// Why hand-made: a [`Plan`] spreads over five or six heap blocks (the `Rc`, the reads, the
 /// writes, the locks, ...). A memo hit reuses a plan made long ago, so each of those was a
@@ -556,6 +557,77 @@ struct PlanMemo {
     /// Member bytes between consecutive cycles.
     stride_bytes: u64,
     hits: u64,
+    /// Rebuild plans, by the generations they move a cycle between (see [`RebuildMemo`]).
+    rebuilds: Vec<RebuildMemo>,
+    /// Rebuild plans or request plans may be memoised at all (`SimConfig::plan_memo`, eager
+    /// parity).
+    enabled: bool,
+}
+
+/// A memoised rebuild plan. `plan_rebuild_cycle` plans cycle `c` from the generation it is in
+/// to the target, reading the survivors of its layout and writing the moved places; the cycle
+/// only shifts member offsets (by `c * stride_rows * chunk_bytes`) and names the cycle in the
+/// locks, exactly as for requests. So every cycle moving between the same two generations, with
+/// no array event in between, runs a translated copy of one plan (a RAID+ rebuild plan over 59
+/// disks has thousands of member I/Os and took most of a rebuild's time to plan, once per
+/// cycle). Under lazy parity a cycle's deferred parities change its plan, so nothing is
+/// memoised then. Emptied with the request memo on every event.
+struct RebuildMemo {
+    from: u32,
+    to: u32,
+    made_for: u64,
+    plan: Rc<Plan>,
+    write_bytes: u64,
+}
+
+impl PlanMemo {
+    /// Forgets every plan (an array event happened).
+    fn clear(&mut self) {
+        self.map.clear();
+        self.rebuilds.clear();
+    }
+
+    /// `plan_rebuild_cycle(geo, state, c)`, from the memo when a plan between the same two
+    /// generations is there: (plan, cycle, shift) and the bytes it writes.
+    #[allow(clippy::type_complexity)]
+    fn rebuild_plan(
+        &mut self,
+        geo: &Geometry,
+        state: &ArrayState,
+        c: u64,
+    ) -> Result<Option<((Rc<Plan>, u64, i64), u64)>, CoreError> {
+        let (from, to) = (state.cycle_generation(c), state.target_generation());
+        if let Some(e) = self.rebuilds.iter().find(|e| (e.from, e.to) == (from, to)) {
+            let shift = (c as i64 - e.made_for as i64) * self.stride_bytes as i64;
+            debug_assert_eq!(e.plan.state_generation, state.generation());
+            if cfg!(debug_assertions) {
+                let fresh = raidcore::plan_rebuild_cycle(geo, state, c)
+                    .expect("a memoised rebuild was planned before")
+                    .expect("a cycle between two generations has a rebuild plan");
+                assert_eq!(
+                    translated(&e.plan, c, shift),
+                    fresh,
+                    "a memoised rebuild plan differs from the planner's"
+                );
+            }
+            return Ok(Some(((e.plan.clone(), c, shift), e.write_bytes)));
+        }
+        let Some(plan) = raidcore::plan_rebuild_cycle(geo, state, c)? else {
+            return Ok(None);
+        };
+        let write_bytes = plan.io_counts().write_bytes;
+        let plan = Rc::new(plan);
+        if self.enabled {
+            self.rebuilds.push(RebuildMemo {
+                from,
+                to,
+                made_for: c,
+                plan: plan.clone(),
+                write_bytes,
+            });
+        }
+        Ok(Some(((plan, c, 0), write_bytes)))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -569,7 +641,7 @@ struct MemoKey {
 /// A memoised plan: the plan, the cycle it was made for, and its [`Flat`] form if it fits
 /// (what a hit reads, without touching the plan's heap blocks).
 struct MemoEntry {
-    flat: Option<Flat>,
+    flat: Option<Rc<Flat>>,
     made_for: u64,
     plan: Rc<Plan>,
 }
@@ -653,7 +725,9 @@ pub struct Simulator {
     plans: Slab<PlanRun>,
     requests: Slab<RequestRun>,
     /// Plans waiting for their stripe locks, oldest first.
-    lock_waiters: VecDeque<u32>,
+    /// (Each with its cycle: a retry pass skips most waiters, and reading the cycle from the
+    /// plan was a cache miss per waiter.)
+    lock_waiters: VecDeque<(u32, u64)>,
     /// Waiting plans per cycle (a new plan of such a cycle queues behind them).
     waiting_cycles: FxHashMap<u64, u32>,
     /// The next request, admitted at its arrival event (or when a slot frees, if stalled).
@@ -682,8 +756,11 @@ pub struct Simulator {
     /// Lazy parity: idle detector, flushes in flight.
     lazy: lazy::LazyRun,
     memo: PlanMemo,
-    /// Scratch for the locks of a translated plan.
-    lock_scratch: Vec<StripeId>,
+    /// Emptied buffers of `lock_waiters`, `released` and a retry pass's blocked cycles, kept
+    /// for their capacity (a retry pass runs on most completions: no allocation each time).
+    waiters_spare: VecDeque<(u32, u64)>,
+    released_spare: Vec<u64>,
+    blocked_spare: Vec<u64>,
     /// Cycles whose stripes were unlocked since waiters were last retried.
     released: Vec<u64>,
     /// A `retry_waiters` pass is running.
@@ -802,10 +879,16 @@ impl Simulator {
             cycle_data_bytes: geo.data_per_cycle() * geo.chunk_bytes(),
             stride_bytes: geo.stride_rows() * geo.chunk_bytes(),
             hits: 0,
+            rebuilds: Vec::new(),
+            // Under lazy parity a plan depends on the deferred-parity list too (what is
+            // deferred, which parities are stale), which the keys do not capture.
+            enabled: cfg.plan_memo && cfg.parity != raidcore::ParityPolicy::Lazy,
         };
         Ok(Simulator {
             memo,
-            lock_scratch: Vec::new(),
+            waiters_spare: VecDeque::new(),
+            released_spare: Vec::new(),
+            blocked_spare: Vec::new(),
             released: Vec::new(),
             retrying: false,
             ido,
@@ -984,6 +1067,9 @@ impl Simulator {
             let base = volume_base(r.volume, cap);
             // (In u64 when the sum cannot overflow: u128 division is a slow library call.)
             let mut off = match r.offset_bytes.checked_add(base) {
+                // (Most offsets of a trace replayed on a large enough array are on it already:
+                // no division then.)
+                Some(sum) if sum < cap => sum,
                 Some(sum) => sum % cap,
                 None => ((u128::from(r.offset_bytes) + u128::from(base)) % u128::from(cap)) as u64,
             };
@@ -1100,12 +1186,7 @@ impl Simulator {
     /// The memo key of a request, if it lies inside one cycle and may be memoised.
     fn memo_key(&self, op: Op, offset: u64, len: u64) -> Option<(MemoKey, u64)> {
         let m = &self.memo;
-        // Under lazy parity a plan depends on the deferred-parity list too (what is deferred,
-        // which parities are stale), which the key does not capture: plan every request.
-        if !self.cfg.plan_memo
-            || self.cfg.parity == raidcore::ParityPolicy::Lazy
-            || (op == Op::Write && !m.writes)
-        {
+        if !m.enabled || (op == Op::Write && !m.writes) {
             return None;
         }
         let cycle = offset / m.cycle_data_bytes;
@@ -1131,11 +1212,11 @@ impl Simulator {
         op: Op,
         offset: u64,
         len: u64,
-    ) -> Option<(Option<Rc<Plan>>, Option<Flat>, u64, i64)> {
+    ) -> Option<(Option<Rc<Plan>>, Option<Rc<Flat>>, u64, i64)> {
         let (key, cycle) = self.memo_key(op, offset, len)?;
         let e = self.memo.map.get(&key)?;
         let shift = (cycle as i64 - e.made_for as i64) * self.memo.stride_bytes as i64;
-        let flat = e.flat;
+        let flat = e.flat.clone();
         let plan = if flat.is_none() || cfg!(debug_assertions) {
             Some(e.plan.clone())
         } else {
@@ -1171,21 +1252,31 @@ impl Simulator {
         self.memo.map.insert(
             key,
             MemoEntry {
-                flat: Flat::of(plan),
+                flat: Flat::of(plan).map(Rc::new),
                 made_for: cycle,
                 plan: plan.clone(),
             },
         );
     }
 
-    /// Takes run `id`'s stripe locks; false if some are held.
+    /// Takes run `id`'s stripe locks; false if some are held. (A plan locks stripes of its
+    /// own cycle only, so one per-cycle call takes them all, translated or not.)
     fn lock_run(&mut self, id: u32) -> bool {
         let run = self.plans.get(id);
-        if run.shift == 0 && run.flat.is_none() {
-            return self.locks.try_lock(&run.plan().locks);
+        match &run.flat {
+            Some(f) => self.locks.try_lock_in(
+                run.cycle,
+                f.locks[..usize::from(f.locks_len)]
+                    .iter()
+                    .map(|&s| s as usize),
+            ),
+            None => {
+                let locks = &run.plan().locks;
+                debug_assert!(locks.iter().all(|l| l.cycle == run.plan().cycle));
+                self.locks
+                    .try_lock_in(run.cycle, locks.iter().map(|l| l.stripe))
+            }
         }
-        run.stripes_into(&mut self.lock_scratch);
-        self.locks.try_lock(&self.lock_scratch)
     }
 
     /// Releases plan `id`'s stripe locks.
@@ -1195,12 +1286,17 @@ impl Simulator {
         if (self.retrying || !self.lock_waiters.is_empty()) && !self.released.contains(&run.cycle) {
             self.released.push(run.cycle);
         }
-        if run.shift == 0 && run.flat.is_none() {
-            self.locks.unlock(&run.plan().locks);
-            return;
+        match &run.flat {
+            Some(f) => self.locks.unlock_in(
+                run.cycle,
+                f.locks[..usize::from(f.locks_len)]
+                    .iter()
+                    .map(|&s| s as usize),
+            ),
+            None => self
+                .locks
+                .unlock_in(run.cycle, run.plan().locks.iter().map(|l| l.stripe)),
         }
-        run.stripes_into(&mut self.lock_scratch);
-        self.locks.unlock(&self.lock_scratch);
     }
 
     /// `ArrayState::plan_is_current` for a possibly translated plan.
@@ -1237,7 +1333,7 @@ impl Simulator {
     fn submit_run(
         &mut self,
         plan: Option<Rc<Plan>>,
-        flat: Option<Flat>,
+        flat: Option<Rc<Flat>>,
         cycle: u64,
         shift: i64,
         owner: Owner,
@@ -1282,9 +1378,9 @@ impl Simulator {
     fn wait_for_locks(&mut self, id: u32, cycle: u64, front: bool) {
         *self.waiting_cycles.entry(cycle).or_insert(0) += 1;
         if front {
-            self.lock_waiters.push_front(id);
+            self.lock_waiters.push_front((id, cycle));
         } else {
-            self.lock_waiters.push_back(id);
+            self.lock_waiters.push_back((id, cycle));
         }
     }
 
@@ -1322,17 +1418,44 @@ impl Simulator {
         if !nested && self.released.is_empty() {
             return;
         }
+        // No waiter of a released cycle: every waiter would be skipped and stay in its place,
+        // so the pass would change nothing (debug builds check that it is a no-op).
+        if !nested
+            && !self
+                .released
+                .iter()
+                .any(|c| self.waiting_cycles.contains_key(c))
+        {
+            if cfg!(debug_assertions) {
+                for &(id, cycle) in &self.lock_waiters {
+                    assert_eq!(cycle, self.plans.get(id).cycle);
+                    let mut stripes = Vec::new();
+                    self.plans.get(id).stripes_into(&mut stripes);
+                    assert!(
+                        stripes.iter().any(|&l| self.locks.is_locked(l))
+                            || self
+                                .lock_waiters
+                                .iter()
+                                .any(|&(o, c)| o != id && c == cycle),
+                        "a waiter of a cycle without released stripes could start"
+                    );
+                }
+            }
+            self.released.clear();
+            return;
+        }
         self.retrying = true;
-        let released = if nested {
-            Vec::new()
-        } else {
-            std::mem::take(&mut self.released)
-        };
-        let mut blocked: Vec<u64> = Vec::new();
+        let mut released = std::mem::take(&mut self.released_spare);
+        if !nested {
+            std::mem::swap(&mut released, &mut self.released);
+        }
+        let mut blocked = std::mem::take(&mut self.blocked_spare);
+        blocked.clear();
         let mut skipped: Vec<u64> = Vec::new();
-        let waiting = std::mem::take(&mut self.lock_waiters);
-        for id in waiting {
-            let cycle = self.plans.get(id).cycle;
+        let mut waiting = std::mem::take(&mut self.waiters_spare);
+        std::mem::swap(&mut waiting, &mut self.lock_waiters);
+        for (id, cycle) in waiting.drain(..) {
+            debug_assert_eq!(cycle, self.plans.get(id).cycle);
             let freed = nested || released.contains(&cycle) || self.released.contains(&cycle);
             if !freed || blocked.contains(&cycle) {
                 // Skipped: its stripes are held, or an older waiter of its cycle waits.
@@ -1346,7 +1469,7 @@ impl Simulator {
                     );
                     skipped.push(cycle);
                 }
-                self.lock_waiters.push_back(id);
+                self.lock_waiters.push_back((id, cycle));
                 continue;
             }
             let n = self
@@ -1360,10 +1483,14 @@ impl Simulator {
             if !self.try_start(id) {
                 blocked.push(cycle);
                 *self.waiting_cycles.entry(cycle).or_insert(0) += 1;
-                self.lock_waiters.push_back(id);
+                self.lock_waiters.push_back((id, cycle));
             }
         }
         self.retrying = nested;
+        released.clear();
+        self.released_spare = released;
+        self.blocked_spare = blocked;
+        self.waiters_spare = waiting;
     }
 
     fn start_reads(&mut self, id: u32) {
@@ -1572,7 +1699,7 @@ impl Simulator {
             }
             Owner::Rebuild => {
                 let r = self.rebuild.as_mut().expect("a rebuild plan has a rebuild");
-                r.sched.abort(run.plan());
+                r.sched.abort_cycle(run.cycle);
                 self.kick_rebuild();
             }
             Owner::Request(rid) => {
@@ -1635,9 +1762,15 @@ impl Simulator {
             }
             Owner::Rebuild => {
                 let r = self.rebuild.as_mut().expect("a rebuild plan has a rebuild");
-                r.sched.complete(&mut self.state, run.plan());
+                let plan = run.plan();
+                let PlanKind::Rebuild { to, .. } = plan.kind else {
+                    unreachable!("a rebuild owner runs a rebuild plan");
+                };
+                let write_bytes = plan.io_counts().write_bytes;
+                r.sched
+                    .complete_cycle(&mut self.state, run.cycle, to, write_bytes);
                 r.report.plans += 1;
-                r.report.bytes_written += run.plan().io_counts().write_bytes;
+                r.report.bytes_written += write_bytes;
                 self.ido_cycle_rebuilt(run.cycle);
                 self.kick_rebuild();
             }
@@ -1777,7 +1910,7 @@ impl Simulator {
             .state
             .fail(&self.geo, f.member)
             .expect("the member was checked at setup and fails once");
-        self.memo.map.clear();
+        self.memo.clear();
         if let Some(m) = self.mem.as_mut() {
             m.mem.remove(f.member);
         }
@@ -1854,10 +1987,23 @@ impl Simulator {
                 }
                 return;
             }
-            match r.sched.next_plans(&self.geo, &self.state) {
+            let (geo, state, memo) = (&self.geo, &self.state, &mut self.memo);
+            match r
+                .sched
+                .next_plans_with(geo, state, |c| memo.rebuild_plan(geo, state, c))
+            {
                 Ok(plans) => {
-                    for p in plans {
-                        self.submit(p, Owner::Rebuild, 0, false, false);
+                    for (plan, cycle, shift) in plans {
+                        self.submit_run(
+                            Some(plan),
+                            None,
+                            cycle,
+                            shift,
+                            Owner::Rebuild,
+                            0,
+                            false,
+                            false,
+                        );
                     }
                     return;
                 }
@@ -1878,7 +2024,7 @@ impl Simulator {
         self.state
             .replace(&self.geo, member)
             .expect("replacing the member the planner asked for");
-        self.memo.map.clear();
+        self.memo.clear();
         let slot = &mut self.disks[member as usize];
         slot.epoch += 1;
         let fresh = drive_of(&self.cfg, member)

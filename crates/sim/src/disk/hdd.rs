@@ -180,6 +180,9 @@ struct HddState {
 struct Segment {
     start: u64,
     filled_end: u64,
+    /// `x_of(filled_end)`, kept because every look-up of an active segment needs it and
+    /// it is known whenever `filled_end` changes (a square root saved per I/O).
+    filled_x: f64,
     fill_ns: u64,
     limit_end: u64,
     active: bool,
@@ -233,10 +236,17 @@ thread_local! {
 
 impl HddState {
     /// Debug check: the compact bounds and the active index mirror the segments.
-    fn assert_index(&self) {
+    fn assert_index(&self, geometry: &Geometry) {
         if cfg!(debug_assertions) {
             let b: Vec<(u64, u64)> = self.segments.iter().map(Segment::bounds).collect();
             assert_eq!(b, self.bounds, "cache bounds out of date");
+            for s in &self.segments {
+                assert_eq!(
+                    s.filled_x.to_bits(),
+                    geometry.x_of(s.filled_end).to_bits(),
+                    "cached position of a segment's end out of date"
+                );
+            }
             let a: Vec<usize> = (0..self.segments.len())
                 .filter(|&i| self.segments[i].active)
                 .collect();
@@ -501,9 +511,9 @@ impl HddModel {
         st.stream_end = Some(end);
         st.busy_until_ns = completion_ns;
         if io.op == Op::Read && self.segment_bytes > 0 {
-            self.fill_segment(st, io.offset_bytes, end, completion_ns);
+            self.fill_segment(st, io.offset_bytes, end, x_end, completion_ns);
         }
-        st.assert_index();
+        st.assert_index(&self.geometry);
 
         let service = Service {
             arrival_ns: now_ns,
@@ -525,7 +535,7 @@ impl HddModel {
             return seg.filled_end;
         }
         let g = &self.geometry;
-        let x = g.x_of(seg.filled_end) + (t_ns - seg.fill_ns) as f64 / self.cylinder_ns;
+        let x = seg.filled_x + (t_ns - seg.fill_ns) as f64 / self.cylinder_ns;
         g.offset_at_floor(x).clamp(seg.filled_end, seg.limit_end)
     }
 
@@ -544,9 +554,11 @@ impl HddModel {
         // a square root, then runs on the candidates in order.
         let mut found = None;
         'chunks: for (c, chunk) in st.bounds.chunks(64).enumerate() {
+            // Bit j for segment j, built from the last segment down (a constant shift per
+            // segment instead of a variable one).
             let mut mask = 0u64;
-            for (j, &(start, reachable)) in chunk.iter().enumerate() {
-                mask |= u64::from((start <= io.offset_bytes) & (end <= reachable)) << j;
+            for &(start, reachable) in chunk.iter().rev() {
+                mask = (mask << 1) | u64::from((start <= io.offset_bytes) & (end <= reachable));
             }
             while mask != 0 {
                 let i = c * 64 + mask.trailing_zeros() as usize;
@@ -566,7 +578,7 @@ impl HddModel {
         let ready_ns = if end <= valid {
             start_ns
         } else {
-            let to_read = g.x_of(end) - g.x_of(seg.filled_end);
+            let to_read = g.x_of(end) - seg.filled_x;
             seg.fill_ns + (to_read * self.cylinder_ns).ceil() as u64
         };
         let host_ns = round_u64(io.len_bytes as f64 * self.interface_ns_per_byte);
@@ -601,12 +613,18 @@ impl HddModel {
             if valid != seg.filled_end {
                 st.stream_end = None;
             }
+            let x = if valid == seg.filled_end {
+                seg.filled_x
+            } else {
+                self.geometry.x_of(valid)
+            };
             seg.filled_end = valid;
+            seg.filled_x = x;
             seg.fill_ns = t_ns;
             seg.limit_end = valid;
             seg.active = false;
             st.bounds[i] = seg.bounds();
-            st.head_x = self.geometry.x_of(valid);
+            st.head_x = x;
         }
         debug_assert!(st.segments.iter().all(|s| !s.active));
     }
@@ -623,7 +641,14 @@ impl HddModel {
     }
 
     /// After a read miss: cache what was read and, with read-ahead, keep reading.
-    fn fill_segment(&self, st: &mut HddState, start: u64, end: u64, completion_ns: u64) {
+    fn fill_segment(
+        &self,
+        st: &mut HddState,
+        start: u64,
+        end: u64,
+        end_x: f64,
+        completion_ns: u64,
+    ) {
         let capacity = self.params.capacity_bytes;
         let limit_end = if self.params.read_ahead {
             end.saturating_add(self.read_ahead_bytes(end - start))
@@ -635,6 +660,7 @@ impl HddModel {
         let seg = Segment {
             start: start.max(limit_end.saturating_sub(self.segment_bytes)),
             filled_end: end,
+            filled_x: end_x,
             fill_ns: completion_ns,
             limit_end,
             active: limit_end > end,

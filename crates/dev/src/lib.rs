@@ -16,6 +16,7 @@
 //! `ErrorKind::Other` with a message naming the fault.
 
 pub mod exec;
+pub mod ido;
 pub mod pool;
 pub mod serve_support;
 

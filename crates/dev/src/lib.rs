@@ -22,6 +22,7 @@ pub mod crash;
 pub mod csum;
 pub mod exec;
 pub mod faultsim;
+pub mod ido;
 pub mod journal;
 pub mod pool;
 pub mod scrub;

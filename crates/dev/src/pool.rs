@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::csum::Checksums;
 use crate::exec::{run_plans, Counters, LoggedWriteError, Members};
+use crate::ido::{Ido, IdoStatus, Phase, DEFAULT_ZONE_BYTES, IDO_OFFSET_BYTES, IDO_SLOT_BYTES};
 use crate::journal::{Journal, JournalGeometry, JournalStats};
 pub use crate::scrub::{
     LostRange, MemberRange, RepairCounts, ScrubOpts, ScrubProgress, ScrubReport,
@@ -305,6 +306,9 @@ pub struct Status {
     /// of a pool another process has open).
     #[serde(default)]
     pub journal: Option<JournalStats>,
+    /// Zone tracking, the rebuild policy, surrogate and D-Map (seed 003, `crate::ido`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ido: Option<IdoStatus>,
 }
 
 /// Result of `verify`.
@@ -361,6 +365,8 @@ pub struct Pool {
     pub(crate) journal: Option<Arc<Journal>>,
     /// Wraps members opened later (replacements); see [`MemberWrap`].
     member_wrap: Option<MemberWrap>,
+    /// Zone popularity, rebuild policy state, surrogate and D-Map (`crate::ido`).
+    pub(crate) ido: Arc<Ido>,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -738,6 +744,8 @@ impl Pool {
                 opts.scheme.name()
             )));
         }
+        let capacity_for_ido = geo.capacity_bytes();
+        let data_per_cycle_for_ido = geo.data_per_cycle() * geo.chunk_bytes();
         let mut pool = Pool {
             desc_path: desc_path.to_path_buf(),
             desc,
@@ -765,6 +773,11 @@ impl Pool {
             journal_region,
             journal: None,
             member_wrap: None,
+            ido: Arc::new(Ido::new(
+                capacity_for_ido,
+                data_per_cycle_for_ido,
+                DEFAULT_ZONE_BYTES,
+            )?),
         };
         pool.apply_wrap(wrap);
         pool.persist(ArrayStateTag::Clean)?;
@@ -1071,6 +1084,25 @@ impl Pool {
         // with updates deferred leaves them listed there).
         let bpgl = newest_bpgl(&members, &uuid);
         let bpgl_seq = bpgl.as_ref().map_or(0, |r| r.sequence);
+        // Zone popularity, policy state and D-Map: the newest valid record on any member.
+        let ido = Arc::new(
+            Ido::restore(
+                geo.capacity_bytes(),
+                geo.data_per_cycle() * geo.chunk_bytes(),
+                &ido_records(&members),
+                &uuid,
+            )?
+            .map_or_else(
+                || {
+                    Ido::new(
+                        geo.capacity_bytes(),
+                        geo.data_per_cycle() * geo.chunk_bytes(),
+                        DEFAULT_ZONE_BYTES,
+                    )
+                },
+                Ok,
+            )?,
+        );
         if let Some(r) = &bpgl {
             state.restore_bpgl(r);
         }
@@ -1121,6 +1153,7 @@ impl Pool {
             journal_region: (best.journal_offset_bytes, best.journal_len_bytes),
             journal: None,
             member_wrap: None,
+            ido,
         };
         pool.apply_wrap(wrap);
         // The write journal before anything else is written: replay what a crash may have
@@ -1409,6 +1442,11 @@ impl Pool {
             j.checkpoint(&self.members)
                 .map_err(|e| PoolError::Io(e.to_string()))?;
         }
+        // Lock order: a served pool's request may hold the IDO lock while it waits for the
+        // pool mutex (held by our caller): never wait for the IDO lock here.
+        self.ido.touch();
+        let ido = Arc::clone(&self.ido);
+        ido.persist_if_dirty(&RecordOnly(self), self.uuid, false)?;
         self.save_descriptor()
     }
 
@@ -1563,7 +1601,10 @@ impl Pool {
     /// Saves counters and marks the pool's state; call when a command ends.
     pub fn close(mut self) -> Result<()> {
         let tag = self.tag();
-        self.persist(tag)
+        self.persist(tag)?;
+        // Nobody else can reach the pool now: the IDO record is written for sure.
+        let ido = Arc::clone(&self.ido);
+        ido.persist_if_dirty(&RecordOnly(&self), self.uuid, true)
     }
 
     /// Replaces member `i`'s handle with `f(handle)`, for fault injection (wrap it in
@@ -1612,6 +1653,14 @@ impl Pool {
 
     /// Reads `len` bytes at `offset`. A member that fails is failed and the read re-planned.
     pub fn read(&mut self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        if self.ido.note(offset, len) {
+            return Err(self.ido_busy());
+        }
+        self.read_plain(offset, len)
+    }
+
+    /// [`Pool::read`] without zone tracking or IDO routing (the served pool routes first).
+    pub(crate) fn read_plain(&mut self, offset: u64, len: u64) -> Result<Vec<u8>> {
         self.check_range(offset, len)?;
         self.check_lost(offset, len)?;
         let mut out = vec![0u8; len as usize];
@@ -1643,6 +1692,14 @@ impl Pool {
     /// (and the list made durable) before any member write; when the list is full it is
     /// flushed down to half its bound afterwards.
     pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        if self.ido.note(offset, data.len() as u64) {
+            return Err(self.ido_busy());
+        }
+        self.write_plain(offset, data)
+    }
+
+    /// [`Pool::write`] without zone tracking or IDO routing (the served pool routes first).
+    pub(crate) fn write_plain(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         self.check_range(offset, data.len() as u64)?;
         if let Some(j) = self.journal.clone() {
             let piece = j.piece_bytes();
@@ -2141,6 +2198,18 @@ impl Pool {
 
     /// Status for `raidforge status`.
     pub fn status(&self) -> Status {
+        let mut s = self.status_without_ido();
+        s.ido = Some(self.ido.status(self.zones_rebuilt()));
+        s
+    }
+
+    /// [`Pool::status`] without the IDO section, and the zones rebuilt (a served pool adds
+    /// the section outside the pool mutex: lock order).
+    pub(crate) fn status_parts(&self) -> (Status, u64) {
+        (self.status_without_ido(), self.zones_rebuilt())
+    }
+
+    fn status_without_ido(&self) -> Status {
         let failed = self.state.failed().to_vec();
         // The oldest layout generation any cycle is still in: a member replaced after it holds
         // nothing yet for that cycle (even when a later failure changed the target).
@@ -2206,8 +2275,175 @@ impl Pool {
             lost: self.desc.lost.clone(),
             write_hole: self.write_hole.as_str().into(),
             journal: self.journal.as_ref().map(|j| j.stats()),
+            ido: None,
         }
     }
+
+    /// Zones whose every cycle is in the target layout.
+    fn zones_rebuilt(&self) -> u64 {
+        let zc = self.ido.zone_cycles();
+        (0..self.ido.zones())
+            .filter(|&z| {
+                (z * zc..((z + 1) * zc).min(self.geo.cycles())).all(|c| self.state.is_clean(c))
+            })
+            .count() as u64
+    }
+
+    /// Unrebuilt cycles of every zone.
+    pub(crate) fn zone_cycles_left(&self) -> Vec<u32> {
+        let zc = self.ido.zone_cycles();
+        (0..self.ido.zones())
+            .map(|z| {
+                (z * zc..((z + 1) * zc).min(self.geo.cycles()))
+                    .filter(|&c| !self.state.is_clean(c))
+                    .count() as u32
+            })
+            .collect()
+    }
+
+    /// The error for direct I/O while redirected data lives on the surrogate.
+    fn ido_busy(&self) -> PoolError {
+        PoolError::Usage(format!(
+            "this pool is in the middle of a policy rebuild or its reclaim (phase {:?}; data              may live on the surrogate pool): serve it with `raidforge serve`, or finish with              `raidforge rebuild POOL`",
+            self.ido.phase()
+        ))
+    }
+
+    /// Zone tracking and the surrogate: sets the zone size (only while nothing is on a
+    /// surrogate; popularity starts over) and records the surrogate pool's descriptor.
+    pub fn configure_ido(
+        &mut self,
+        zone_bytes: Option<u64>,
+        surrogate: Option<&Path>,
+    ) -> Result<()> {
+        if let Some(zb) = zone_bytes {
+            if self.ido.phase() != Phase::Normal || self.ido.needs_surrogate_now() {
+                return Err(PoolError::Usage(
+                    "the zone size cannot change during a policy rebuild or reclaim".into(),
+                ));
+            }
+            let keep = self.ido.surrogate_path();
+            let fresh = Ido::new(
+                self.geo.capacity_bytes(),
+                self.geo.data_per_cycle() * self.geo.chunk_bytes(),
+                zb,
+            )?;
+            fresh.set_surrogate_path(keep);
+            self.ido = Arc::new(fresh);
+        }
+        if let Some(s) = surrogate {
+            let canon = std::fs::canonicalize(s).map_err(|e| {
+                PoolError::Usage(format!(
+                    "surrogate pool {}: {e} (create it first, e.g. `raidforge create {}                      --scheme raid1 --disks 2 --member a.img --member b.img --size 1G`)",
+                    s.display(),
+                    s.display()
+                ))
+            })?;
+            if canon == std::fs::canonicalize(&self.desc_path).unwrap_or_default() {
+                return Err(PoolError::Usage(
+                    "a pool cannot be its own surrogate: name another pool".into(),
+                ));
+            }
+            Self::read_descriptor(&canon)?;
+            self.ido.set_surrogate_path(Some(canon));
+        }
+        let ido = Arc::clone(&self.ido);
+        ido.touch();
+        ido.persist_if_dirty(&RecordOnly(self), self.uuid, true)
+    }
+
+    /// The IDO state (zone popularity, policy, D-Map).
+    pub fn ido(&self) -> &Arc<Ido> {
+        &self.ido
+    }
+
+    /// The array UUID.
+    pub(crate) fn uuid(&self) -> [u8; 16] {
+        self.uuid
+    }
+
+    /// Writes an IDO record to the first two present members (slot `seq mod 2` of the area
+    /// 512 KiB..1 MiB) and makes it durable.
+    pub(crate) fn write_ido_record(
+        members: &[Option<Arc<dyn Member>>],
+        counters: &[Counters],
+        data_offset_bytes: u64,
+        seq: u64,
+        bytes: &[u8],
+        sync: bool,
+    ) -> Result<()> {
+        assert!(
+            bytes.len() <= IDO_SLOT_BYTES,
+            "IDO record larger than its slot"
+        );
+        let at = IDO_OFFSET_BYTES + (seq % 2) * IDO_SLOT_BYTES as u64;
+        assert!(at + IDO_SLOT_BYTES as u64 <= data_offset_bytes);
+        let mut copies = 0;
+        for (i, m) in members.iter().enumerate() {
+            let Some(m) = m else { continue };
+            m.write_at(bytes, at)
+                .and_then(|_| if sync { m.flush() } else { Ok(()) })
+                .map_err(|e| PoolError::Io(format!("IDO record on member {i}: {e}")))?;
+            counters[i].meta_writes.fetch_add(1, Ordering::Relaxed);
+            copies += 1;
+            if copies == 2 {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The exclusive pool as IDO sees it: only its record can be written (requests of a pool in
+/// a policy rebuild go through a served pool).
+struct RecordOnly<'a>(&'a Pool);
+
+impl crate::ido::MainPool for RecordOnly<'_> {
+    fn read(&self, _: u64, _: &mut [u8]) -> Result<()> {
+        Err(self.0.ido_busy())
+    }
+    fn write(&self, _: u64, _: &[u8]) -> Result<()> {
+        Err(self.0.ido_busy())
+    }
+    fn sync(&self) -> Result<()> {
+        self.0.flush_members()
+    }
+    fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
+        Pool::write_ido_record(
+            &self.0.members,
+            &self.0.counters,
+            self.0.data_offset_bytes,
+            seq,
+            bytes,
+            sync,
+        )
+    }
+}
+
+/// Both IDO record slots of every present member.
+fn ido_records(members: &[Option<Arc<dyn Member>>]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for m in members.iter().flatten() {
+        for slot in 0..2u64 {
+            let at = IDO_OFFSET_BYTES + slot * IDO_SLOT_BYTES as u64;
+            // The head says how long the record is (reading whole slots of every member of
+            // a wide pool at each open would be wasteful).
+            let mut head = vec![0u8; 4096];
+            if m.read_at(&mut head, at).is_err() || &head[..5] != b"RFIDO" {
+                continue;
+            }
+            let len = u32::from_le_bytes(head[12..16].try_into().expect("4 bytes")) as usize;
+            if len <= head.len() {
+                out.push(head);
+                continue;
+            }
+            let mut b = vec![0u8; len.min(IDO_SLOT_BYTES).div_ceil(4096) * 4096];
+            if m.read_at(&mut b, at).is_ok() {
+                out.push(b);
+            }
+        }
+    }
+    out
 }
 
 /// The newest valid deferred-parity record of array `uuid` on any of `members` (both slots of

@@ -41,6 +41,7 @@ use raidcore::{
 use serde::{Deserialize, Serialize};
 
 use crate::exec::{run_plans, Counters, Members};
+use crate::ido::{Ido, MainPool, Phase, RebuildPolicy};
 use crate::pool::{Pool, PoolError, RebuildOpts, RebuildProgress, Status, VerifyReport};
 use crate::Member;
 
@@ -56,6 +57,11 @@ pub struct RebuildCursor {
     started: Option<Instant>,
     bytes_written: u64,
     last_persist: Option<Instant>,
+    /// A policy rebuild's order: zones (rebuilt in this order, whole cycles of
+    /// `zone_cycles` each) before the usual address-order scan.
+    pub(crate) zone_order: Option<(Vec<u64>, u64)>,
+    /// Cycles marked rebuilt since the caller last took them.
+    pub(crate) marked: Vec<u64>,
 }
 
 impl Default for RebuildCursor {
@@ -72,6 +78,8 @@ impl RebuildCursor {
             started: None,
             bytes_written: 0,
             last_persist: None,
+            zone_order: None,
+            marked: Vec::new(),
         }
     }
     /// Rebuild bytes written so far.
@@ -127,6 +135,25 @@ impl Pool {
     ) -> Result<Vec<(u64, Plan)>> {
         let total = self.geo.cycles();
         let mut out = Vec::new();
+        if let Some((zones, zc)) = &cur.zone_order {
+            // A policy's order first (IDO: hot zones; PRO: popular ones).
+            'zones: for &z in zones {
+                for c in z * zc..((z + 1) * zc).min(total) {
+                    if out.len() >= batch.max(1) {
+                        break 'zones;
+                    }
+                    if self.state.is_clean(c) {
+                        continue;
+                    }
+                    if let Some(p) = plan_rebuild_cycle(&self.geo, &self.state, c)? {
+                        out.push((c, p));
+                    }
+                }
+            }
+            if !out.is_empty() {
+                return Ok(out);
+            }
+        }
         let mut scanned = 0u64;
         while scanned < total && out.len() < batch.max(1) {
             let c = cur.next % total;
@@ -184,6 +211,7 @@ impl Pool {
                         cur.bytes_written +=
                             p.writes.iter().map(|w| w.data.len as u64).sum::<u64>();
                         self.state.mark_rebuilt(*c, rebuild_target(p));
+                        cur.marked.push(*c);
                     }
                 }
             }
@@ -254,6 +282,17 @@ fn flush_all(
     Ok(())
 }
 
+/// What one [`SharedPool::policy_step`] did.
+#[derive(Clone, Copy, Debug)]
+pub enum PolicyStep {
+    /// Rebuilt a batch of cycles.
+    Rebuilt(RebuildProgress),
+    /// Wrote one zone's redirected data home (or finished the rebuild and started reclaiming).
+    Reclaimed,
+    /// Nothing left: every cycle rebuilt, the D-Map empty, the pool in normal state.
+    Done,
+}
+
 /// How a [`SharedPool`] lets requests run together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Concurrency {
@@ -303,6 +342,42 @@ pub struct SharedPool {
     flusher_thread: Mutex<Option<JoinHandle<()>>>,
     /// The pool's write journal, if it has one (appended to outside the pool mutex).
     journal: Option<Arc<crate::journal::Journal>>,
+    /// Zone popularity, policy rebuild state, surrogate and D-Map (shared with the pool).
+    ido: Arc<Ido>,
+    uuid: [u8; 16],
+    /// When zone popularity was last recorded.
+    ido_persisted: Mutex<Instant>,
+}
+
+/// How often zone popularity is recorded while served.
+const IDO_PERSIST_EVERY: Duration = Duration::from_secs(30);
+
+/// The served pool as IDO's request distributor sees it: the degraded (or rebuilt) set.
+struct SpMain<'a>(&'a SharedPool);
+
+impl MainPool for SpMain<'_> {
+    fn read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
+        self.0.read_main(off, buf)
+    }
+    fn write(&self, off: u64, data: &[u8]) -> Result<()> {
+        self.0.write_main(off, data)
+    }
+    fn sync(&self) -> Result<()> {
+        self.0.flush()
+    }
+    fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
+        // The members are taken under the pool mutex, written outside it: a sync must not
+        // stall every request's planning (records are serialized by the IDO lock).
+        let members = self.0.with_pool(|p| Ok(p.members.clone()))?;
+        Pool::write_ido_record(
+            &members,
+            &self.0.counters,
+            self.0.data_offset_bytes,
+            seq,
+            bytes,
+            sync,
+        )
+    }
 }
 
 /// Quiet time after the last client request before deferred parity is processed.
@@ -389,7 +464,15 @@ impl SharedPool {
     pub fn new(mut pool: Pool, mode: Concurrency) -> Result<Arc<SharedPool>> {
         pool.mark_in_use()?;
         let n = pool.members.len();
+        let ido = Arc::clone(&pool.ido);
+        if ido.needs_surrogate_now() || ido.phase() != Phase::Normal {
+            // Redirected data lives there: reads need it.
+            ido.attach(None)?;
+        }
         let sp = Arc::new(SharedPool {
+            ido,
+            uuid: pool.uuid(),
+            ido_persisted: Mutex::new(Instant::now()),
             counters: (0..n).map(|_| Counters::default()).collect(),
             data_offset_bytes: pool.data_offset_bytes,
             checksums: pool.checksums.clone(),
@@ -425,6 +508,17 @@ impl SharedPool {
 
     /// One look at the idle detector; flushes a step when it says so.
     fn flusher_tick(&self) -> Result<()> {
+        let due = {
+            let mut t = self.ido_persisted.lock().unwrap_or_else(|e| e.into_inner());
+            let due = t.elapsed() > IDO_PERSIST_EVERY;
+            if due {
+                *t = Instant::now();
+            }
+            due
+        };
+        if due {
+            self.ido.persist_popularity(&SpMain(self), self.uuid)?;
+        }
         let (len, cap) = self.with_pool(|p| {
             let b = p.state.bpgl();
             Ok((b.len(), b.capacity()))
@@ -619,12 +713,27 @@ impl SharedPool {
         }
     }
 
-    /// Reads `buf.len()` bytes at `offset`.
+    /// Reads `buf.len()` bytes at `offset`. Counts the request in its zone; during a policy
+    /// rebuild or reclaim, pieces whose newest data is on the surrogate are read there.
     pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        if self.ido.note(offset, buf.len() as u64) {
+            if offset
+                .checked_add(buf.len() as u64)
+                .is_none_or(|e| e > self.capacity)
+            {
+                return self.read_main(offset, buf);
+            }
+            return self.ido.read(&SpMain(self), offset, buf);
+        }
+        self.read_main(offset, buf)
+    }
+
+    /// Reads from the pool itself (no zone tracking, no redirection).
+    pub(crate) fn read_main(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.note_foreground();
         let _fg = Foreground::start(self);
         if self.mode == Concurrency::Serial {
-            let data = self.with_pool(|p| p.read(offset, buf.len() as u64))?;
+            let data = self.with_pool(|p| p.read_plain(offset, buf.len() as u64))?;
             buf.copy_from_slice(&data);
             return Ok(());
         }
@@ -665,17 +774,28 @@ impl SharedPool {
         )))
     }
 
-    /// Writes `data` at `offset`.
-    /// Under lazy parity the stripes it defers are listed, and the list made durable, under
-    /// the pool mutex before the member writes run. With a write journal, each piece of the
-    /// write is appended to the journal (outside the pool mutex, under its stripe locks;
-    /// concurrent appends share one sync) before its in-place writes, so the write is durable
-    /// when this returns.
+    /// Writes `data` at `offset` (through [`SharedPool::write_main`]; see there for lazy
+    /// parity and the write journal). Counts the request in its zone; during a policy rebuild or reclaim it goes where the
+    /// policy and the D-Map say (`crate::ido`).
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
+        if self.ido.note(offset, data.len() as u64) {
+            if offset
+                .checked_add(data.len() as u64)
+                .is_none_or(|e| e > self.capacity)
+            {
+                return self.write_main(offset, data);
+            }
+            return self.ido.write(&SpMain(self), self.uuid, offset, data);
+        }
+        self.write_main(offset, data)
+    }
+
+    /// Writes to the pool itself (no zone tracking, no redirection).
+    pub(crate) fn write_main(&self, offset: u64, data: &[u8]) -> Result<()> {
         self.note_foreground();
         let _fg = Foreground::start(self);
         if self.mode == Concurrency::Serial {
-            return self.with_pool(|p| p.write(offset, data));
+            return self.with_pool(|p| p.write_plain(offset, data));
         }
         let Some(j) = &self.journal else {
             return self.write_piece(offset, data);
@@ -812,12 +932,23 @@ impl SharedPool {
         }
     }
 
+    /// The IDO state (zone popularity, policy, surrogate, D-Map).
+    pub fn ido(&self) -> &Arc<Ido> {
+        &self.ido
+    }
+
+    fn with_ido(&self, mut s: Status, zones_rebuilt: u64) -> Status {
+        s.ido = Some(self.ido.status(zones_rebuilt));
+        s
+    }
+
     /// The pool's status now.
     pub fn status(&self) -> Result<Status> {
         self.with_pool(|p| {
             self.fold_counters(p);
-            Ok(p.status())
+            Ok(p.status_parts())
         })
+        .map(|(s, zr)| self.with_ido(s, zr))
     }
 
     /// Marks member `i` failed; clients go on, degraded.
@@ -828,8 +959,9 @@ impl SharedPool {
         self.flush_deferred()?;
         self.with_pool(|p| {
             self.fold_counters(p);
-            Ok(p.status())
+            Ok(p.status_parts())
         })
+        .map(|(s, zr)| self.with_ido(s, zr))
     }
 
     /// Puts a new, empty member at `path` in the place of failed member `i` (then rebuild).
@@ -837,8 +969,9 @@ impl SharedPool {
         self.with_pool(|p| {
             p.replace(i, path)?;
             self.fold_counters(p);
-            Ok(p.status())
+            Ok(p.status_parts())
         })
+        .map(|(s, zr)| self.with_ido(s, zr))
     }
 
     /// What the background rebuild is doing.
@@ -884,6 +1017,21 @@ impl SharedPool {
     /// at most `opts.speed_max_bytes_per_sec`. Refuses at once when the rebuild cannot start
     /// (a failed member must be replaced first).
     pub fn start_rebuild(self: &Arc<Self>, opts: RebuildOpts) -> Result<RebuildInfo> {
+        self.start_rebuild_with(opts, None, None)
+    }
+
+    /// [`SharedPool::start_rebuild`] with a rebuild policy (seed 003: `pr`, `pro`, `workout`,
+    /// `vdf`, `ido`) and the surrogate pool for the policies that need one (default: the
+    /// one recorded at creation). `None` resumes a policy rebuild or reclaim that a restart
+    /// interrupted, or else runs MD's plain sequential rebuild. After a policy rebuild the
+    /// same thread reclaims redirected data at low priority (it yields while clients are
+    /// busy), then the pool is back in normal state.
+    pub fn start_rebuild_with(
+        self: &Arc<Self>,
+        opts: RebuildOpts,
+        policy: Option<RebuildPolicy>,
+        surrogate: Option<&std::path::Path>,
+    ) -> Result<RebuildInfo> {
         let mut th = self
             .rebuild_thread
             .lock()
@@ -899,17 +1047,91 @@ impl SharedPool {
             }
             Ok(())
         })?;
+        let ido_on = self.begin_policy_rebuild(policy, surrogate)?;
         self.stop_rebuild.store(false, Ordering::SeqCst);
         *self.rebuild.lock().unwrap_or_else(|e| e.into_inner()) = RebuildInfo {
             running: true,
             ..Default::default()
         };
         let me = Arc::clone(self);
-        *th = Some(std::thread::spawn(move || me.rebuild_loop(opts)));
+        *th = Some(std::thread::spawn(move || me.rebuild_loop(opts, ido_on)));
         Ok(self.rebuild_info())
     }
 
-    fn rebuild_loop(&self, opts: RebuildOpts) {
+    /// Prepares a rebuild with `policy` (see [`SharedPool::start_rebuild_with`]): attaches
+    /// the surrogate, records the policy and phase, picks IDO's hot zones. Returns whether
+    /// the rebuild runs through [`SharedPool::policy_step`] (false: MD's plain rebuild).
+    pub fn begin_policy_rebuild(
+        &self,
+        policy: Option<RebuildPolicy>,
+        surrogate: Option<&std::path::Path>,
+    ) -> Result<bool> {
+        let phase = self.ido.phase();
+        let recorded = (phase != Phase::Normal).then(|| self.ido.policy());
+        if let (Some(want), Some(had)) = (policy, recorded) {
+            if want != had {
+                return Err(PoolError::Usage(format!(
+                    "a {} rebuild is under way (phase {}); resume it without --policy or                      with --policy {}",
+                    had.name(),
+                    phase.as_str(),
+                    had.name()
+                )));
+            }
+        }
+        // An explicit policy (pr included) runs through IDO's bookkeeping (order, status);
+        // none at all is MD's plain rebuild, as before policies existed.
+        let ido_on = recorded.is_some() || policy.is_some();
+        let policy = policy.or(recorded).unwrap_or(RebuildPolicy::Pr);
+        if policy.uses_surrogate() || self.ido.needs_surrogate_now() || surrogate.is_some() {
+            self.ido.attach(surrogate)?;
+        }
+        if ido_on && phase != Phase::Reclaiming {
+            let left = self.with_pool(|p| Ok(p.zone_cycles_left()))?;
+            self.ido
+                .begin_rebuild(policy, left, &SpMain(self), self.uuid)?;
+        }
+        Ok(ido_on)
+    }
+
+    /// One step of a policy rebuild begun by [`SharedPool::begin_policy_rebuild`]: a batch
+    /// of cycles in the policy's order (then, for IDO, the migration of hot zones that became
+    /// rebuilt), or once everything is rebuilt one reclaim step (one zone's redirected data
+    /// written home). `Done` once the D-Map is empty and the pool is back in normal state.
+    pub fn policy_step(&self, opts: &RebuildOpts, cur: &mut RebuildCursor) -> Result<PolicyStep> {
+        if self.ido.phase() == Phase::Reclaiming {
+            return Ok(if self.ido.reclaim_step(&SpMain(self), self.uuid)? {
+                PolicyStep::Reclaimed
+            } else {
+                PolicyStep::Done
+            });
+        }
+        if self.ido.phase() == Phase::Normal {
+            return Ok(match self.rebuild_step(opts, cur)? {
+                Some(pr) => PolicyStep::Rebuilt(pr),
+                None => PolicyStep::Done,
+            });
+        }
+        if matches!(self.ido.policy(), RebuildPolicy::Ido | RebuildPolicy::Pro) {
+            cur.zone_order = Some((self.ido.zone_order(), self.ido.zone_cycles()));
+        }
+        let step = self.rebuild_step(opts, cur)?;
+        let marked = std::mem::take(&mut cur.marked);
+        let done = self.ido.cycles_rebuilt(&marked);
+        match step {
+            Some(pr) => {
+                if !done.is_empty() {
+                    self.ido.migrate(&SpMain(self), self.uuid, &done)?;
+                }
+                Ok(PolicyStep::Rebuilt(pr))
+            }
+            None => {
+                self.ido.end_rebuild(&SpMain(self), self.uuid)?;
+                Ok(PolicyStep::Reclaimed)
+            }
+        }
+    }
+
+    fn rebuild_loop(&self, opts: RebuildOpts, ido_on: bool) {
         let mut cur = RebuildCursor::new();
         let mut throttle = opts.speed_min_bytes_per_sec.map(|min| {
             raidcore::Throttle::new(raidcore::SpeedLimits {
@@ -927,9 +1149,26 @@ impl SharedPool {
                 return;
             }
             let t0 = Instant::now();
-            match self.rebuild_step(&opts, &mut cur) {
-                Ok(Some(pr)) => set(&|i| i.progress = Some(pr)),
-                Ok(None) => {
+            let step = if ido_on {
+                self.policy_step(&opts, &mut cur)
+            } else {
+                self.rebuild_step(&opts, &mut cur).map(|s| match s {
+                    Some(pr) => PolicyStep::Rebuilt(pr),
+                    None => PolicyStep::Done,
+                })
+            };
+            match step {
+                Ok(PolicyStep::Rebuilt(pr)) => set(&|i| i.progress = Some(pr)),
+                Ok(PolicyStep::Reclaimed) => {
+                    // Low priority: yield while clients were busy in the last 500 ms.
+                    let now = self.now_ns();
+                    let last = self.last_foreground_ns.load(Ordering::Relaxed);
+                    if last != 0 && now.saturating_sub(last) < FOREGROUND_WINDOW_NS {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    continue;
+                }
+                Ok(PolicyStep::Done) => {
                     let pr = self.with_pool(|p| {
                         p.mark_in_use()?;
                         Ok(progress_of(p, &cur))
@@ -1043,6 +1282,8 @@ impl SharedPool {
                 let _ = h.join();
             }
         }
+        // The surrogate (if attached) records its own state; the D-Map stays in our record.
+        self.ido.detach()?;
         let mut g = self.lock()?;
         let p = g.take().ok_or_else(closed)?;
         // Wait for requests running outside the mutex (they hold stripe locks).

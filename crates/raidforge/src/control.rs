@@ -134,7 +134,8 @@ pub fn replace(l: &Live, member: usize, with: &Path, json: bool) -> anyhow::Resu
 /// progress until it ends (clients keep being served meanwhile).
 pub fn rebuild(l: &Live, a: &RebuildArgs, parallel: usize) -> anyhow::Result<()> {
     let v = l.request(
-        &json!({"op": "rebuild", "parallel": parallel, "speed_max": a.speed_max, "speed_min": a.speed_min}),
+        &json!({"op": "rebuild", "parallel": parallel, "speed_max": a.speed_max, "speed_min": a.speed_min,
+            "policy": a.policy, "surrogate": a.surrogate}),
         QUICK,
     )?;
     let mut info: RebuildInfo = serde_json::from_value(v["rebuild"].clone())?;

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use dev::ido::RebuildPolicy;
 use dev::pool::{CreateOpts, Pool, RebuildOpts, WriteHole};
+use dev::serve_support::{Concurrency, SharedPool};
 use raidcore::ParityPolicy;
 
 use crate::layout_cmd::LayoutArgs;
@@ -100,6 +102,16 @@ pub struct CreateArgs {
     /// (default: 1/32 of the member, between 2 MiB and 64 MiB). The data area starts after it.
     #[arg(long, value_parser = parse_size)]
     pub journal_size: Option<u64>,
+    /// Surrogate pool for on-line rebuilds (seed 003): another raidforge pool (a RAID1 of two
+    /// members is plenty) that takes redirected writes and hot zones while this pool
+    /// rebuilds with `raidforge rebuild --policy ido|workout|vdf`. Create it first.
+    #[arg(long)]
+    pub surrogate: Option<PathBuf>,
+    /// Zone size for popularity tracking (rounded up to whole layout cycles), e.g. 12M. Every
+    /// request adds one to its zone's count (halved every 65536 requests); an IDO rebuild
+    /// rebuilds and migrates the hottest zones first.
+    #[arg(long, value_parser = parse_size, default_value = "12M")]
+    pub zone_size: u64,
     /// Print the new pool's status as JSON.
     #[arg(long)]
     pub json: bool,
@@ -205,6 +217,40 @@ pub fn print_status_of(s: &dev::pool::Status, json: bool) -> anyhow::Result<()> 
             100.0 * s.cycles_clean as f64 / s.cycles.max(1) as f64
         );
     }
+    if let Some(i) = &s.ido {
+        if i.phase != "normal" || i.dmap_entries > 0 {
+            println!(
+                "      {} rebuild ({}): zones {}/{} rebuilt, {} hot, {} migrated; {} requests \
+                 redirected; D-Map {} ranges, {} bytes; {} zones left to reclaim; surrogate {}",
+                i.policy,
+                i.phase,
+                i.zones_rebuilt,
+                i.zones_total,
+                i.zones_hot,
+                i.zones_migrated,
+                i.redirected_requests,
+                i.dmap_entries,
+                i.dmap_bytes,
+                i.reclaim_zones_left,
+                i.surrogate_state
+            );
+        } else {
+            println!(
+                "      zones: {} of {} bytes{}{}",
+                i.zones_total,
+                i.zone_bytes,
+                if i.tracking {
+                    ", popularity tracked"
+                } else {
+                    ""
+                },
+                i.surrogate
+                    .as_ref()
+                    .map(|p| format!("; surrogate {}", p.display()))
+                    .unwrap_or_default()
+            );
+        }
+    }
     let full = s.fault_tolerance + usize::from(s.bpgl_len > 0);
     if s.parity == "lazy" || s.bpgl_len > 0 {
         println!(
@@ -299,6 +345,8 @@ pub fn create(a: CreateArgs) -> anyhow::Result<()> {
             journal_bytes: a.journal_size,
         },
     )?;
+    let mut pool = pool;
+    pool.configure_ido(Some(a.zone_size), a.surrogate.as_deref())?;
     print_status(&pool, a.json)?;
     pool.close()?;
     Ok(())
@@ -407,11 +455,26 @@ pub fn replace(pool: PathBuf, member: usize, with: PathBuf, json: bool) -> anyho
 #[derive(Args, Debug)]
 pub struct RebuildArgs {
     pub pool: PathBuf,
-    /// Rebuild order: `parallel` (many cycles at once, spreading work over every member that
-    /// holds a piece: what makes RAID+ and S2-RAID fast) or `sequential` (one cycle at a time,
-    /// like Linux MD).
+    /// How cycles are scheduled: `parallel` (many cycles at once, spreading work over every
+    /// member that holds a piece: what makes RAID+ and S2-RAID fast) or `sequential` (one
+    /// cycle at a time, like Linux MD).
     #[arg(long, default_value = "parallel")]
-    pub policy: String,
+    pub order: String,
+    /// What happens to client I/O during the rebuild (seed 003), for served pools:
+    /// `pr` (default; MD's: address order, clients on the degraded pool),
+    /// `pro` (zones most requested since the failure rebuilt first),
+    /// `workout` (writes and reads of popular zones go to the surrogate pool),
+    /// `vdf` (reads cached on the surrogate, evicting copies of already rebuilt zones first;
+    /// writes go there too), `ido` (zones found hot before the failure rebuilt first and
+    /// moved to the surrogate; their reads and all writes go there). After a rebuild with a
+    /// surrogate, redirected data is written back at low priority (status shows the D-Map
+    /// shrinking). Without --policy an interrupted policy rebuild resumes with its policy.
+    /// (`parallel`/`sequential` are still accepted here as the old spelling of --order.)
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// The surrogate pool for workout/vdf/ido (default: the one named at `raidforge create`).
+    #[arg(long)]
+    pub surrogate: Option<PathBuf>,
     /// Cycles in flight for the parallel policy.
     #[arg(long, default_value_t = 8)]
     pub parallel: usize,
@@ -429,11 +492,23 @@ pub struct RebuildArgs {
     pub json: bool,
 }
 
-pub fn rebuild(a: RebuildArgs) -> anyhow::Result<()> {
-    let parallel = match a.policy.as_str() {
+pub fn rebuild(mut a: RebuildArgs) -> anyhow::Result<()> {
+    if let Some(old @ ("parallel" | "sequential")) = a.policy.as_deref() {
+        // The old spelling: --policy was the schedule before rebuild policies existed.
+        eprintln!("raidforge: note: --policy {old} is now spelled --order {old}");
+        a.order = old.to_string();
+        a.policy = None;
+    }
+    let policy = a
+        .policy
+        .as_deref()
+        .map(dev::ido::parse_policy)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("{e} (the schedule is --order parallel|sequential)"))?;
+    let parallel = match a.order.as_str() {
         "parallel" => a.parallel.max(1),
         "sequential" => 1,
-        other => anyhow::bail!("unknown --policy '{other}'; choose parallel or sequential"),
+        other => anyhow::bail!("unknown --order '{other}'; choose parallel or sequential"),
     };
     if let (Some(min), Some(max)) = (a.speed_min, a.speed_max) {
         if min > max {
@@ -444,6 +519,10 @@ pub fn rebuild(a: RebuildArgs) -> anyhow::Result<()> {
         return crate::control::rebuild(&live, &a, parallel);
     }
     let mut p = Pool::open(&a.pool)?;
+    if policy.is_some_and(|p| p != RebuildPolicy::Pr) || p.ido().phase() != dev::ido::Phase::Normal
+    {
+        return policy_rebuild(p, &a, policy, parallel);
+    }
     let tty = std::io::stderr().is_terminal() && !a.json;
     let bar = if tty {
         let b = indicatif::ProgressBar::new(p.geometry().cycles());
@@ -639,6 +718,64 @@ pub fn scrub(a: ScrubArgs) -> anyhow::Result<bool> {
         }
     }
     Ok(r.clean())
+}
+
+/// A policy rebuild of a pool no server has: the same machinery as a served pool's (the pool
+/// is shared in this process for the duration), without clients.
+fn policy_rebuild(
+    p: Pool,
+    a: &RebuildArgs,
+    policy: Option<RebuildPolicy>,
+    parallel: usize,
+) -> anyhow::Result<()> {
+    let sp = SharedPool::new(p, Concurrency::Stripes)?;
+    let started = sp.start_rebuild_with(
+        RebuildOpts {
+            parallel_cycles: parallel,
+            speed_max_bytes_per_sec: a.speed_max,
+            speed_min_bytes_per_sec: a.speed_min,
+            ..RebuildOpts::default()
+        },
+        policy,
+        a.surrogate.as_deref(),
+    );
+    if let Err(e) = started {
+        sp.close()?;
+        return Err(e.into());
+    }
+    let mut last = None;
+    loop {
+        let info = sp.rebuild_info();
+        if let Some(pr) = info.progress {
+            if a.json && last != Some(pr.cycles_done) {
+                println!("{}", serde_json::to_string(&pr)?);
+                last = Some(pr.cycles_done);
+            }
+        }
+        if !info.running {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let info = sp.rebuild_info();
+    let status = sp.close()?;
+    if let Some(e) = info.error {
+        anyhow::bail!("rebuild stopped: {e}");
+    }
+    let ido = status.ido.clone().unwrap_or_default();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({"done": true, "state": status.state, "policy": ido.policy,
+                "ido": ido})
+        );
+    } else {
+        println!(
+            "rebuilt with policy {}; {} zones migrated, {} bytes reclaimed; pool is {}",
+            ido.policy, ido.migrated_bytes, ido.reclaimed_bytes, status.state
+        );
+    }
+    Ok(())
 }
 
 pub fn verify(a: PoolArg) -> anyhow::Result<bool> {

@@ -55,6 +55,10 @@ pub struct ServeArgs {
     /// Log connections and protocol errors to stderr.
     #[arg(long)]
     pub verbose: bool,
+    /// Do not count requests per zone (the popularity IDO rebuilds use). For measuring the
+    /// cost of counting (bench/ido_tracking.sh); an IDO rebuild then has no hot zones.
+    #[arg(long)]
+    pub no_zone_tracking: bool,
 }
 
 /// Set by SIGINT and SIGTERM.
@@ -190,6 +194,26 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
         let opened = Pool::open(path)
             .with_context(|| format!("opening {}", path.display()))
             .and_then(|p| Ok(SharedPool::new(p, mode)?));
+        if let Ok(p) = &opened {
+            p.ido().set_tracking(!a.no_zone_tracking);
+            // A policy rebuild or its reclaim was interrupted (a crash or a stop): resume it,
+            // as MD resumes a resync; redirected data must go home.
+            if p.ido().phase() != dev::ido::Phase::Normal {
+                match p.start_rebuild(RebuildOpts::default()) {
+                    Ok(_) => eprintln!(
+                        "raidforge serve: {}: resuming the interrupted {} rebuild ({})",
+                        path.display(),
+                        p.ido().policy().name(),
+                        p.ido().phase().as_str()
+                    ),
+                    Err(e) => eprintln!(
+                        "raidforge serve: {}: the interrupted {} rebuild cannot resume yet: {e}",
+                        path.display(),
+                        p.ido().policy().name()
+                    ),
+                }
+            }
+        }
         let pool = match opened {
             Ok(p) => p,
             Err(e) => {
@@ -396,13 +420,28 @@ fn handle(line: &str, pool: &Arc<SharedPool>, server: &Server) -> Value {
                     speed_min_bytes_per_sec: req["speed_min"].as_u64(),
                     ..RebuildOpts::default()
                 };
-                pool.start_rebuild(opts)?;
+                let policy = req["policy"]
+                    .as_str()
+                    .map(dev::ido::parse_policy)
+                    .transpose()
+                    .map_err(|e| anyhow::anyhow!(e))?;
+                let surrogate = req["surrogate"].as_str().map(std::path::PathBuf::from);
+                pool.start_rebuild_with(opts, policy, surrogate.as_deref())?;
                 json!({"status": pool.status()?})
             }
             "verify" => json!({"verify": pool.verify()?}),
             "flush" => {
                 pool.flush_deferred()?;
                 json!({"status": pool.status()?})
+            }
+            // Zone popularity counting on or off (bench/ido_tracking.sh compares the two on
+            // one server).
+            "zone_tracking" => {
+                let on = req["on"]
+                    .as_bool()
+                    .context("zone_tracking needs \"on\": true or false")?;
+                pool.ido().set_tracking(on);
+                json!({"zone_tracking": on})
             }
             o => bail!("unknown control operation '{o}'"),
         };

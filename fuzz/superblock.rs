@@ -186,12 +186,16 @@ fn kind(r: &Result<Superblock, SuperblockError>) -> String {
         Err(SuperblockError::Field { field, reason }) => {
             // The reason's first word tells the checks apart ("member 9 out of range",
             // "count 70", "first cycles must ...").
-            let first = reason.split(' ').next().unwrap_or("");
-            let first = if first.bytes().all(|b| b.is_ascii_digit()) {
-                "n"
-            } else {
-                first
-            };
+            // Numbers are values, not checks: "4096+0" and "0+512" are the same check (each
+            // run of digits becomes one '#').
+            let mut first = String::new();
+            for c in reason.split(' ').next().unwrap_or("").chars() {
+                if !c.is_ascii_digit() {
+                    first.push(c);
+                } else if !first.ends_with('#') {
+                    first.push('#');
+                }
+            }
             format!("field:{field}:{first}")
         }
         Err(e) => format!("other:{e}"),

@@ -80,6 +80,13 @@ pub struct RepairCounts {
     pub repaired_blocks: u64,
     /// Stripes whose parity (or copies) scrub recomputed.
     pub parity_rewrites: u64,
+    /// Members failed because a block still read wrong after its repair was written.
+    #[serde(default)]
+    pub members_failed_by_repair: u64,
+    /// Blocks whose data agreed with its whole stripe while their stored checksum did not
+    /// (a torn checksum-region sector): the checksum was rewritten, not the data.
+    #[serde(default)]
+    pub checksum_entries_rewritten: u64,
 }
 
 /// A cycle's blocks lost together (one in-chunk range).
@@ -310,7 +317,7 @@ impl Pool {
                 Ok(p) => p,
                 Err(e) => {
                     let why = format!("the redundancy is spent: {e}");
-                    return Ok(Err(self.lost_group(c, &stale, ra, rb, &why)));
+                    return self.give_up(c, &stale, ra, rb, &why, checked);
                 }
             };
             let mut none: [u8; 0] = [];
@@ -345,7 +352,7 @@ impl Pool {
                     }
                     if !grew {
                         let why = "the blocks needed to repair it keep reading wrong";
-                        return Ok(Err(self.lost_group(c, &stale, ra, rb, why)));
+                        return self.give_up(c, &stale, ra, rb, why, checked);
                     }
                     continue;
                 }
@@ -372,7 +379,7 @@ impl Pool {
                              (damage beyond what the redundancy covers, or a crash between a \
                              block's write and its checksum's)"
                         };
-                        return Ok(Err(self.lost_group(c, &stale, ra, rb, why)));
+                        return self.give_up(c, &stale, ra, rb, why, checked);
                     }
                 }
             }
@@ -384,6 +391,13 @@ impl Pool {
             if let Err(e) = committed {
                 self.fail_members(&e.failed_members())?;
                 continue;
+            }
+            // Like MD's read-error correction: read the rewritten blocks back. A block that
+            // still reads wrong after its repair was written (a disk that cannot remap the
+            // sector) fails its member; the caller then plans again, degraded.
+            let still_bad = self.reread_repaired(&plan, &bufs);
+            if !still_bad.is_empty() {
+                self.fail_persistently_bad(&still_bad, c, ra, rb)?;
             }
             let written: Vec<MemberRange> = plan
                 .writes
@@ -404,6 +418,197 @@ impl Pool {
         Err(PoolError::Io(format!(
             "repairing cycle {c} bytes {ra}..{rb} of its chunks: members keep failing"
         )))
+    }
+
+    /// The redundancy could not recompute `stale`: they are lost.
+    fn give_up(
+        &mut self,
+        c: u64,
+        stale: &[PlaceId],
+        ra: u64,
+        rb: u64,
+        why: &str,
+        _checked: bool,
+    ) -> Result<std::result::Result<Vec<MemberRange>, LostGroup>> {
+        Ok(Err(self.lost_group(c, stale, ra, rb, why)))
+    }
+
+    /// After a journal replay: the checksum-region pages (`(member, page)`, 1024 blocks each)
+    /// that replayed records touched were being written when the pool stopped, so a crash may
+    /// have torn their sectors (each holds 128 blocks' checksums, most of blocks the crash
+    /// never wrote). Blocks of those pages that fail their checksums are vouched for by their
+    /// cycle ([`Pool::checksums_wrong_only`]); what no complete cycle vouches for is left to
+    /// the usual repair (and reported lost if it cannot be repaired). Like MD resyncing only
+    /// the regions its bitmap marks dirty after an unclean shutdown. Returns the blocks whose
+    /// checksums were rewritten.
+    pub(crate) fn vouch_torn_checksum_pages(
+        &mut self,
+        pages: &BTreeSet<(u32, u64)>,
+    ) -> Result<u64> {
+        let Some(cs) = self.checksums.clone() else {
+            return Ok(0);
+        };
+        let per_page = 4096 / crate::csum::SUM_BYTES;
+        let blocks = self.geo.member_bytes_used() / BLOCK_BYTES;
+        let mut cycles: BTreeSet<u64> = BTreeSet::new();
+        for &(member, page) in pages {
+            let Some(m) = self.members[member as usize].clone() else {
+                continue;
+            };
+            let first = page * per_page;
+            let end = ((page + 1) * per_page).min(blocks);
+            if first >= end {
+                continue;
+            }
+            let mut buf = vec![0u8; ((end - first) * BLOCK_BYTES) as usize];
+            if m.read_at(&mut buf, self.data_offset_bytes + first * BLOCK_BYTES)
+                .is_err()
+            {
+                continue; // read errors are for the usual repair
+            }
+            for mm in cs.verify(member as usize, first * BLOCK_BYTES, &buf) {
+                if let Some((c, _, _)) =
+                    locate_member_byte(&self.geo, &self.state, member, mm.offset_bytes)
+                {
+                    cycles.insert(c);
+                }
+            }
+        }
+        let mut fixed = 0;
+        for c in cycles {
+            if let Some(r) = self.checksums_wrong_only(c, pages)? {
+                fixed += r.len() as u64;
+            }
+        }
+        Ok(fixed)
+    }
+
+    /// Blocks that do not match their checksums, all in `suspect` checksum pages, in a cycle
+    /// whose every stripe is complete (no member missing), reads without error and agrees
+    /// with its parity or copies: the data is what the redundancy says it is, so the stored
+    /// checksums are what is wrong (torn by a crash). Their checksums are rewritten from the
+    /// data; returns the blocks, or `None` when the cycle does not qualify (a unit missing, a
+    /// read error, a stripe that disagrees, a block marked lost, a mismatch outside the
+    /// suspect pages). Only for pages a crash may have torn: at rest, damage that leaves a
+    /// stripe consistent (the same bits flipped in a data unit and its parity) must be
+    /// reported, not blessed.
+    fn checksums_wrong_only(
+        &mut self,
+        c: u64,
+        suspect: &BTreeSet<(u32, u64)>,
+    ) -> Result<Option<Vec<MemberRange>>> {
+        let Some(cs) = self.checksums.clone() else {
+            return Ok(None);
+        };
+        // A listed stripe's background parity is stale by design: not a witness.
+        if self.state.bpgl().stripes_of(c).next().is_some() {
+            return Ok(None);
+        }
+        let plan = plan_verify_cycle(&self.geo, &self.state, c);
+        let (bufs, bad) = match crate::exec::run_reads_flagged(&plan, &self.members_view()) {
+            Ok(x) => x,
+            Err(_) => return Ok(None),
+        };
+        if bad.is_empty() || bad.iter().any(|b| !b.checksum) {
+            return Ok(None);
+        }
+        let outcome = check_verify(&self.state, &plan, &bufs);
+        if outcome.degraded > 0 || !outcome.inconsistent.is_empty() {
+            return Ok(None);
+        }
+        let mut fixed = Vec::new();
+        let mut pieces_ok: Vec<(u32, u64, Vec<u8>)> = Vec::new();
+        let per_page = 4096 / crate::csum::SUM_BYTES;
+        for b in &bad {
+            if cs.stored(b.member as usize, b.offset_bytes) == POISON
+                || !suspect.contains(&(b.member, b.offset_bytes / BLOCK_BYTES / per_page))
+            {
+                return Ok(None);
+            }
+            let Some(io) = plan.reads.iter().find(|io| {
+                io.member == b.member
+                    && io.offset_bytes <= b.offset_bytes
+                    && b.offset_bytes + b.len <= io.offset_bytes + io.data.len as u64
+            }) else {
+                return Ok(None);
+            };
+            let at = io.data.off + (b.offset_bytes - io.offset_bytes) as usize;
+            pieces_ok.push((
+                b.member,
+                b.offset_bytes,
+                bufs[io.data.buf][at..at + b.len as usize].to_vec(),
+            ));
+        }
+        for (member, off, bytes) in pieces_ok {
+            let Some(m) = self.members[member as usize].clone() else {
+                return Ok(None);
+            };
+            cs.record(member as usize, off, &bytes);
+            let end = off + bytes.len() as u64;
+            if cs
+                .write_pages(
+                    member as usize,
+                    &*m,
+                    off / BLOCK_BYTES,
+                    end.div_ceil(BLOCK_BYTES),
+                )
+                .is_err()
+            {
+                self.fail_members(&[member])?;
+                return Ok(None);
+            }
+            self.desc.repairs.checksum_entries_rewritten +=
+                bytes.len().div_ceil(BLOCK_BYTES as usize) as u64;
+            fixed.push(MemberRange {
+                member: member as usize,
+                offset: self.data_offset_bytes + off,
+                length: bytes.len() as u64,
+                kind: "checksum-entry".into(),
+            });
+        }
+        Ok(Some(fixed))
+    }
+
+    /// Reads back what a repair plan just wrote; returns the members whose blocks still read
+    /// wrong (a read error, a checksum mismatch, or other bytes than were written).
+    fn reread_repaired(&self, plan: &raidcore::Plan, bufs: &[Vec<u8>]) -> Vec<u32> {
+        let mut bad: Vec<u32> = Vec::new();
+        for w in &plan.writes {
+            let Some(m) = self.members[w.member as usize].as_ref() else {
+                continue;
+            };
+            let want = &bufs[w.data.buf][w.data.off..w.data.end()];
+            let mut got = vec![0u8; want.len()];
+            let ok = m
+                .read_at(&mut got, self.data_offset_bytes + w.offset_bytes)
+                .is_ok()
+                && got == want
+                && self
+                    .checksums
+                    .as_ref()
+                    .is_none_or(|cs| cs.matches(w.member as usize, w.offset_bytes, &got));
+            if !ok && !bad.contains(&w.member) {
+                bad.push(w.member);
+            }
+        }
+        bad
+    }
+
+    /// Members whose blocks still read wrong after their repair was written: failed (MD kicks
+    /// such a member out), unless that would fail more members than the layout survives, in
+    /// which case the blocks are left as they are and the command fails naming the member.
+    fn fail_persistently_bad(&mut self, members: &[u32], c: u64, ra: u64, rb: u64) -> Result<()> {
+        let tolerance = self.geo.scheme().tolerance();
+        let failed = self.state.failed().len();
+        if failed + members.len() > tolerance {
+            return Err(PoolError::Io(format!(
+                "member(s) {members:?}: blocks of cycle {c} (bytes {ra}..{rb} of its chunks) \
+                 still read wrong after being repaired, and failing them would exceed the \
+                 {tolerance} failure(s) the layout survives: replace the failed members first"
+            )));
+        }
+        self.desc.repairs.members_failed_by_repair += members.len() as u64;
+        self.fail_members(members)
     }
 
     fn lost_group(&self, c: u64, stale: &[PlaceId], ra: u64, rb: u64, why: &str) -> LostGroup {
@@ -465,6 +670,26 @@ impl Pool {
                     });
                 if r.is_err() {
                     self.fail_members(&[loc.disk])?;
+                    continue;
+                }
+                // The rewrite must have cleared the read error (a remapped sector); if the
+                // block still cannot be read, the rebuild cannot go past it: stop and say so
+                // (failing the member would lose every other unit it still holds).
+                let mut back = vec![0u8; zeros.len()];
+                if m.read_at(&mut back, self.data_offset_bytes + off).is_err() {
+                    self.lost_pending.push(g.clone());
+                    self.poison_pending()?;
+                    return Err(PoolError::Io(format!(
+                        "rebuild stopped: member {} bytes {}..{} cannot be read even after \
+                         being rewritten, and no redundancy is left to rebuild past them (data \
+                         lost at logical bytes {}); the progress so far is recorded: replace \
+                         member {} too",
+                        loc.disk,
+                        self.data_offset_bytes + off,
+                        self.data_offset_bytes + off + zeros.len() as u64,
+                        describe_ranges(&g.ranges),
+                        loc.disk
+                    )));
                 }
             }
             self.lost_pending.push(g);

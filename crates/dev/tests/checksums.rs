@@ -569,3 +569,103 @@ fn stale_checksum_after_a_crash_is_reported_not_invented() {
     assert_clean(&scrub(&mut pool));
     pool.close().unwrap();
 }
+
+/// A latent sector error on a data block of a healthy pool. When a rewrite remaps the sector,
+/// the read repairs the block in place and the member stays; when the sector cannot be
+/// remapped (it still fails after its repair was written), the member is failed, like MD
+/// does, and the read is served degraded: the right bytes, no error, nothing lost.
+#[test]
+fn a_block_that_still_reads_wrong_after_its_repair_fails_its_member() {
+    for (name, kind, n) in [
+        ("r5", SchemeKind::Raid5, 4usize),
+        ("r6", SchemeKind::Raid6, 5),
+    ] {
+        for checksums in [false, true] {
+            for remap in [true, false] {
+                let d = TempDir::new(&format!("persist-lse-{name}-{checksums}-{remap}"));
+                let (mut pool, data) = filled(&d.0, kind, params(n, None), checksums);
+                let geo = pool.geometry().clone();
+                let place = (0..geo.healthy().stripes.len())
+                    .flat_map(|s| geo.stripe_places(s).to_vec())
+                    .find(|&q| geo.role(q) == Role::Data)
+                    .unwrap();
+                let (m, at) = where_is(&pool, 1, place, 4096);
+                let lo = logical_offset(&geo, 1, place, 4096).unwrap();
+                pool.wrap_member(m, |inner| {
+                    let f = Faulty::new(inner);
+                    f.faults
+                        .read_error_ranges
+                        .lock()
+                        .unwrap()
+                        .push((at, at + 512));
+                    f.faults.remap_on_write.store(remap, Ordering::SeqCst);
+                    Arc::new(f) as Arc<dyn Member>
+                });
+                let what = format!("{name} checksums {checksums} remap {remap}");
+                let got = pool.read(lo, 4096).unwrap();
+                assert_eq!(got, &data[lo as usize..lo as usize + 4096], "{what}");
+                let s = pool.status();
+                assert!(s.lost.is_empty(), "{what}: {:?}", s.lost);
+                assert!(s.repairs.read_errors >= 1, "{what}");
+                if remap {
+                    assert!(pool.state().failed().is_empty(), "{what}");
+                    assert_eq!(s.repairs.members_failed_by_repair, 0, "{what}");
+                } else {
+                    assert_eq!(pool.state().failed(), &[m as u32], "{what}");
+                    assert_eq!(s.repairs.members_failed_by_repair, 1, "{what}");
+                }
+                assert_eq!(pool.read(0, data.len() as u64).unwrap(), data, "{what}");
+                pool.close().unwrap();
+            }
+        }
+    }
+}
+
+/// A damaged entry in the checksum region at rest (no crash was writing it), the data good:
+/// whether the pool is healthy or degraded, the block is reported lost, never returned
+/// unverified (the same bits flipped in a data unit and its parity also leave a stripe that
+/// agrees, so agreement alone does not vouch for data at rest). Only checksum pages a crash
+/// was writing are vouched for by their stripes, after a journal replay (the fault harness
+/// covers that path).
+#[test]
+fn a_damaged_checksum_entry_at_rest_is_reported_lost() {
+    for degraded in [false, true] {
+        let d = TempDir::new(&format!("csum-entry-{degraded}"));
+        let (pool, data) = filled(&d.0, SchemeKind::Raid5, params(4, None), true);
+        let geo = pool.geometry().clone();
+        let place = (0..geo.healthy().stripes.len())
+            .flat_map(|s| geo.stripe_places(s).to_vec())
+            .find(|&q| geo.role(q) == Role::Data)
+            .unwrap();
+        let (m, at) = where_is(&pool, 1, place, 0);
+        let lo = logical_offset(&geo, 1, place, 0).unwrap() as usize;
+        pool.close().unwrap();
+        let path = member_path(&d.0, m);
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let mut sb = vec![0u8; 4096];
+        f.read_exact_at(&mut sb, 0).unwrap();
+        let sb = raidcore::superblock::Superblock::decode(&sb).unwrap();
+        let block = (at - sb.data_offset_bytes) / 4096;
+        let entry = sb.checksum_offset_bytes + 4 * block;
+        let mut b = [0u8; 1];
+        f.read_exact_at(&mut b, entry).unwrap();
+        b[0] ^= 0x40;
+        f.write_all_at(&b, entry).unwrap();
+        drop(f);
+        let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
+        if degraded {
+            // A member other than the damaged block's.
+            pool.fail((m + 1) % 4).unwrap();
+        }
+        let err = pool.read(lo as u64, 4096).unwrap_err();
+        assert!(matches!(err, PoolError::Lost { .. }), "{err}");
+        assert_eq!(pool.status().repairs.checksum_entries_rewritten, 0);
+        // Everything else reads right.
+        assert_eq!(pool.read(0, lo as u64).unwrap(), &data[..lo]);
+        pool.close().unwrap();
+    }
+}

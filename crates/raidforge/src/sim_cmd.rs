@@ -28,6 +28,17 @@ pub struct SimArgs {
     /// an SSD in slot 4 among HDDs (RAID4S: the parity member).
     #[arg(long, value_name = "MEMBER=MODEL")]
     disk_at: Vec<String>,
+    /// A latent sector error (an unreadable range) on a member, MEMBER:OFFSET:LEN, bytes of the
+    /// member's data area with size suffixes (repeatable), e.g. --lse 2:1M:64K. A read that
+    /// meets it spends its time, fails for that range, and the array recomputes the range from
+    /// the rest of its stripe and rewrites it in place; without enough redundancy left (RAID5
+    /// with a failed member) the logical range is reported lost and reads of it fail.
+    #[arg(long, value_name = "MEMBER:OFFSET:LEN")]
+    lse: Vec<String>,
+    /// Latent sector errors drawn from --seed: COUNT:LEN, COUNT ranges of LEN bytes at random
+    /// offsets of every member (e.g. 4:64K).
+    #[arg(long, value_name = "COUNT:LEN")]
+    lse_random: Option<String>,
     /// Bytes of each member the array uses, from the start of the drive (e.g. 10G; default:
     /// the whole drive).
     #[arg(long)]
@@ -204,6 +215,41 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         })?;
         cfg.drive_overrides.push((member, d.params()));
     }
+    for spec in &a.lse {
+        let parts: Vec<&str> = spec.split(':').collect();
+        let [m, off, len] = parts[..] else {
+            bail!("--lse {spec:?}: expected MEMBER:OFFSET:LEN, e.g. 2:1M:64K");
+        };
+        let member: layout::Disk = m
+            .trim()
+            .parse()
+            .with_context(|| format!("--lse {spec:?}: {m:?} is not a member number"))?;
+        let offset = sim::parse_bytes(off.trim())
+            .with_context(|| format!("--lse {spec:?}: {off:?} is not a byte offset (e.g. 1M)"))?;
+        let len = sim::parse_bytes(len.trim())
+            .with_context(|| format!("--lse {spec:?}: {len:?} is not a length (e.g. 64K)"))?;
+        cfg.lse.push(sim::LseRange {
+            member,
+            offset,
+            len,
+        });
+    }
+    if let Some(spec) = &a.lse_random {
+        let Some((n, len)) = spec.split_once(':') else {
+            bail!("--lse-random {spec:?}: expected COUNT:LEN, e.g. 4:64K");
+        };
+        let per_member = n
+            .trim()
+            .parse()
+            .with_context(|| format!("--lse-random {spec:?}: {n:?} is not a count"))?;
+        let len = sim::parse_bytes(len.trim()).with_context(|| {
+            format!("--lse-random {spec:?}: {len:?} is not a length (e.g. 64K)")
+        })?;
+        if len == 0 {
+            bail!("--lse-random {spec:?}: the length must be > 0");
+        }
+        cfg.lse_random = Some(sim::LseRandom { per_member, len });
+    }
     cfg.failure = match a.fail {
         Some(member) => Some(Failure {
             member,
@@ -336,6 +382,9 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
     }
     if a.json {
         let mut v = report_json(&report);
+        if let Some(l) = &report.lse {
+            v["lse"] = lse_json(l);
+        }
         v["workload"] = json!(a.workload);
         v["seed"] = json!(seed);
         println!("{}", serde_json::to_string_pretty(&v)?);
@@ -350,6 +399,17 @@ fn phase_json(r: &Report, p: Phase) -> Value {
     json!({
         "count": s.count, "mean": s.mean_ms, "p50": s.p50_ms, "p99": s.p99_ms,
         "p999": s.p999_ms, "max": s.max_ms,
+    })
+}
+
+/// The JSON of what a run's latent sector errors did.
+pub fn lse_json(l: &sim::LseReport) -> Value {
+    json!({
+        "injected": l.injected,
+        "hit": l.hit,
+        "repaired": l.repaired,
+        "failed_reads": l.failed_reads,
+        "lost": l.lost.iter().map(|&(o, n)| json!({"logical_offset": o, "length": n})).collect::<Vec<_>>(),
     })
 }
 
@@ -469,6 +529,17 @@ fn print_summary(r: &Report, workload: &str, wall_s: f64) {
         println!(
             "lazy parity: {} stripe deferrals, list up to {} long; {} flush plans ({} when idle, {} when full or degraded); {} left",
             l.deferrals, l.max_len, l.flush_plans, l.idle_flushes, l.forced_flushes, l.left
+        );
+    }
+    if let Some(l) = &r.lse {
+        let lost: u64 = l.lost.iter().map(|&(_, n)| n).sum();
+        println!(
+            "latent sector errors: {} injected, {} member reads hit one, {} repairs; {} logical ranges lost ({lost} B), {} reads of them failed",
+            l.injected,
+            l.hit,
+            l.repaired,
+            l.lost.len(),
+            l.failed_reads
         );
     }
     if let Some(i) = &r.ido {

@@ -68,8 +68,10 @@ use crate::Op;
 
 mod ido;
 mod lazy;
+mod lse;
 
 pub use ido::{IdoReport, IdoSimConfig};
+pub use lse::{LseRandom, LseRange, LseReport};
 
 /// A source of requests for the simulator.
 pub trait Workload {
@@ -178,6 +180,11 @@ pub struct SimConfig {
     /// The rebuild policy and surrogate set (`exec/ido.rs`, `raidcore::ido`); `None`: MD's
     /// rebuild (PR) without IDO's bookkeeping.
     pub ido: Option<IdoSimConfig>,
+    /// Latent sector errors: bad ranges of members' data areas (`exec/lse.rs`). Empty and
+    /// `lse_random` `None`: none (the run is exactly as without LSE support).
+    pub lse: Vec<LseRange>,
+    /// Latent sector errors drawn from `seed` on every member.
+    pub lse_random: Option<LseRandom>,
 }
 
 impl SimConfig {
@@ -207,6 +214,8 @@ impl SimConfig {
             bpgl_idle_ns: 50_000_000,
             plan_memo: true,
             ido: None,
+            lse: Vec::new(),
+            lse_random: None,
         }
     }
 }
@@ -334,6 +343,8 @@ enum Owner {
     Flush,
     /// Writes redirected data back after the rebuild (IDO's reclaimer).
     Reclaim,
+    /// Rewrites places hit by latent sector errors (`exec/lse.rs`; the repair's index).
+    Repair(u32),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -767,6 +778,8 @@ pub struct Simulator {
     retrying: bool,
     /// IDO: the controller and the surrogate set (`exec/ido.rs`).
     ido: Option<ido::IdoRun>,
+    /// Latent sector errors (`exec/lse.rs`); `None` without any.
+    lse: Option<lse::LseRun>,
 }
 
 /// Base offset of a volume on the array: 0 for volume 0, otherwise a pseudo-random sector
@@ -862,6 +875,15 @@ impl Simulator {
             (CheckMode::Validate, None)
         };
         let capacity_bytes = geo.capacity_bytes();
+        for r in &cfg.lse {
+            if r.member as usize >= geo.disks() || r.len == 0 || r.offset + r.len > used {
+                return Err(SimError::Config(format!(
+                    "latent sector error {}:{}:{} is outside the array: members are 0..{} with {used} data bytes each, and the length must be > 0",
+                    r.member, r.offset, r.len, geo.disks()
+                )));
+            }
+        }
+        let lse = lse::LseRun::new(&cfg, geo.disks(), used);
         let ido = match &cfg.ido {
             Some(i) => Some(ido::IdoRun::new(i, &geo, &cfg.drive, cfg.seed)?),
             None => None,
@@ -892,6 +914,7 @@ impl Simulator {
             released: Vec::new(),
             retrying: false,
             ido,
+            lse,
             state,
             cfg,
             locks: StripeLocks::new(),
@@ -1504,6 +1527,9 @@ impl Simulator {
     }
 
     fn reads_done(&mut self, id: u32) {
+        if self.lse.is_some() && self.lse_reads_done(id) {
+            return;
+        }
         let run = self.plans.get_mut(id);
         if run.errored {
             self.abandon(id);
@@ -1643,6 +1669,9 @@ impl Simulator {
         if self.mem.is_some() {
             self.mem_io(member, &io);
         }
+        if !io.write && self.lse.is_some() {
+            self.lse_read_done(io.plan, member, io.offset_bytes, io.len_bytes);
+        }
         self.io_finished(io.plan, false);
     }
 
@@ -1693,6 +1722,13 @@ impl Simulator {
         self.lazy_plan_ended(&run, false);
         match run.owner {
             Owner::Flush => {}
+            Owner::Repair(r) => {
+                // Abandoned (a member failed): the original work meets the range again.
+                self.lse
+                    .as_mut()
+                    .expect("a repair runs with LSE on")
+                    .drop_repair(r);
+            }
             Owner::Reclaim => {
                 let (user_offset, len) = run.user_range();
                 self.reclaim_replan(run.user_base + user_offset, len);
@@ -1755,9 +1791,20 @@ impl Simulator {
         }
         match run.owner {
             Owner::Flush => {}
+            Owner::Repair(r) => self.lse_repair_done(r),
             Owner::Reclaim => self.reclaim_plan_done(),
             Owner::Request(rid) => {
                 self.fg_plans_in_flight -= 1;
+                if self.lse.is_some() && self.requests.get(rid).op == Op::Read {
+                    let (user_offset, len) = run.user_range();
+                    if self.lse_read_lost(run.user_base + user_offset, len) {
+                        let req = self.requests.get_mut(rid);
+                        if !req.failed {
+                            req.failed = true;
+                            self.lse.as_mut().expect("checked").report.failed_reads += 1;
+                        }
+                    }
+                }
                 self.request_part_done(rid);
             }
             Owner::Rebuild => {
@@ -1886,7 +1933,12 @@ impl Simulator {
         let req = self.requests.get(rid);
         let at = (run.user_base + plan.user_offset) as usize;
         let len = plan.buffers[0];
+        let lost = self
+            .lse
+            .as_ref()
+            .is_some_and(|l| l.overlaps_lost(at as u64, len as u64));
         match req.op {
+            Op::Read if lost => {}
             Op::Read => {
                 if bufs[0][..] != m.reference[at..at + len] {
                     let first = (0..len)
@@ -2108,6 +2160,7 @@ impl Simulator {
             }),
             timeline: self.timeline.points(),
             ido: self.ido.as_ref().map(|i| i.report()),
+            lse: self.lse.as_ref().map(|l| l.report.clone()),
         }
     }
 }

@@ -87,8 +87,8 @@ pub use disk::{
     Ssd, SsdParams,
 };
 pub use exec::{
-    Failure, IdoReport, IdoSimConfig, NoWorkload, Scheduler, SimConfig, SimError, Simulator,
-    Workload,
+    Failure, IdoReport, IdoSimConfig, LseRandom, LseRange, LseReport, NoWorkload, Scheduler,
+    SimConfig, SimError, Simulator, Workload,
 };
 pub use metrics::{
     CheckMode, DiskStats, Histogram, LazyReport, Phase, PhaseStats, RebuildReport, Report,

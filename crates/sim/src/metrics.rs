@@ -337,6 +337,8 @@ pub struct Report {
     pub timeline: Vec<TimelinePoint>,
     /// The rebuild policy's bookkeeping (IDO, WorkOut, VDF, PRO; `None` without one).
     pub ido: Option<crate::exec::IdoReport>,
+    /// Latent sector errors: what was injected, hit, repaired and lost (`None` without any).
+    pub lse: Option<crate::exec::LseReport>,
 }
 
 impl Report {

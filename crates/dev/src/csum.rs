@@ -50,33 +50,10 @@ pub fn region_bytes(data_bytes: u64) -> u64 {
     (blocks * SUM_BYTES).div_ceil(4096) * 4096
 }
 
-const fn crc_table() -> [u32; 256] {
-    let mut t = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                0x82F6_3B78 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        t[i] = c;
-        i += 1;
-    }
-    t
-}
-static TABLE: [u32; 256] = crc_table();
-
-/// Continues a CRC-32C from raw state `c` (start with `!0`, finish with `!c`): portable form.
-fn crc_soft(mut c: u32, data: &[u8]) -> u32 {
-    for &b in data {
-        c = TABLE[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
-    }
-    c
+/// Continues a CRC-32C from raw state `c` (start with `!0`, finish with `!c`): portable form,
+/// the superblock's table code.
+fn crc_soft(c: u32, data: &[u8]) -> u32 {
+    raidcore::superblock::crc32c_update(c, data)
 }
 
 #[cfg(target_arch = "x86_64")]

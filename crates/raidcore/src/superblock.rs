@@ -169,6 +169,12 @@ pub enum SuperblockError {
 /// CRC-32C (Castagnoli), bitwise-reflected table form. Written here because it is twenty lines
 /// and the superblock is its only user.
 pub fn crc32c(data: &[u8]) -> u32 {
+    !crc32c_update(!0, data)
+}
+
+/// Continues a CRC-32C from raw state `state` (start with `!0`, finish with `!state`), for
+/// checksums computed over several pieces (the block checksums in `dev::csum`).
+pub fn crc32c_update(state: u32, data: &[u8]) -> u32 {
     const fn table() -> [u32; 256] {
         let mut t = [0u32; 256];
         let mut i = 0;
@@ -189,11 +195,11 @@ pub fn crc32c(data: &[u8]) -> u32 {
         t
     }
     const T: [u32; 256] = table();
-    let mut c = !0u32;
+    let mut c = state;
     for &b in data {
         c = T[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
     }
-    !c
+    c
 }
 
 fn field(field: &'static str, reason: impl Into<String>) -> SuperblockError {

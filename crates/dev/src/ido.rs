@@ -32,21 +32,30 @@
 //! never while holding them. In normal state no lock is taken at all: a request only adds 1
 //! to its zone's atomic counter.
 //!
-//! NOTE: `raidcore::ido` (the sans-I/O IDO core, merged late into this branch) is the home of
-//! the policy enum (used here) and of a `&mut` zone table, D-Map and routing model that the
-//! simulator executes. This module still keeps its own small versions of three pieces,
-//! written before that core existed: lock-free popularity counters (atomics, so the served
-//! pool's workers count without a lock), the zone-slot D-Map ranges (`Slot`) and the hot-zone
-//! choice in `begin_rebuild` (the most popular zones carrying 90 % of the counted requests,
-//! as many as the surrogate has slots). Moving them onto `raidcore::ido::{ZoneTable, DMap,
-//! Ido}` (hot_zones, priority_cycles, route) is the follow-up, so that the engine and the
-//! simulator take the very same decisions.
+//! What comes from `raidcore::ido` (the sans-I/O core the simulator executes too), and what
+//! is this executor's own:
+//! - Popularity: the core's `ZoneTable` holds it, ends epochs (halving) and ranks zones. The
+//!   hot path only adds 1 to a per-zone atomic counter (no lock); the counts are folded into
+//!   the table (`ZoneTable::add_counts`) at each epoch end and before the table is read or
+//!   persisted. The epoch's request count is batched per thread ([`REQUEST_BATCH`]).
+//! - Hot zones: `ZoneTable::hot_zones` (90 % of the popularity, at most the surrogate's slots).
+//! - Rebuild order: `raidcore::ido::priority_zones` (IDO's hot zones, PRO's ranking of the
+//!   requests since the failure), then the rest in address order.
+//! - D-Map ranges: one `raidcore::ido::DMap` per slot (zone-relative offsets; split, trim,
+//!   merge and the read split are the core's `insert` / `insert_under` / `query`).
+//! - Zone flags: the core table's `ZoneFlag`s (`10` when a zone's cycles are all rebuilt,
+//!   `11` when migrated), persisted with it.
+//! - Still the executor's own: the zone-slot placement on the surrogate (the core places
+//!   data in an append-only log), the routing rules of reads and writes, WorkOut's and VDF's
+//!   zone-granular caching, the reclaimer's per-zone steps and the surrogate-failure drain
+//!   (the core's `Ido::route_*` / `cycle_rebuilt` / `next_reclaim` are not executed here).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, RwLock};
 
+use raidcore::ido::{priority_zones, DMap, Source, ZoneFlag, ZoneTable};
 use raidcore::superblock::crc32c;
 use serde::{Deserialize, Serialize};
 
@@ -64,8 +73,21 @@ pub const DEFAULT_ZONE_BYTES: u64 = 12 << 20;
 pub const MAX_ZONES: u64 = 32 * 1024;
 /// Requests per popularity epoch: at the end of each, every zone's count is halved.
 pub const EPOCH_REQUESTS: u64 = 1 << 16;
+/// Share of the counted popularity IDO's hot zones must hold (the seed's 90 %).
+pub const HOT_COVERAGE: f64 = 0.9;
+/// Requests a thread counts on its own before adding them to the pool's shared count.
+pub const REQUEST_BATCH: u64 = 64;
+
+thread_local! {
+    /// (the `Ido` counted for, requests not yet added to its shared count).
+    static LOCAL_REQUESTS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((u64::MAX, 0)) };
+}
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 const MAGIC: &[u8; 8] = b"RFIDO\0\0\0";
+/// Version 2: popularity, epochs and flags are the core's `ZoneTable` record; D-Map extents
+/// are the core's `DMap` per slot. Version 1 (popularity as raw counters) is refused.
+const RECORD_VERSION: u32 = 2;
 const HEADER: usize = 64;
 const MAX_PATH: usize = 1024;
 const ENTRY_BYTES: usize = 17;
@@ -117,138 +139,88 @@ impl Phase {
     }
 }
 
-/// One D-Map range of a zone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Entry {
-    len: u64,
-    /// Written to the surrogate (to be reclaimed); clean = a cached copy of the main pool's.
-    dirty: bool,
-}
-
 /// A zone's place on the surrogate and what of it is there.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Slot {
     index: u64,
     /// The whole zone is on the surrogate (IDO's "11").
     migrated: bool,
-    /// Non-overlapping ranges (offset within the zone -> entry), in order.
-    entries: BTreeMap<u64, Entry>,
+    /// The zone's part of the D-Map, in zone-relative offsets: `raidcore::ido::DMap` with
+    /// every extent's surrogate offset equal to its zone-relative offset (the slot places the
+    /// zone on the surrogate; see [`Ido::sur_off`]). Dirty extents replace what they overlap,
+    /// clean ones (read-cache copies) only fill gaps: the core's `insert` / `insert_under`.
+    dmap: DMap,
 }
 
 impl Slot {
-    /// Marks `[off, off+len)` (zone-relative): `dirty` ranges replace what they overlap;
-    /// clean ones only fill gaps.
+    /// Marks `[off, off+len)` (zone-relative) as held by the surrogate.
     fn insert(&mut self, off: u64, len: u64, dirty: bool) {
-        if len == 0 {
-            return;
+        if dirty {
+            self.dmap.insert(off, len, off, true);
+        } else {
+            self.dmap.insert_under(off, len, off, false);
         }
-        let end = off + len;
-        if !dirty {
-            for (a, b, covered) in self.pieces(off, len) {
-                if covered.is_none() {
-                    self.entries.insert(
-                        a,
-                        Entry {
-                            len: b,
-                            dirty: false,
-                        },
-                    );
-                }
-            }
-            return;
-        }
-        // Trim every overlapping entry.
-        let overlapping: Vec<(u64, Entry)> = self
-            .entries
-            .range(..end)
-            .rev()
-            .take_while(|(&o, e)| o + e.len > off)
-            .map(|(&o, &e)| (o, e))
-            .collect();
-        for (o, e) in overlapping {
-            self.entries.remove(&o);
-            if o < off {
-                self.entries.insert(
-                    o,
-                    Entry {
-                        len: off - o,
-                        dirty: e.dirty,
-                    },
-                );
-            }
-            if o + e.len > end {
-                self.entries.insert(
-                    end,
-                    Entry {
-                        len: o + e.len - end,
-                        dirty: e.dirty,
-                    },
-                );
-            }
-        }
-        let (mut start, mut l) = (off, len);
-        // Merge with dirty neighbours that touch.
-        if let Some((&o, &e)) = self.entries.range(..off).next_back() {
-            if e.dirty && o + e.len == off {
-                self.entries.remove(&o);
-                start = o;
-                l += e.len;
-            }
-        }
-        if let Some(&e) = self.entries.get(&end) {
-            if e.dirty {
-                self.entries.remove(&end);
-                l += e.len;
-            }
-        }
-        self.entries.insert(
-            start,
-            Entry {
-                len: l,
-                dirty: true,
-            },
-        );
     }
 
-    /// Splits `[off, off+len)` into (offset, len, entry covering it or None), in order.
-    fn pieces(&self, off: u64, len: u64) -> Vec<(u64, u64, Option<Entry>)> {
+    /// Splits `[off, off+len)` into (offset, len, held by the surrogate), in order: the
+    /// core's `DMap::query`.
+    fn pieces(&self, off: u64, len: u64) -> Vec<(u64, u64, bool)> {
+        self.dmap
+            .query(off, len)
+            .into_iter()
+            .map(|p| {
+                if let Source::Surrogate { s_off } = p.source {
+                    debug_assert_eq!(s_off, p.offset, "slot extents are identity-placed");
+                }
+                (p.offset, p.len, p.source != Source::Array)
+            })
+            .collect()
+    }
+
+    fn bytes(&self, dirty_only: bool) -> u64 {
+        self.dmap.dirty_bytes()
+            + if dirty_only {
+                0
+            } else {
+                self.dmap.clean_bytes()
+            }
+    }
+
+    fn has_dirty(&self) -> bool {
+        self.dmap.dirty_bytes() > 0
+    }
+
+    fn is_empty(&self) -> bool {
+        self.dmap.is_empty()
+    }
+
+    /// The parts of `[off, off+len)` not held dirty on the surrogate (the array's data, or a
+    /// clean copy of it, is the newest there).
+    fn not_dirty(&self, off: u64, len: u64) -> Vec<(u64, u64)> {
         let end = off + len;
-        let mut out = Vec::new();
         let mut at = off;
-        let first = self
-            .entries
-            .range(..=off)
-            .next_back()
-            .filter(|(&o, e)| o + e.len > off)
-            .map(|(&o, _)| o)
-            .unwrap_or(off);
-        for (&o, &e) in self.entries.range(first..end) {
-            if o > at {
-                out.push((at, o - at, None));
-                at = o;
+        let mut out = Vec::new();
+        for (d, l) in self.dirty_extents() {
+            if d + l <= at || d >= end {
+                continue;
             }
-            let stop = (o + e.len).min(end);
-            if stop > at {
-                out.push((at, stop - at, Some(e)));
-                at = stop;
+            if d > at {
+                out.push((at, d - at));
             }
+            at = (d + l).min(end);
         }
         if at < end {
-            out.push((at, end - at, None));
+            out.push((at, end - at));
         }
         out
     }
 
-    fn bytes(&self, dirty_only: bool) -> u64 {
-        self.entries
-            .values()
-            .filter(|e| e.dirty || !dirty_only)
-            .map(|e| e.len)
-            .sum()
-    }
-
-    fn has_dirty(&self) -> bool {
-        self.entries.values().any(|e| e.dirty)
+    fn dirty_extents(&self) -> Vec<(u64, u64)> {
+        self.dmap
+            .extents()
+            .filter(|e| e.dirty)
+            .map(|e| (e.d_off, e.len))
+            .collect()
     }
 }
 
@@ -316,6 +288,14 @@ pub struct IdoStatus {
     pub surrogate_state: String,
     /// The hottest zones and their popularity (the first 8).
     pub popular: Vec<(u64, u32)>,
+    /// Zones flagged `10` (rebuilt) and `11` (rebuilt and migrated) in the core's zone table.
+    #[serde(default)]
+    pub zones_flag_rebuilt: u64,
+    #[serde(default)]
+    pub zones_flag_migrated: u64,
+    /// Popularity epochs ended so far (each halved every zone's count).
+    #[serde(default)]
+    pub epochs: u64,
 }
 
 /// The engine's IDO state of one pool. See the module documentation.
@@ -326,7 +306,13 @@ pub struct Ido {
     capacity: u64,
     phase: AtomicU8,
     tracking: AtomicBool,
+    /// Requests counted per zone since the last fold into `table` (the lock-free hot path).
     pop: Vec<AtomicU32>,
+    /// The core's zone table: popularity (folded from `pop` at each epoch end and before it
+    /// is read), epoch halving, ranking (`hot_zones`) and the zones' flags.
+    table: Mutex<ZoneTable>,
+    /// Identifies this state in the per-thread request batches (see [`Ido::note`]).
+    id: u64,
     /// Requests seen per zone since the current rebuild began (PRO, WorkOut).
     during: Vec<AtomicU32>,
     requests: AtomicU64,
@@ -378,6 +364,11 @@ impl Ido {
             phase: AtomicU8::new(Phase::Normal as u8),
             tracking: AtomicBool::new(true),
             pop: (0..zones).map(|_| AtomicU32::new(0)).collect(),
+            table: Mutex::new(
+                ZoneTable::new(capacity, zone_bytes, zone_bytes)
+                    .map_err(|e| PoolError::Usage(e.to_string()))?,
+            ),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             during: (0..zones).map(|_| AtomicU32::new(0)).collect(),
             requests: AtomicU64::new(0),
             redirected_reads: AtomicU64::new(0),
@@ -425,8 +416,26 @@ impl Ido {
     pub fn policy(&self) -> RebuildPolicy {
         self.read_inner().policy
     }
+    /// Zone `zone`'s popularity (the core's table plus what was counted since the last fold).
     pub fn popularity(&self, zone: u64) -> u32 {
-        self.pop[zone as usize].load(Ordering::Relaxed)
+        self.table()
+            .popularity(zone)
+            .saturating_add(self.pop[zone as usize].load(Ordering::Relaxed))
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, ZoneTable> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Moves the counts of the hot path into the core's table and returns it locked.
+    fn folded(&self) -> std::sync::MutexGuard<'_, ZoneTable> {
+        let mut t = self.table();
+        for (z, c) in self.pop.iter().enumerate() {
+            if c.load(Ordering::Relaxed) > 0 {
+                t.add_counts(z as u64, c.swap(0, Ordering::Relaxed));
+            }
+        }
+        t
     }
     /// The surrogate recorded for this pool.
     pub fn surrogate_path(&self) -> Option<PathBuf> {
@@ -446,9 +455,12 @@ impl Ido {
         self.surrogate.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Counts a request (normal operation: one relaxed atomic add; every
-    /// [`EPOCH_REQUESTS`] requests all counts are halved). Returns true when the request must
-    /// be routed (a rebuild or reclaim is under way, or data lives on the surrogate).
+    /// Counts a request (normal operation: one relaxed atomic add on its zone's counter;
+    /// the epoch's request count is kept per thread and added to the shared one every
+    /// [`REQUEST_BATCH`] requests, so workers do not all write one cache line; every
+    /// [`EPOCH_REQUESTS`] requests the core's table ends an epoch). Returns true when the
+    /// request must be routed (a rebuild or reclaim is under way, or data lives on the
+    /// surrogate).
     #[inline]
     pub fn note(&self, offset: u64, len: u64) -> bool {
         let phase = self.phase.load(Ordering::Relaxed);
@@ -458,9 +470,26 @@ impl Ido {
                 if let Some(c) = self.pop.get(z) {
                     c.fetch_add(1, Ordering::Relaxed);
                 }
-                let n = self.requests.fetch_add(1, Ordering::Relaxed) + 1;
-                if n.is_multiple_of(EPOCH_REQUESTS) {
-                    self.end_epoch();
+                let batch = LOCAL_REQUESTS.with(|c| {
+                    let (id, n) = c.get();
+                    if id != self.id {
+                        // This thread counted for another pool before: its partial batch
+                        // (under REQUEST_BATCH requests of an epoch) is dropped.
+                        c.set((self.id, 1));
+                        0
+                    } else if n + 1 >= REQUEST_BATCH {
+                        c.set((id, 0));
+                        REQUEST_BATCH
+                    } else {
+                        c.set((id, n + 1));
+                        0
+                    }
+                });
+                if batch > 0 {
+                    let before = self.requests.fetch_add(batch, Ordering::Relaxed);
+                    if (before + batch) / EPOCH_REQUESTS != before / EPOCH_REQUESTS {
+                        self.end_epoch();
+                    }
                 }
             } else if let Some(c) = self.during.get(z) {
                 c.fetch_add(1, Ordering::Relaxed);
@@ -469,15 +498,16 @@ impl Ido {
         phase != Phase::Normal as u8
     }
 
-    /// Halves every zone's popularity (the seed's aging at each epoch's end).
+    /// Ends an epoch: the counts are folded into the core's table, which halves every
+    /// zone's popularity (the seed's aging).
     pub fn end_epoch(&self) {
-        for c in &self.pop {
-            let v = c.load(Ordering::Relaxed);
-            if v > 0 {
-                c.store(v / 2, Ordering::Relaxed);
-            }
-        }
+        self.folded().end_epoch();
         self.pop_dirty.store(true, Ordering::Relaxed);
+    }
+
+    /// Epochs ended so far (the core's table).
+    pub fn epochs(&self) -> u64 {
+        self.table().epochs()
     }
 
     fn zone_of(&self, off: u64) -> u64 {
@@ -520,7 +550,7 @@ impl Ido {
     fn encode(&self, inner: &Inner, uuid: [u8; 16], seq: u64) -> Option<Vec<u8>> {
         let mut b = vec![0u8; HEADER];
         b[..8].copy_from_slice(MAGIC);
-        b[8..12].copy_from_slice(&1u32.to_le_bytes());
+        b[8..12].copy_from_slice(&RECORD_VERSION.to_le_bytes());
         b[16..32].copy_from_slice(&uuid);
         b[32..40].copy_from_slice(&seq.to_le_bytes());
         b[40..48].copy_from_slice(&self.zone_bytes.to_le_bytes());
@@ -539,17 +569,17 @@ impl Ido {
         }
         b.extend_from_slice(&(path.len() as u16).to_le_bytes());
         b.extend_from_slice(path);
-        for c in &self.pop {
-            b.extend_from_slice(&c.load(Ordering::Relaxed).to_le_bytes());
-        }
+        let table = self.folded().encode();
+        b.extend_from_slice(&(table.len() as u32).to_le_bytes());
+        b.extend_from_slice(&table);
         b.extend_from_slice(&(inner.slots.len() as u32).to_le_bytes());
         for (&z, s) in &inner.slots {
             b.extend_from_slice(&z.to_le_bytes());
             b.extend_from_slice(&s.index.to_le_bytes());
             b.push(s.migrated as u8);
-            b.extend_from_slice(&(s.entries.len() as u32).to_le_bytes());
-            for (&o, e) in &s.entries {
-                b.extend_from_slice(&o.to_le_bytes());
+            b.extend_from_slice(&(s.dmap.len() as u32).to_le_bytes());
+            for e in s.dmap.extents() {
+                b.extend_from_slice(&e.d_off.to_le_bytes());
                 b.extend_from_slice(&e.len.to_le_bytes());
                 b.push(e.dirty as u8);
             }
@@ -572,11 +602,12 @@ impl Ido {
             .surrogate_path
             .as_ref()
             .map_or(0, |p| p.as_os_str().len());
-        let entries: usize = inner.slots.values().map(|s| s.entries.len()).sum();
+        let entries: usize = inner.slots.values().map(|s| s.dmap.len()).sum();
         let n = HEADER
             + 2
             + path
-            + self.pop.len() * 4
+            + 4
+            + self.table().encoded_len()
             + 4
             + (inner.slots.len() + extra_slots) * SLOT_HEAD_BYTES
             + (entries + extra_entries) * ENTRY_BYTES
@@ -597,7 +628,15 @@ impl Ido {
             .filter_map(|b| RecordView::parse(b))
             .filter(|r| &r.uuid == uuid)
             .max_by_key(|r| r.seq);
-        let Some(r) = best else { return Ok(None) };
+        let Some(r) = best else {
+            if records.iter().any(|b| old_record_of(b, uuid)) {
+                return Err(PoolError::Io(
+                    "the pool's IDO record (member bytes 512 KiB..1 MiB) has version 1, written                      by a development build before the record took the core's zone table; this                      build does not read it. Finish any policy rebuild with the build that                      started it, or, if none runs, zero those bytes on every member (dd                      if=/dev/zero of=MEMBER bs=512K seek=1 count=1 conv=notrunc) to relearn                      popularity"
+                        .into(),
+                ));
+            }
+            return Ok(None);
+        };
         let ido = Ido::new(capacity, data_per_cycle, r.zone_bytes)?;
         if ido.zones != r.zones as u64 || ido.zone_bytes != r.zone_bytes {
             return Err(PoolError::Io(format!(
@@ -605,9 +644,16 @@ impl Ido {
                 r.zones, r.zone_bytes, ido.zones, ido.zone_bytes
             )));
         }
-        for (c, &v) in ido.pop.iter().zip(&r.pop) {
-            c.store(v, Ordering::Relaxed);
+        if r.table.zone_bytes() != ido.zone_bytes || r.table.capacity() != capacity {
+            return Err(PoolError::Io(format!(
+                "IDO record: its zone table covers {} bytes in zones of {}, the pool {} in zones                  of {}; the record belongs to another geometry",
+                r.table.capacity(),
+                r.table.zone_bytes(),
+                capacity,
+                ido.zone_bytes
+            )));
         }
+        *ido.table() = r.table;
         ido.set_phase(r.phase);
         {
             let mut inner = ido.write_inner();
@@ -686,7 +732,9 @@ impl Ido {
 
     /// Marks the popularity changed (it is, whenever requests were counted).
     pub(crate) fn touch(&self) {
-        if self.requests.load(Ordering::Relaxed) > 0 {
+        if self.requests.load(Ordering::Relaxed) > 0
+            || self.pop.iter().any(|c| c.load(Ordering::Relaxed) > 0)
+        {
             self.pop_dirty.store(true, Ordering::Relaxed);
         }
     }
@@ -832,10 +880,10 @@ impl Ido {
                     Some(s) => {
                         let mut p_at = 0usize;
                         let mut any = false;
-                        for (o, l, e) in s.pieces(rel, len) {
+                        for (o, l, on_sur) in s.pieces(rel, len) {
                             let part = &mut piece[p_at..p_at + l as usize];
                             p_at += l as usize;
-                            if e.is_some() {
+                            if on_sur {
                                 any = true;
                                 self.sur_read(self.sur_off(s, o), part)?;
                             } else {
@@ -904,8 +952,8 @@ impl Ido {
             }
             let zstart = z * self.zone_bytes;
             let mut copied = Vec::new();
-            for (o, pl, e) in s.pieces(rel, l) {
-                if e.is_some() || s.migrated {
+            for (o, pl, on_sur) in s.pieces(rel, l) {
+                if on_sur || s.migrated {
                     continue;
                 }
                 let mut b = vec![0u8; pl as usize];
@@ -927,7 +975,7 @@ impl Ido {
             for (o, pl) in copied {
                 slot.insert(o, pl, false);
             }
-            if slot.entries.is_empty() && !slot.migrated {
+            if slot.is_empty() && !slot.migrated {
                 inner.slots.remove(&z);
             }
         }
@@ -1046,7 +1094,7 @@ impl Ido {
                 if inner
                     .slots
                     .get(&z)
-                    .is_some_and(|s| s.entries.is_empty() && !s.migrated)
+                    .is_some_and(|s| s.is_empty() && !s.migrated)
                 {
                     inner.slots.remove(&z);
                 }
@@ -1066,11 +1114,8 @@ impl Ido {
     ) -> Result<()> {
         let slots: Vec<(u64, Slot)> = inner.slots.iter().map(|(&z, s)| (z, s.clone())).collect();
         for (z, s) in &slots {
-            for (&o, e) in &s.entries {
-                if !e.dirty {
-                    continue;
-                }
-                let mut b = vec![0u8; e.len as usize];
+            for (o, len) in s.dirty_extents() {
+                let mut b = vec![0u8; len as usize];
                 self.sur_read(self.sur_off(s, o), &mut b).map_err(|err| {
                     PoolError::Io(format!(
                         "{err}: redirected data of zone {z} cannot be read back (the surrogate \
@@ -1078,10 +1123,11 @@ impl Ido {
                     ))
                 })?;
                 main.write(z * self.zone_bytes + o, &b)?;
-                inner.reclaimed_bytes += e.len;
+                inner.reclaimed_bytes += len;
             }
         }
         main.sync()?;
+        self.unmigrate(inner.slots.keys().copied());
         inner.slots.clear();
         inner.drain_wanted = false;
         inner.dropped = Some(why.to_string());
@@ -1090,6 +1136,16 @@ impl Ido {
             let _ = p.close();
         }
         Ok(())
+    }
+
+    /// Zones no longer held by the surrogate go from flag `11` back to `10`.
+    fn unmigrate(&self, zones: impl IntoIterator<Item = u64>) {
+        let mut t = self.table();
+        for z in zones {
+            if t.flag(z) == ZoneFlag::Migrated {
+                t.set_flag(z, ZoneFlag::Rebuilt);
+            }
+        }
     }
 
     // ----- rebuild and reclaim -----
@@ -1119,23 +1175,27 @@ impl Ido {
         inner.zones_rebuilt = left.iter().filter(|&&l| l == 0).count() as u64;
         inner.left = left;
         inner.hot.clear();
-        if policy == RebuildPolicy::Ido {
-            let mut zs: Vec<(u32, u64)> = (0..self.zones)
-                .map(|z| (self.popularity(z), z))
-                .filter(|&(p, _)| p > 0)
-                .collect();
-            zs.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-            let total: u64 = zs.iter().map(|&(p, _)| p as u64).sum();
-            let slots = self.slots_total();
-            let mut acc = 0u64;
-            for (p, z) in zs {
-                if acc * 10 >= total * 9 || inner.hot.len() as u64 >= slots {
-                    break;
-                }
-                acc += p as u64;
-                inner.hot.push(z);
-            }
+        let slots = self.slots_total();
+        let mut table = self.folded();
+        // The seed's zone flags, from what is known for sure: `11` for zones wholly on the
+        // surrogate, `10` for zones whose cycles are all rebuilt, else `00` (a restart may
+        // have lost flag changes made after the last record; the cycles and slots have not).
+        for z in 0..self.zones {
+            let f = if inner.slots.get(&z).is_some_and(|s| s.migrated) {
+                ZoneFlag::Migrated
+            } else if inner.left.get(z as usize).is_some_and(|&l| l == 0) {
+                ZoneFlag::Rebuilt
+            } else {
+                ZoneFlag::NotRebuilt
+            };
+            table.set_flag(z, f);
         }
+        if policy == RebuildPolicy::Ido {
+            // The core's choice (the simulator's too): the most popular zones holding 90 % of
+            // the popularity, as many as the surrogate has zone slots for.
+            inner.hot = table.hot_zones(HOT_COVERAGE, slots.saturating_mul(self.zone_bytes));
+        }
+        drop(table);
         self.set_phase(Phase::Rebuilding);
         self.persist_locked(&mut inner, main, uuid)
     }
@@ -1146,31 +1206,22 @@ impl Ido {
     pub(crate) fn zone_order(&self) -> Vec<u64> {
         let inner = self.read_inner();
         let left = |z: u64| inner.left.get(z as usize).is_none_or(|&l| l > 0);
-        match inner.policy {
-            RebuildPolicy::Ido => {
-                let mut seen = vec![false; self.zones as usize];
-                let mut out = Vec::new();
-                for &z in &inner.hot {
-                    seen[z as usize] = true;
-                    if left(z) {
-                        out.push(z);
-                    }
-                }
-                out.extend((0..self.zones).filter(|&z| !seen[z as usize] && left(z)));
-                out
-            }
-            RebuildPolicy::Pro => {
-                let mut zs: Vec<u64> = (0..self.zones).filter(|&z| left(z)).collect();
-                zs.sort_by_key(|&z| {
-                    (
-                        std::cmp::Reverse(self.during[z as usize].load(Ordering::Relaxed)),
-                        z,
-                    )
-                });
-                zs
-            }
-            _ => (0..self.zones).filter(|&z| left(z)).collect(),
+        let during: Vec<u32> = match inner.policy {
+            RebuildPolicy::Pro => self
+                .during
+                .iter()
+                .map(|c| c.load(Ordering::Relaxed))
+                .collect(),
+            _ => Vec::new(),
+        };
+        // The core's priority rule (the simulator's too), then the rest in address order.
+        let mut out = priority_zones(inner.policy, &inner.hot, &during, usize::MAX, left);
+        let mut first = vec![false; self.zones as usize];
+        for &z in &out {
+            first[z as usize] = true;
         }
+        out.extend((0..self.zones).filter(|&z| !first[z as usize] && left(z)));
+        out
     }
 
     /// Records rebuilt cycles; returns the zones that became completely rebuilt.
@@ -1188,6 +1239,13 @@ impl Ido {
                 }
             }
         }
+        let mut table = self.table();
+        for &z in &done {
+            if table.flag(z) == ZoneFlag::NotRebuilt {
+                table.set_flag(z, ZoneFlag::Rebuilt);
+            }
+        }
+        drop(table);
         for &z in &done {
             inner.zones_rebuilt += 1;
             if inner.rebuilt_order.len() < 256 {
@@ -1230,10 +1288,7 @@ impl Ido {
             let zlen = self.zone_bytes.min(self.capacity - zstart);
             let copy = || -> Result<u64> {
                 let mut n = 0;
-                for (o, l, e) in s.pieces(0, zlen) {
-                    if e.is_some_and(|e| e.dirty) {
-                        continue;
-                    }
+                for (o, l) in s.not_dirty(0, zlen) {
                     let mut b = vec![0u8; l as usize];
                     main.read(zstart + o, &mut b)?;
                     self.sur_write(self.sur_off(&s, o), &b)?;
@@ -1245,10 +1300,11 @@ impl Ido {
                 Ok(n) => {
                     inner.migrated_bytes += n;
                     any = true;
+                    self.table().set_flag(z, ZoneFlag::Migrated);
                     let slot = inner.slots.get_mut(&z).expect("slot");
                     slot.migrated = true;
                     // Migrated zones are wholly on the surrogate: clean ranges say nothing more.
-                    slot.entries.retain(|_, e| e.dirty);
+                    slot.dmap.drop_clean();
                 }
                 Err(e) => {
                     if !s.has_dirty() && !s.migrated {
@@ -1291,17 +1347,15 @@ impl Ido {
         };
         let s = s.clone();
         let mut n = 0;
-        for (&o, e) in &s.entries {
-            if !e.dirty {
-                continue;
-            }
-            let mut b = vec![0u8; e.len as usize];
+        for (o, len) in s.dirty_extents() {
+            let mut b = vec![0u8; len as usize];
             self.sur_read(self.sur_off(&s, o), &mut b)?;
             main.write(z * self.zone_bytes + o, &b)?;
-            n += e.len;
+            n += len;
         }
         main.sync()?;
         inner.slots.remove(&z);
+        self.unmigrate([z]);
         inner.reclaimed_bytes += n;
         inner.reclaimed_zones += 1;
         self.persist_locked(&mut inner, main, uuid)?;
@@ -1315,15 +1369,27 @@ impl Ido {
 
     pub fn status(&self, zones_rebuilt: u64) -> IdoStatus {
         let inner = self.read_inner();
-        let dmap_entries = inner.slots.values().map(|s| s.entries.len() as u64).sum();
+        let dmap_entries = inner.slots.values().map(|s| s.dmap.len() as u64).sum();
         let dmap_bytes = inner.slots.values().map(|s| s.bytes(false)).sum();
         let dmap_dirty_bytes = inner.slots.values().map(|s| s.bytes(true)).sum();
-        let mut popular: Vec<(u64, u32)> = (0..self.zones)
-            .map(|z| (z, self.popularity(z)))
-            .filter(|&(_, p)| p > 0)
-            .collect();
-        popular.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        popular.truncate(8);
+        let (popular, epochs, flags) = {
+            let t = self.folded();
+            let mut flags = [0u64; 2];
+            for z in 0..t.zones() {
+                match t.flag(z) {
+                    ZoneFlag::Rebuilt => flags[0] += 1,
+                    ZoneFlag::Migrated => flags[1] += 1,
+                    ZoneFlag::NotRebuilt => {}
+                }
+            }
+            let popular: Vec<(u64, u32)> = t
+                .by_popularity()
+                .into_iter()
+                .take(8)
+                .map(|z| (z, t.popularity(z)))
+                .collect();
+            (popular, t.epochs(), flags)
+        };
         let attached = self.sur().is_some();
         let rr = self.redirected_reads.load(Ordering::Relaxed);
         let rw = self.redirected_writes.load(Ordering::Relaxed);
@@ -1365,8 +1431,20 @@ impl Ido {
                 (None, false) => "closed".into(),
             },
             popular,
+            epochs,
+            zones_flag_rebuilt: flags[0],
+            zones_flag_migrated: flags[1],
         }
     }
+}
+
+/// True when `b` is a valid-looking version 1 record of the array `uuid` (refused with a
+/// message by [`Ido::restore`]).
+fn old_record_of(b: &[u8], uuid: &[u8; 16]) -> bool {
+    b.len() >= HEADER
+        && &b[..8] == MAGIC
+        && u32::from_le_bytes(b[8..12].try_into().expect("4 bytes")) == 1
+        && &b[16..32] == uuid
 }
 
 /// A decoded record.
@@ -1379,7 +1457,7 @@ struct RecordView {
     policy: RebuildPolicy,
     dropped: bool,
     surrogate: Option<PathBuf>,
-    pop: Vec<u32>,
+    table: ZoneTable,
     slots: BTreeMap<u64, Slot>,
 }
 
@@ -1390,7 +1468,7 @@ impl RecordView {
         }
         let u32_at = |o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?));
         let u64_at = |o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
-        if u32_at(8)? != 1 {
+        if u32_at(8)? != RECORD_VERSION {
             return None;
         }
         let len = u32_at(12)? as usize;
@@ -1418,10 +1496,12 @@ impl RecordView {
         if zone_bytes == 0 || zones as u64 > MAX_ZONES {
             return None;
         }
-        let mut pop = Vec::with_capacity(zones as usize);
-        for _ in 0..zones {
-            pop.push(u32_at(at)?);
-            at += 4;
+        let tlen = u32_at(at)? as usize;
+        at += 4;
+        let table = ZoneTable::decode(b.get(at..at + tlen)?).ok()?;
+        at += tlen;
+        if table.zones() != zones as u64 || table.zone_bytes() != zone_bytes {
+            return None;
         }
         let nslots = u32_at(at)? as usize;
         at += 4;
@@ -1435,7 +1515,7 @@ impl RecordView {
             let mut s = Slot {
                 index,
                 migrated,
-                entries: BTreeMap::new(),
+                dmap: DMap::new(),
             };
             let mut prev_end = 0u64;
             for _ in 0..ne {
@@ -1447,7 +1527,7 @@ impl RecordView {
                     return None;
                 }
                 prev_end = o + l;
-                s.entries.insert(o, Entry { len: l, dirty });
+                s.insert(o, l, dirty);
             }
             if z >= zones as u64 || slots.insert(z, s).is_some() {
                 return None;
@@ -1465,7 +1545,7 @@ impl RecordView {
             policy,
             dropped,
             surrogate,
-            pop,
+            table,
             slots,
         })
     }
@@ -1504,27 +1584,37 @@ mod tests {
                     }
                     let mut got = [0u8; 6];
                     let mut prev_end = 0;
-                    for (&o, e) in &s.entries {
-                        assert!(o >= prev_end, "entries overlap: {:?}", s.entries);
-                        prev_end = o + e.len;
-                        for g in &mut got[o as usize..(o + e.len) as usize] {
+                    for e in s.dmap.extents() {
+                        assert!(e.d_off >= prev_end, "extents overlap: {:?}", s.dmap);
+                        assert_eq!(e.s_off, e.d_off, "slot extents are identity-placed");
+                        prev_end = e.d_off + e.len;
+                        for g in &mut got[e.d_off as usize..(e.d_off + e.len) as usize] {
                             *g = if e.dirty { 2 } else { 1 };
                         }
                     }
-                    assert_eq!(got, model, "ops {a:?} {b:?} {c:?}: {:?}", s.entries);
+                    assert_eq!(got, model, "ops {a:?} {b:?} {c:?}: {:?}", s.dmap);
                     // pieces() covers the whole range in order and agrees with the model.
                     let ps = s.pieces(1, 4);
                     let mut at = 1;
-                    for (o, l, e) in ps {
+                    for (o, l, on_sur) in ps {
                         assert_eq!(o, at);
                         for i in o..o + l {
-                            let want = model[i as usize];
-                            let have = e.map_or(0, |e| if e.dirty { 2 } else { 1 });
-                            assert_eq!(want, have);
+                            assert_eq!(model[i as usize] != 0, on_sur);
                         }
                         at = o + l;
                     }
                     assert_eq!(at, 5);
+                    // not_dirty() is exactly the bytes not dirty in the model.
+                    let mut nd = [false; 6];
+                    for (o, l) in s.not_dirty(0, 6) {
+                        for x in &mut nd[o as usize..(o + l) as usize] {
+                            assert!(!*x, "not_dirty pieces overlap");
+                            *x = true;
+                        }
+                    }
+                    for i in 0..6 {
+                        assert_eq!(nd[i], model[i] != 2, "ops {a:?} {b:?} {c:?} byte {i}");
+                    }
                 }
             }
         }
@@ -1590,6 +1680,48 @@ mod tests {
         ido.set_tracking(false);
         ido.note(5 << 20, 1);
         assert_eq!(ido.popularity(1), 5);
+    }
+
+    #[test]
+    fn epochs_end_after_epoch_requests_in_the_cores_table() {
+        let ido = Ido::new(64 << 20, 1 << 20, 4 << 20).unwrap();
+        for _ in 0..EPOCH_REQUESTS - REQUEST_BATCH {
+            ido.note(5 << 20, 1);
+        }
+        assert_eq!(ido.epochs(), 0, "no epoch ends early");
+        assert_eq!(ido.popularity(1) as u64, EPOCH_REQUESTS - REQUEST_BATCH);
+        for _ in 0..REQUEST_BATCH {
+            ido.note(5 << 20, 1);
+        }
+        assert_eq!(ido.epochs(), 1);
+        assert_eq!(ido.popularity(1) as u64, EPOCH_REQUESTS / 2);
+        // The epoch count is persisted with the core's zone table.
+        let inner = ido.write_inner();
+        let b = ido.encode(&inner, [1; 16], 1).unwrap();
+        drop(inner);
+        let r = Ido::restore(64 << 20, 1 << 20, &[b], &[1; 16])
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.epochs(), 1);
+        assert_eq!(r.popularity(1) as u64, EPOCH_REQUESTS / 2);
+    }
+
+    #[test]
+    fn a_version_1_record_is_refused_with_a_way_out() {
+        let ido = Ido::new(64 << 20, 1 << 20, 4 << 20).unwrap();
+        let inner = ido.write_inner();
+        let mut b = ido.encode(&inner, [1; 16], 1).unwrap();
+        drop(inner);
+        b[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let e = Ido::restore(64 << 20, 1 << 20, &[b.clone()], &[1; 16])
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("version 1"), "{e}");
+        assert!(e.to_string().contains("zero those bytes"), "{e}");
+        // Another array's old record is not this pool's business.
+        assert!(Ido::restore(64 << 20, 1 << 20, &[b], &[2; 16])
+            .unwrap()
+            .is_none());
     }
 
     #[test]

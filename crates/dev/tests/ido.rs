@@ -236,6 +236,19 @@ fn ido_hot_zones_first_redirected_reclaimed_across_restarts() {
         let s = ido_status(&sp);
         max_migrated = max_migrated.max(s.zones_migrated);
         saw_dmap = saw_dmap.max(s.dmap_entries);
+        // The core's zone flags follow the seed's states: `11` = on the surrogate, `10` or
+        // `11` = rebuilt.
+        if s.phase == "rebuilding" {
+            assert_eq!(s.zones_flag_migrated, s.zones_migrated, "{s:?}");
+        }
+        // (Before the restart only: after it, status counts zones rebuilt since the resume.)
+        if s.phase == "rebuilding" && !restarted_rebuild {
+            assert_eq!(
+                s.zones_flag_rebuilt + s.zones_flag_migrated,
+                s.zones_rebuilt,
+                "{s:?}"
+            );
+        }
         if matches!(step, PolicyStep::Done) {
             break;
         }
@@ -260,6 +273,8 @@ fn ido_hot_zones_first_redirected_reclaimed_across_restarts() {
             assert_eq!(again.phase, "rebuilding");
             assert_eq!(again.dmap_entries, s.dmap_entries);
             assert_eq!(again.zones_migrated, s.zones_migrated);
+            assert_eq!(again.zones_flag_migrated, s.zones_flag_migrated);
+            assert_eq!(again.epochs, s.epochs);
             rig.check_all(&sp);
             assert!(sp.begin_policy_rebuild(None, None).unwrap());
             cur = RebuildCursor::new();
@@ -281,6 +296,10 @@ fn ido_hot_zones_first_redirected_reclaimed_across_restarts() {
     assert_eq!(s.dmap_entries, 0, "{s:?}");
     assert_eq!(s.dmap_bytes, 0);
     assert_eq!(s.zones_rebuilt, 32);
+    assert_eq!(
+        s.zones_flag_migrated, 0,
+        "reclaimed zones are no longer `11`: {s:?}"
+    );
     assert!(
         max_migrated >= 3,
         "hot zones were migrated ({max_migrated})"

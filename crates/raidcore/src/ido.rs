@@ -393,18 +393,19 @@ impl ZoneTable {
         self.epochs += 1;
     }
 
+    /// Adds `n` requests to zone `z` (saturating) without ending epochs: for an executor
+    /// that counts requests lock-free on its hot path and folds the counts into the table
+    /// (then ends the epoch with [`ZoneTable::end_epoch`] itself). Equivalent to `n` calls of
+    /// [`ZoneTable::record`] within one epoch.
+    pub fn add_counts(&mut self, z: u64, n: u32) {
+        let p = &mut self.popularity[z as usize];
+        *p = p.saturating_add(n);
+    }
+
     /// Zones ordered by popularity, most popular first (ties: lower zone first), only those
     /// with a popularity of at least 1.
     pub fn by_popularity(&self) -> Vec<u64> {
-        let mut z: Vec<u64> = (0..self.zones())
-            .filter(|&z| self.popularity[z as usize] > 0)
-            .collect();
-        z.sort_by(|&a, &b| {
-            self.popularity[b as usize]
-                .cmp(&self.popularity[a as usize])
-                .then(a.cmp(&b))
-        });
-        z
+        rank_zones(&self.popularity)
     }
 
     /// The hot zones: the most popular zones that together hold `coverage` (0..=1) of the
@@ -523,6 +524,40 @@ impl ZoneTable {
             epochs: u64_at(40),
             last_ns: 0,
         })
+    }
+}
+
+/// Zones ranked by a count per zone (`counts[z]`): most counted first, ties lower zone first,
+/// zones with a count of 0 left out. The one ranking rule of IDO's hot zones
+/// ([`ZoneTable::by_popularity`]) and PRO's rebuild order.
+pub fn rank_zones(counts: &[u32]) -> Vec<u64> {
+    let mut z: Vec<u64> = (0..counts.len() as u64)
+        .filter(|&z| counts[z as usize] > 0)
+        .collect();
+    z.sort_by(|&a, &b| counts[b as usize].cmp(&counts[a as usize]).then(a.cmp(&b)));
+    z
+}
+
+/// The zones a policy rebuilds before the rest (which follow in address order), the one rule
+/// of [`Ido::priority_cycles`] and of an executor that schedules by zones: IDO's `hot` zones
+/// (most popular first) still to rebuild; PRO's zones ranked by `pro` (requests seen since the
+/// failure, [`rank_zones`]) still to rebuild, at most `pro_batch`; nothing for the others.
+/// `to_rebuild(z)` says whether zone `z` still has cycles to rebuild.
+pub fn priority_zones(
+    policy: RebuildPolicy,
+    hot: &[u64],
+    pro: &[u32],
+    pro_batch: usize,
+    to_rebuild: impl Fn(u64) -> bool,
+) -> Vec<u64> {
+    match policy {
+        RebuildPolicy::Ido => hot.iter().copied().filter(|&z| to_rebuild(z)).collect(),
+        RebuildPolicy::Pro => rank_zones(pro)
+            .into_iter()
+            .filter(|&z| to_rebuild(z))
+            .take(pro_batch)
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -1287,29 +1322,13 @@ impl Ido {
         if self.phase != Phase::Rebuilding {
             return Vec::new();
         }
-        let zones: Vec<u64> = match self.active {
-            RebuildPolicy::Ido => self
-                .hot
-                .iter()
-                .copied()
-                .filter(|&z| self.zones.flag(z) == ZoneFlag::NotRebuilt)
-                .collect(),
-            RebuildPolicy::Pro => {
-                let mut z: Vec<u64> = (0..self.zones.zones())
-                    .filter(|&z| {
-                        self.pro[z as usize] > 0 && self.zones.flag(z) == ZoneFlag::NotRebuilt
-                    })
-                    .collect();
-                z.sort_by(|&a, &b| {
-                    self.pro[b as usize]
-                        .cmp(&self.pro[a as usize])
-                        .then(a.cmp(&b))
-                });
-                z.truncate(self.cfg.pro_batch_zones.max(1));
-                z
-            }
-            _ => Vec::new(),
-        };
+        let zones = priority_zones(
+            self.active,
+            &self.hot,
+            &self.pro,
+            self.cfg.pro_batch_zones.max(1),
+            |z| self.zones.flag(z) == ZoneFlag::NotRebuilt,
+        );
         zones
             .into_iter()
             .flat_map(|z| self.zone_cycles(geo, z))

@@ -804,3 +804,47 @@ fn routing_in_normal_state_counts_at_the_latest_time() {
     ido.route_read(0, 1, 4096, &none);
     assert_eq!((ido.zones().popularity(0), ido.zones().epochs()), (3, 2));
 }
+
+/// The ranking and priority rules shared by the simulator's controller and the engine
+/// (which schedules by zones and folds lock-free counts into the table).
+#[test]
+fn idocore_ranking_and_priority_zones_are_one_rule() {
+    use raidcore::ido::{priority_zones, rank_zones};
+    assert_eq!(rank_zones(&[0, 3, 1, 3, 0, 7]), vec![5, 1, 3, 2]);
+    assert!(rank_zones(&[0, 0]).is_empty());
+    // add_counts equals that many records within one epoch; end_epoch halves.
+    let mut a = ZoneTable::new(8 << 20, 1 << 20, 1 << 20).unwrap();
+    let mut b = a.clone();
+    for _ in 0..5 {
+        a.record(3 << 20, 1, 0);
+    }
+    b.add_counts(3, 5);
+    assert_eq!(a.popularity(3), b.popularity(3));
+    assert_eq!(a.by_popularity(), b.by_popularity());
+    b.end_epoch();
+    assert_eq!(b.popularity(3), 2);
+    assert_eq!(b.epochs(), 1);
+    // IDO: hot zones still to rebuild, in their order; PRO: ranked, batch-limited; others: none.
+    let hot = [4, 1, 6];
+    let todo = |z: u64| z != 1;
+    assert_eq!(
+        priority_zones(RebuildPolicy::Ido, &hot, &[], 1, todo),
+        vec![4, 6]
+    );
+    let pro = [0, 9, 2, 9, 5];
+    assert_eq!(
+        priority_zones(RebuildPolicy::Pro, &[], &pro, 2, todo),
+        vec![3, 4]
+    );
+    assert_eq!(
+        priority_zones(RebuildPolicy::Pro, &[], &pro, usize::MAX, |_| true),
+        vec![1, 3, 4, 2]
+    );
+    for p in [
+        RebuildPolicy::Pr,
+        RebuildPolicy::Workout,
+        RebuildPolicy::Vdf,
+    ] {
+        assert!(priority_zones(p, &hot, &pro, 9, |_| true).is_empty());
+    }
+}

@@ -1577,22 +1577,10 @@ impl Pool {
     /// Flushes every present member, all at once: one thread each, so that the syncs of
     /// members sharing a file system share its journal commits instead of queueing.
     fn flush_members(&self) -> Result<()> {
-        let results: Vec<(usize, std::io::Result<()>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = self
-                .members
-                .iter()
-                .enumerate()
-                .filter_map(|(i, m)| m.as_ref().map(|m| (i, s.spawn(move || m.flush()))))
-                .collect();
-            handles
-                .into_iter()
-                .map(|(i, h)| (i, h.join().expect("flush thread")))
-                .collect()
-        });
-        for (i, r) in results {
-            r.map_err(|e| PoolError::Io(format!("flushing member {i}: {e}")))?;
+        match self.flush_each().into_iter().next() {
+            Some((i, e)) => Err(PoolError::Io(format!("flushing member {i}: {e}"))),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Flushes every present member, all at once; returns the members that failed.

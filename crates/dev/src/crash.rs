@@ -176,8 +176,12 @@ pub struct CrashMember {
 
 impl Member for CrashMember {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.inner.read_at(buf, offset)?;
+        // The lock is taken before the underlying read: a flush on another thread moves
+        // pending writes into the underlying member under it, and a read between the two
+        // steps would miss them (stale old blocks in a read-modify-write, hence parity that
+        // disagrees with its data: a flaky `wh_served_writes_crash_at_random_points`).
         let st = self.sim.lock();
+        self.inner.read_at(buf, offset)?;
         let end = offset + buf.len() as u64;
         for w in st.pending.iter().filter(|w| w.member == self.index) {
             let wend = w.offset + w.data.len() as u64;

@@ -1,53 +1,92 @@
 //! Per-block checksums of a pool's members (superblock feature bit 1).
 //!
-//! Every member keeps a CRC-32C of each 4 KiB block of its own data area in a *checksum
-//! region* on the same member (between the metadata and the data area): 4 bytes per block,
-//! block `b`'s checksum at region byte `4 b`. A block's checksum covers its bytes followed by
-//! the member index (u32 LE) and the block number (u64 LE), so a block written to the wrong
-//! member or the wrong address does not verify where it landed.
+//! Every member keeps a CRC-32C of each 4 KiB block of its own data area. A block's checksum
+//! covers its bytes followed by the member index (u32 LE) and the block number (u64 LE), so a
+//! block written to the wrong member or the wrong address does not verify where it landed.
+//! Each entry also carries the block's *write generation* (u32, +1 every time the block's
+//! checksum changes): entry = CRC (u32 LE) then generation (u32 LE), 8 bytes per block.
+//!
+//! Where they live: in the *checksum region* of the member itself **and** of the next
+//! `copies - 1` members (`copies` = the scheme's tolerance + 1, at least 2, at most the
+//! member count). Member `j`'s region has `copies` equal sections: section 0 holds its own
+//! entries, section `k` a copy of member `(j - k) mod n`'s. A page of entries is written to
+//! every copy, with the data it describes. At open, each block's entry is the copy with the
+//! newest generation (serial-number order, so a wrapped u32 still compares right: the copies
+//! of one block differ by a few writes); stale copies are rewritten.
+//!
+//! Why the copies on other members: a member that silently *loses* writes can lose a block's
+//! write together with its own checksum page write; its stale block then matches its stale
+//! checksum, and nothing on that member can tell. A copy on another member (that member is not
+//! the one misbehaving, within the scheme's tolerance) still has the newer entry with the
+//! higher generation, so the stale block fails to verify and is repaired from redundancy.
+//! ZFS gets the same property from checksums kept in the parent block pointer (the checksum
+//! never lives with the data it covers); Linux MD has no block checksums at all. The
+//! generation decides which copy is newer without reading any data (two copies that differ
+//! cannot both be right, and lost writes or crashes only ever lose the newer one).
 //!
 //! Why 4 KiB blocks rather than chunks: a small write then updates the checksum of the blocks it
 //! writes without reading the rest of the chunk, and a mismatch localises the damage to one
-//! block (the repair reconstructs one block per affected unit, not a chunk). The region costs
-//! 1/1024 of the data area.
-//!
-//! Why on the same member: the checksums fail with the data they cover (a failed member takes
-//! both away, a rebuilt member gets both back, the rebuild writes them), and no member's
-//! checksums depend on another member being present.
+//! block. The region costs `copies` x 8 bytes per 4 KiB block (1/256 of the data area for
+//! two copies).
 //!
 //! What is detected: bit rot and any change to a block's bytes behind the engine's back; a
 //! misdirected write (the data at the wrong address does not verify there, and the intended
-//! address still holds the old data under the new checksum); a lost data write whose checksum
-//! write was not lost. Not detected by checksums alone: a lost write of both the block and its
-//! checksum page (old data with its old, valid checksum): scrub's parity check still sees the
-//! stripe disagree but cannot tell which unit is stale. A crash between a block's write and
-//! its checksum page's write (without the write journal) leaves a block whose checksum
-//! disagrees: a read then reconstructs the block from redundancy and accepts the result only
-//! if it matches the stored checksum; otherwise the range is reported unrecoverable rather
-//! than guessed at (rewrite it to clear it).
+//! address still holds the old data under the new checksum); a lost data write, with or
+//! without its checksum page write on the same member. A crash between a block's write and its
+//! checksum pages' writes (without the write journal) leaves a block whose checksum disagrees:
+//! a read then reconstructs the block from redundancy and accepts the result only if it
+//! matches the stored checksum; otherwise the range is reported unrecoverable rather than
+//! guessed at (rewrite it to clear it).
 //!
-//! In memory the checksums of every present member are loaded at open (`Vec<AtomicU32>`, 1 MiB
-//! per GiB of member); an update stores the new values and then writes the 4 KiB pages of the
-//! region holding them, page writes of one member serialised by a mutex so that concurrent
-//! writers of one page never put an older snapshot over a newer one.
+//! In memory the newest entry of every member's blocks is loaded at open (`Vec<AtomicU64>`,
+//! 2 MiB per GiB of member): reads verify against memory, so during a run even a lost
+//! checksum page write is caught; an update stores the new values and then writes the pages of
+//! the regions holding them, page writes of one member's entries serialised by a mutex so
+//! that concurrent writers of one page never put an older snapshot over a newer one.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::Member;
 
 /// Checksum granularity.
 pub const BLOCK_BYTES: u64 = 4096;
-/// Bytes of checksum per block.
-pub const SUM_BYTES: u64 = 4;
+/// Bytes of checksum entry per block (CRC-32C, then the write generation).
+pub const SUM_BYTES: u64 = 8;
 /// A checksum no block content produces in practice; written for blocks whose content is
 /// known to be lost, so that reading them fails instead of returning what is there.
 pub const POISON: u32 = 0xDEAD_10CC;
 
-/// Bytes of checksum region for `data_bytes` of data area, rounded up to whole 4 KiB pages.
-pub fn region_bytes(data_bytes: u64) -> u64 {
+/// Bytes of one copy of a member's entries for `data_bytes` of data area (whole 4 KiB pages).
+fn section_bytes(data_bytes: u64) -> u64 {
     let blocks = data_bytes.div_ceil(BLOCK_BYTES);
     (blocks * SUM_BYTES).div_ceil(4096) * 4096
+}
+
+/// Bytes of checksum region for `data_bytes` of data area holding `copies` sections.
+pub fn region_bytes(data_bytes: u64, copies: usize) -> u64 {
+    section_bytes(data_bytes) * copies as u64
+}
+
+/// How many copies of each block's checksum a pool of `members` members tolerating
+/// `tolerance` failures keeps: one more than the members that may misbehave, at least two
+/// (so that even without redundancy a lost write is detected), at most one per member.
+pub fn copies_for(members: usize, tolerance: usize) -> usize {
+    (tolerance + 1).max(2).min(members.max(1))
+}
+
+fn pack(crc: u32, generation: u32) -> u64 {
+    (generation as u64) << 32 | crc as u64
+}
+fn crc_of(e: u64) -> u32 {
+    e as u32
+}
+fn gen_of(e: u64) -> u32 {
+    (e >> 32) as u32
+}
+/// Whether generation `a` is newer than `b` (serial-number arithmetic, RFC 1982).
+fn newer(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
 }
 
 /// Continues a CRC-32C from raw state `c` (start with `!0`, finish with `!c`): portable form,
@@ -111,8 +150,9 @@ fn zero_state() -> u32 {
 
 /// One member's checksums.
 struct MemberSums {
-    sums: Vec<AtomicU32>,
-    /// Serialises page writes (snapshot + write) of this member.
+    /// The newest entry of each block: generation << 32 | CRC.
+    sums: Vec<AtomicU64>,
+    /// Serialises page writes (snapshot + write to every copy) of this member's entries.
     pages: Mutex<()>,
 }
 
@@ -122,6 +162,10 @@ pub struct Checksums {
     region_offset: u64,
     /// Blocks per member data area.
     blocks: u64,
+    /// Bytes of one section (one copy of one member's entries).
+    section: u64,
+    /// Copies of each member's entries (sections per region).
+    copies: usize,
     members: Vec<MemberSums>,
 }
 
@@ -133,72 +177,196 @@ pub struct Mismatch {
     pub offset_bytes: u64,
 }
 
+/// A checksum page write that failed: the member it went to (fail it) and the error.
+#[derive(Debug)]
+pub struct PageWriteError {
+    pub member: usize,
+    pub source: std::io::Error,
+}
+
+impl std::fmt::Display for PageWriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "member {}: checksum page write: {}",
+            self.member, self.source
+        )
+    }
+}
+
+impl From<PageWriteError> for std::io::Error {
+    fn from(e: PageWriteError) -> std::io::Error {
+        std::io::Error::new(e.source.kind(), e.to_string())
+    }
+}
+
+type MemberSlots = [Option<Arc<dyn Member>>];
+
 impl Checksums {
-    fn empty(n: usize, region_offset: u64, data_bytes: u64) -> Checksums {
+    fn empty(n: usize, region_offset: u64, data_bytes: u64, copies: usize) -> Checksums {
+        assert!(
+            (1..=n.max(1)).contains(&copies),
+            "{copies} checksum copies for {n} members"
+        );
         let blocks = data_bytes.div_ceil(BLOCK_BYTES);
         Checksums {
             region_offset,
             blocks,
+            section: section_bytes(data_bytes),
+            copies,
             members: (0..n)
                 .map(|_| MemberSums {
-                    sums: (0..blocks).map(|_| AtomicU32::new(0)).collect(),
+                    sums: (0..blocks).map(|_| AtomicU64::new(0)).collect(),
                     pages: Mutex::new(()),
                 })
                 .collect(),
         }
     }
 
+    /// Copies of each block's entry.
+    pub fn copies(&self) -> usize {
+        self.copies
+    }
+
+    /// The members holding copies of member `i`'s entries (`i` itself first).
+    pub fn holders(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..self.copies).map(move |k| self.holder(i, k))
+    }
+
+    /// Member holding copy `k` of member `i`'s entries (copy 0: `i` itself).
+    fn holder(&self, i: usize, k: usize) -> usize {
+        (i + k) % self.members.len()
+    }
+
+    /// Member byte offset of section `k` (copy `k` of member `j - k`'s entries) of a region.
+    fn section_offset(&self, k: usize) -> u64 {
+        self.region_offset + k as u64 * self.section
+    }
+
     /// Checksums of all-zero members (a new pool), written to every member's region.
     pub fn create_zeroed(
-        members: &[Option<Arc<dyn Member>>],
+        members: &MemberSlots,
         region_offset: u64,
         data_bytes: u64,
+        copies: usize,
     ) -> std::io::Result<Checksums> {
-        let c = Checksums::empty(members.len(), region_offset, data_bytes);
-        for (i, m) in members.iter().enumerate() {
-            if let Some(m) = m {
-                c.reset_zeroed(i, &**m)?;
+        let c = Checksums::empty(members.len(), region_offset, data_bytes, copies);
+        let z = zero_state();
+        for (i, m) in c.members.iter().enumerate() {
+            for (b, s) in m.sums.iter().enumerate() {
+                s.store(pack(finish(z, i as u32, b as u64), 0), Ordering::Relaxed);
             }
+        }
+        for i in 0..members.len() {
+            c.write_pages(i, members, 0, c.blocks)?;
         }
         Ok(c)
     }
 
     /// Member `i` holds zeros now (a new or replacement member): its checksums say so, in
-    /// memory and in its region.
-    pub fn reset_zeroed(&self, i: usize, m: &dyn Member) -> std::io::Result<()> {
+    /// memory and in every copy (generations continue, so the new entries are the newest),
+    /// and the copies of other members' entries its region holds are written from memory.
+    pub fn reset_zeroed(&self, i: usize, members: &MemberSlots) -> Result<(), PageWriteError> {
         let z = zero_state();
         for (b, s) in self.members[i].sums.iter().enumerate() {
-            s.store(finish(z, i as u32, b as u64), Ordering::Relaxed);
+            let g = gen_of(s.load(Ordering::Relaxed)).wrapping_add(1);
+            s.store(pack(finish(z, i as u32, b as u64), g), Ordering::Relaxed);
         }
-        self.write_pages(i, m, 0, self.blocks)
+        self.write_pages(i, members, 0, self.blocks)?;
+        let n = self.members.len();
+        for k in 1..self.copies {
+            let owner = (i + n - k) % n;
+            self.write_copy(owner, k, members, 0, self.blocks)?;
+        }
+        Ok(())
     }
 
-    /// Loads every present member's region.
+    /// Loads every present member's entries: for each block the copy with the newest
+    /// generation among the members present. Copies of one generation that differ (an entry
+    /// damaged at rest) are decided by the block itself: the one its data matches, else the
+    /// member's own (the read then repairs or reports the block). Copies found stale are
+    /// rewritten (best effort: a failing write leaves the newest entry in memory, and the next
+    /// write of the page retries). `data_offset` is the member byte offset of the data area.
+    /// Returns the checksums and the number of stale entries found.
     pub fn load(
-        members: &[Option<Arc<dyn Member>>],
+        members: &MemberSlots,
         region_offset: u64,
+        data_offset: u64,
         data_bytes: u64,
-    ) -> std::io::Result<Checksums> {
-        let c = Checksums::empty(members.len(), region_offset, data_bytes);
-        let len = region_bytes(data_bytes) as usize;
-        for (i, m) in members.iter().enumerate() {
-            let Some(m) = m else { continue };
-            let mut buf = vec![0u8; len];
-            m.read_at(&mut buf, region_offset)?;
+        copies: usize,
+    ) -> std::io::Result<(Checksums, u64)> {
+        let c = Checksums::empty(members.len(), region_offset, data_bytes, copies);
+        let n = members.len();
+        let len = c.section as usize;
+        let mut stale_entries = 0u64;
+        for i in 0..n {
+            // Every copy of member i's entries that a present member holds.
+            let mut found: Vec<Vec<u8>> = Vec::new();
+            for k in 0..copies {
+                let Some(m) = &members[c.holder(i, k)] else {
+                    continue;
+                };
+                let mut buf = vec![0u8; len];
+                m.read_at(&mut buf, c.section_offset(k))?;
+                found.push(buf);
+            }
+            if found.is_empty() {
+                continue;
+            }
+            let mut stale_blocks: Vec<u64> = Vec::new();
             for (b, s) in c.members[i].sums.iter().enumerate() {
                 let at = b * SUM_BYTES as usize;
-                s.store(
-                    u32::from_le_bytes(buf[at..at + 4].try_into().unwrap()),
-                    Ordering::Relaxed,
-                );
+                let entry = |buf: &Vec<u8>| {
+                    let crc = u32::from_le_bytes(buf[at..at + 4].try_into().unwrap());
+                    let g = u32::from_le_bytes(buf[at + 4..at + 8].try_into().unwrap());
+                    pack(crc, g)
+                };
+                let mut best = entry(&found[0]);
+                let mut differ = false;
+                let mut tie: Vec<u64> = Vec::new();
+                for buf in &found[1..] {
+                    let e = entry(buf);
+                    if e != best {
+                        differ = true;
+                        if newer(gen_of(e), gen_of(best)) {
+                            best = e;
+                            tie.clear();
+                        } else if gen_of(e) == gen_of(best) {
+                            tie.push(e);
+                        }
+                    }
+                }
+                if !tie.is_empty() {
+                    if let Some(m) = &members[i] {
+                        let mut blk = vec![0u8; BLOCK_BYTES as usize];
+                        m.read_at(&mut blk, data_offset + b as u64 * BLOCK_BYTES)?;
+                        let sum = block_sum(i as u32, b as u64, &blk);
+                        if let Some(&e) = tie.iter().find(|&&e| crc_of(e) == sum) {
+                            best = e;
+                        }
+                    }
+                }
+                s.store(best, Ordering::Relaxed);
+                if differ {
+                    stale_blocks.push(b as u64);
+                }
+            }
+            stale_entries += stale_blocks.len() as u64;
+            for (first, end) in block_runs(&stale_blocks) {
+                let _ = c.write_pages(i, members, first, end);
             }
         }
-        Ok(c)
+        Ok((c, stale_entries))
     }
 
     /// The stored checksum of member `i`'s block at data-area `offset_bytes`.
     pub fn stored(&self, i: usize, offset_bytes: u64) -> u32 {
-        self.members[i].sums[(offset_bytes / BLOCK_BYTES) as usize].load(Ordering::Relaxed)
+        crc_of(self.members[i].sums[(offset_bytes / BLOCK_BYTES) as usize].load(Ordering::Relaxed))
+    }
+
+    /// The write generation of member `i`'s block at data-area `offset_bytes`.
+    pub fn generation(&self, i: usize, offset_bytes: u64) -> u32 {
+        gen_of(self.members[i].sums[(offset_bytes / BLOCK_BYTES) as usize].load(Ordering::Relaxed))
     }
 
     /// The blocks of `data` (read from member `i` at data-area byte `offset_bytes`, both block
@@ -215,7 +383,7 @@ impl Checksums {
             .enumerate()
             .filter_map(|(k, blk)| {
                 let b = first + k as u64;
-                let want = self.members[i].sums[b as usize].load(Ordering::Relaxed);
+                let want = crc_of(self.members[i].sums[b as usize].load(Ordering::Relaxed));
                 (block_sum(i as u32, b, blk) != want).then_some(Mismatch {
                     member: i as u32,
                     offset_bytes: b * BLOCK_BYTES,
@@ -227,6 +395,13 @@ impl Checksums {
     /// Whether `data` matches the stored checksums (the same alignment as [`Checksums::verify`]).
     pub fn matches(&self, i: usize, offset_bytes: u64, data: &[u8]) -> bool {
         self.verify(i, offset_bytes, data).is_empty()
+    }
+
+    /// Sets block `b`'s entry to `crc`, one generation on.
+    fn set(&self, i: usize, b: u64, crc: u32) {
+        let s = &self.members[i].sums[b as usize];
+        let g = gen_of(s.load(Ordering::Relaxed)).wrapping_add(1);
+        s.store(pack(crc, g), Ordering::Relaxed);
     }
 
     /// Records the checksums of `data`, just written to member `i` at data-area byte
@@ -241,49 +416,109 @@ impl Checksums {
         let first = offset_bytes / BLOCK_BYTES;
         for (k, blk) in data.chunks_exact(BLOCK_BYTES as usize).enumerate() {
             let b = first + k as u64;
-            self.members[i].sums[b as usize].store(block_sum(i as u32, b, blk), Ordering::Relaxed);
+            self.set(i, b, block_sum(i as u32, b, blk));
         }
     }
 
     /// Marks member `i`'s block at `offset_bytes` as lost (reads of it fail from now on) and
-    /// writes its page.
-    pub fn poison(&self, i: usize, m: &dyn Member, offset_bytes: u64) -> std::io::Result<()> {
-        let b = offset_bytes / BLOCK_BYTES;
-        self.members[i].sums[b as usize].store(POISON, Ordering::Relaxed);
-        self.write_pages(i, m, b, b + 1)
-    }
-
-    /// Writes the region pages of member `i` holding blocks `first..end`.
-    pub fn write_pages(
+    /// writes its pages.
+    pub fn poison(
         &self,
         i: usize,
-        m: &dyn Member,
-        first: u64,
-        end: u64,
-    ) -> std::io::Result<()> {
-        if first >= end {
-            return Ok(());
-        }
+        members: &MemberSlots,
+        offset_bytes: u64,
+    ) -> Result<(), PageWriteError> {
+        let b = offset_bytes / BLOCK_BYTES;
+        self.set(i, b, POISON);
+        self.write_pages(i, members, b, b + 1)
+    }
+
+    /// The bytes of the pages of member `i`'s entries holding blocks `first..end`, and the
+    /// first page's number.
+    fn page_bytes(&self, i: usize, first: u64, end: u64) -> (u64, Vec<u8>) {
         let per_page = 4096 / SUM_BYTES;
         let (p0, p1) = (first / per_page, (end - 1) / per_page + 1);
-        let _g = self.members[i]
-            .pages
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
         let sums = &self.members[i].sums;
         let mut buf = vec![0u8; ((p1 - p0) * 4096) as usize];
         for b in p0 * per_page..(p1 * per_page).min(self.blocks) {
             let at = ((b - p0 * per_page) * SUM_BYTES) as usize;
-            buf[at..at + 4]
-                .copy_from_slice(&sums[b as usize].load(Ordering::Relaxed).to_le_bytes());
+            let e = sums[b as usize].load(Ordering::Relaxed);
+            buf[at..at + 4].copy_from_slice(&crc_of(e).to_le_bytes());
+            buf[at + 4..at + 8].copy_from_slice(&gen_of(e).to_le_bytes());
         }
-        m.write_at(&buf, self.region_offset + p0 * 4096)
+        (p0, buf)
+    }
+
+    /// Writes the pages of member `i`'s entries holding blocks `first..end` to every copy on a
+    /// present member (its own region first). The first failing member is reported (after
+    /// the other copies were written).
+    pub fn write_pages(
+        &self,
+        i: usize,
+        members: &MemberSlots,
+        first: u64,
+        end: u64,
+    ) -> Result<(), PageWriteError> {
+        if first >= end {
+            return Ok(());
+        }
+        let _g = self.members[i]
+            .pages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let (p0, buf) = self.page_bytes(i, first, end);
+        // Every copy is attempted even after one fails (the others stay current).
+        let mut first_err = None;
+        for k in 0..self.copies {
+            let h = self.holder(i, k);
+            if let Some(m) = &members[h] {
+                if let Err(source) = m.write_at(&buf, self.section_offset(k) + p0 * 4096) {
+                    first_err.get_or_insert(PageWriteError { member: h, source });
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Writes only copy `k` of member `owner`'s entries (blocks `first..end`), held by
+    /// `holder(owner, k)`.
+    fn write_copy(
+        &self,
+        owner: usize,
+        k: usize,
+        members: &MemberSlots,
+        first: u64,
+        end: u64,
+    ) -> Result<(), PageWriteError> {
+        let h = self.holder(owner, k);
+        let Some(m) = &members[h] else {
+            return Ok(());
+        };
+        let _g = self.members[owner]
+            .pages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let (p0, buf) = self.page_bytes(owner, first, end);
+        m.write_at(&buf, self.section_offset(k) + p0 * 4096)
+            .map_err(|source| PageWriteError { member: h, source })
     }
 
     /// Blocks per member.
     pub fn blocks(&self) -> u64 {
         self.blocks
     }
+}
+
+/// Sorted block numbers merged into runs `[first, end)`.
+fn block_runs(blocks: &[u64]) -> Vec<(u64, u64)> {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &b in blocks {
+        match runs.last_mut() {
+            Some((_, e)) if *e == b => *e = b + 1,
+            _ => runs.push((b, b + 1)),
+        }
+    }
+    runs
 }
 
 #[cfg(test)]
@@ -313,7 +548,8 @@ mod tests {
         assert_ne!(s, block_sum(1, 5, &bad), "a flipped bit");
         let z = vec![0u8; 4096];
         assert_eq!(finish(zero_state(), 3, 9), block_sum(3, 9, &z));
-        assert_eq!(region_bytes(4096 * 1024), 4096);
-        assert_eq!(region_bytes(4096 * 1025), 8192);
+        assert_eq!(region_bytes(4096 * 512, 1), 4096);
+        assert_eq!(region_bytes(4096 * 513, 1), 8192);
+        assert_eq!(region_bytes(4096 * 513, 2), 16384);
     }
 }

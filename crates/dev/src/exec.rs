@@ -270,20 +270,25 @@ fn commit_from(
         }
         // The checksums of what this member just wrote, with the writes (the same batch):
         // each run of touched region pages once.
+        // A failing copy (on another member) does not stop the other runs' pages.
+        let mut first_err = None;
         if let Some(c) = m.checksums {
             for (first, end) in page_runs(pages) {
-                c.write_pages(member, &**dev, first, end)
-                    .map_err(|e| MemberError {
-                        member: member as u32,
+                if let Err(e) = c.write_pages(member, m.members, first, end) {
+                    first_err.get_or_insert(MemberError {
+                        member: e.member as u32,
                         write: true,
-                        source: e,
-                    })?;
-                m.counters[member]
-                    .meta_writes
-                    .fetch_add(1, Ordering::Relaxed);
+                        source: e.source,
+                    });
+                }
+                for h in c.holders(member) {
+                    if m.members[h].is_some() {
+                        m.counters[h].meta_writes.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
             }
         }
-        Ok(())
+        first_err.map_or(Ok(()), Err)
     });
     for r in results {
         if let Err(e) = r {

@@ -533,7 +533,8 @@ impl Pool {
         let regions_start =
             (JOURNAL_OFFSET_BYTES + journal_region.1).max(DEFAULT_DATA_OFFSET_BYTES);
         let checksum_region = if opts.checksums {
-            let len = crate::csum::region_bytes(size.saturating_sub(regions_start));
+            let copies = crate::csum::copies_for(scheme.cycle().disks, scheme.tolerance());
+            let len = crate::csum::region_bytes(size.saturating_sub(regions_start), copies);
             (regions_start, len)
         } else {
             (0, 0)
@@ -723,8 +724,13 @@ impl Pool {
         };
         let checksums = if opts.checksums {
             Some(Arc::new(
-                Checksums::create_zeroed(&members, checksum_region.0, data_bytes)
-                    .map_err(|e| PoolError::Io(format!("writing the checksum regions: {e}")))?,
+                Checksums::create_zeroed(
+                    &members,
+                    checksum_region.0,
+                    data_bytes,
+                    crate::csum::copies_for(geo.disks(), geo.scheme().tolerance()),
+                )
+                .map_err(|e| PoolError::Io(format!("writing the checksum regions: {e}")))?,
             ))
         } else {
             None
@@ -1149,7 +1155,8 @@ impl Pool {
         }
         let checksum_region = (best.checksum_offset_bytes, best.checksum_len_bytes);
         let checksums = if has_checksums {
-            if checksum_region.1 < crate::csum::region_bytes(best.data_bytes) {
+            let copies = crate::csum::copies_for(geo.disks(), geo.scheme().tolerance());
+            if checksum_region.1 < crate::csum::region_bytes(best.data_bytes, copies) {
                 return Err(PoolError::Usage(format!(
                     "the superblock's checksum region ({} bytes) is too small for {} bytes of \
                      data: damaged superblock",
@@ -1157,8 +1164,15 @@ impl Pool {
                 )));
             }
             Some(Arc::new(
-                Checksums::load(&members, checksum_region.0, best.data_bytes)
-                    .map_err(|e| PoolError::Io(format!("reading the checksum regions: {e}")))?,
+                Checksums::load(
+                    &members,
+                    checksum_region.0,
+                    best.data_offset_bytes,
+                    best.data_bytes,
+                    copies,
+                )
+                .map_err(|e| PoolError::Io(format!("reading the checksum regions: {e}")))?
+                .0,
             ))
         } else {
             None
@@ -1204,6 +1218,7 @@ impl Pool {
             let members = pool.members.clone();
             // Checksum pages the replayed records touched (see `vouch_torn_checksum_pages`).
             let mut touched: std::collections::BTreeSet<(u32, u64)> = Default::default();
+            let mut holders_failed: Vec<u32> = Vec::new();
             let per_page = 4096 / crate::csum::SUM_BYTES;
             let j = Journal::recover(pool.journal_geometry(), &pool.members, |m, off, data| {
                 let b = crate::csum::BLOCK_BYTES;
@@ -1213,17 +1228,33 @@ impl Pool {
                 }
                 // Replay rewrites whole blocks: their checksums follow.
                 match (&sums, members.get(m as usize)) {
-                    (Some(c), Some(Some(dev))) => {
+                    (Some(c), Some(Some(_))) => {
                         c.record(m as usize, off, data);
                         let b = crate::csum::BLOCK_BYTES;
-                        c.write_pages(m as usize, &**dev, off / b, (off + data.len() as u64) / b)
+                        match c.write_pages(
+                            m as usize,
+                            &members,
+                            off / b,
+                            (off + data.len() as u64) / b,
+                        ) {
+                            // A copy on another member failed: that member is failed after
+                            // the replay, not the one replayed to.
+                            Err(e) if e.member != m as usize => {
+                                holders_failed.push(e.member as u32);
+                                Ok(())
+                            }
+                            r => r.map_err(std::io::Error::from),
+                        }
                     }
                     _ => Ok(()),
                 }
             })
             .map_err(|e| PoolError::Io(e.to_string()))?;
             // Members that failed during the replay (or its checkpoint) are failed now.
-            let dead = j.take_failed_members();
+            let mut dead = j.take_failed_members();
+            dead.extend(holders_failed);
+            dead.sort_unstable();
+            dead.dedup();
             pool.journal = Some(Arc::new(j));
             if !dead.is_empty() {
                 pool.fail_members(&dead)?;
@@ -2008,10 +2039,14 @@ impl Pool {
         if let Some(c) = &self.checksums {
             // A replacement holds nothing valid until rebuilt; its checksums start as those of
             // zeros and the rebuild writes the real ones with the data.
-            c.reset_zeroed(i, &*m).map_err(|e| PoolError::Member {
-                index: i,
-                path: path.to_path_buf(),
-                reason: format!("writing its checksum region: {e}"),
+            // The copies of its entries on other members are rewritten too, and its region
+            // gets the copies of other members' entries it holds.
+            let mut slots = self.members.clone();
+            slots[i] = Some(m.clone());
+            c.reset_zeroed(i, &slots).map_err(|e| PoolError::Member {
+                index: e.member,
+                path: self.desc.members[e.member].path.clone(),
+                reason: format!("writing checksum region pages: {}", e.source),
             })?;
         }
         self.state.replace(&self.geo, i as Disk)?;

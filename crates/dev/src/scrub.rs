@@ -540,21 +540,18 @@ impl Pool {
             ));
         }
         for (member, off, bytes) in pieces_ok {
-            let Some(m) = self.members[member as usize].clone() else {
+            if self.members[member as usize].is_none() {
                 return Ok(None);
-            };
+            }
             cs.record(member as usize, off, &bytes);
             let end = off + bytes.len() as u64;
-            if cs
-                .write_pages(
-                    member as usize,
-                    &*m,
-                    off / BLOCK_BYTES,
-                    end.div_ceil(BLOCK_BYTES),
-                )
-                .is_err()
-            {
-                self.fail_members(&[member])?;
+            if let Err(e) = cs.write_pages(
+                member as usize,
+                &self.members,
+                off / BLOCK_BYTES,
+                end.div_ceil(BLOCK_BYTES),
+            ) {
+                self.fail_members(&[e.member as u32])?;
                 return Ok(None);
             }
             self.desc.repairs.checksum_entries_rewritten +=
@@ -661,7 +658,7 @@ impl Pool {
                             cs.record(loc.disk as usize, off, &zeros);
                             cs.write_pages(
                                 loc.disk as usize,
-                                &*m,
+                                &self.members,
                                 off / BLOCK_BYTES,
                                 (off + zeros.len() as u64) / BLOCK_BYTES,
                             )?;
@@ -710,16 +707,13 @@ impl Pool {
                     continue;
                 }
                 let (loc, valid) = place_loc(&self.geo, &self.state, g.cycle, p);
-                let Some(m) = self.members[loc.disk as usize].clone() else {
-                    continue;
-                };
-                if !valid {
+                if self.members[loc.disk as usize].is_none() || !valid {
                     continue;
                 }
                 let off = self.geo.member_offset(g.cycle, loc, g.ra);
                 let mut b = off;
                 while b < off + (g.rb - g.ra) {
-                    cs.poison(loc.disk as usize, &*m, b)
+                    cs.poison(loc.disk as usize, &self.members, b)
                         .map_err(|e| PoolError::Io(format!("marking lost blocks: {e}")))?;
                     b += BLOCK_BYTES;
                 }

@@ -537,19 +537,16 @@ fn stale_checksum_after_a_crash_is_reported_not_invented() {
     let p0 = places_with(&pool, 0, Role::Data)[0];
     let (m, at) = where_is(&pool, 1, p0, 4096);
     let lo = logical_offset(pool.geometry(), 1, p0, 4096).unwrap();
-    // The checksum page as it was before the write (what a crash before its write leaves).
+    // The checksum pages as they were before the write (what a crash before their writes
+    // leaves): the member's own copy and the copy on the next member.
     let block = (at - pool.data_offset_bytes()) / 4096;
-    let page_at = (1u64 << 20) + block * 4 / 4096 * 4096;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(member_path(&d.0, m))
-        .unwrap();
-    let mut old_page = vec![0u8; 4096];
-    f.read_exact_at(&mut old_page, page_at).unwrap();
+    let copies = checksum_copies(&d.0, m, block);
+    let old_pages: Vec<Vec<u8>> = copies.iter().map(|(f, at)| read_page(f, *at)).collect();
     pool.write(lo, &[0xEEu8; 4096]).unwrap();
     pool.close().unwrap();
-    f.write_all_at(&old_page, page_at).unwrap();
+    for ((f, at), old) in copies.iter().zip(&old_pages) {
+        f.write_all_at(old, *at).unwrap();
+    }
     let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
     match pool.read(lo, 4096) {
         Err(PoolError::Lost { ranges }) => {
@@ -650,12 +647,15 @@ fn a_damaged_checksum_entry_at_rest_is_reported_lost() {
         f.read_exact_at(&mut sb, 0).unwrap();
         let sb = raidcore::superblock::Superblock::decode(&sb).unwrap();
         let block = (at - sb.data_offset_bytes) / 4096;
-        let entry = sb.checksum_offset_bytes + 4 * block;
-        let mut b = [0u8; 1];
-        f.read_exact_at(&mut b, entry).unwrap();
-        b[0] ^= 0x40;
-        f.write_all_at(&b, entry).unwrap();
         drop(f);
+        // The same bit of the entry's CRC flipped in every copy (the member's own and the
+        // next member's): no copy vouches for the block.
+        let in_page = (block * dev::csum::SUM_BYTES % 4096) as usize;
+        for (f, page) in checksum_copies(&d.0, m, block) {
+            let mut p = read_page(&f, page);
+            p[in_page] ^= 0x40;
+            f.write_all_at(&p, page).unwrap();
+        }
         let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
         if degraded {
             // A member other than the damaged block's.
@@ -667,5 +667,128 @@ fn a_damaged_checksum_entry_at_rest_is_reported_lost() {
         // Everything else reads right.
         assert_eq!(pool.read(0, lo as u64).unwrap(), &data[..lo]);
         pool.close().unwrap();
+    }
+}
+
+/// The checksum-region pages holding member `m`'s entry for data-area block `block`, in every
+/// copy: (member file, page offset). Copy `k` lives on member `(m + k) % n`, in section `k` of
+/// its region (the region is `copies` equal sections; see `dev::csum`).
+fn checksum_copies(dir: &Path, m: usize, block: u64) -> Vec<(std::fs::File, u64)> {
+    let sb_of = |i: usize| {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(member_path(dir, i))
+            .unwrap();
+        let mut b = vec![0u8; 4096];
+        f.read_exact_at(&mut b, 0).unwrap();
+        (f, raidcore::superblock::Superblock::decode(&b).unwrap())
+    };
+    let (_, sb) = sb_of(m);
+    let n = sb.member_count as usize;
+    let entry = block * dev::csum::SUM_BYTES;
+    // One section per copy, sized for the data area (the region may be a little larger).
+    let section = dev::csum::region_bytes(sb.data_bytes, 1);
+    // RAID5 and RAID1/10 keep two copies (tolerance + 1).
+    let copies = 2;
+    assert!(sb.checksum_len_bytes >= copies as u64 * section);
+    (0..copies)
+        .map(|k| {
+            let (f, sb) = sb_of((m + k) % n);
+            (
+                f,
+                sb.checksum_offset_bytes + k as u64 * section + entry / 4096 * 4096,
+            )
+        })
+        .collect()
+}
+
+fn read_page(f: &std::fs::File, at: u64) -> Vec<u8> {
+    let mut b = vec![0u8; 4096];
+    f.read_exact_at(&mut b, at).unwrap();
+    b
+}
+
+/// A member that silently loses a block's write AND the write of that block's checksum page
+/// (seed 0xab32e of the fault harness: raid10-4, "loses its next 3 writes"): after a restart
+/// its stale block matches its own stale entry, but the copy of the entry on the next member
+/// is newer (higher generation), so the stale block does not verify and is repaired from
+/// redundancy. Every level with redundancy; both data and copy positions.
+#[test]
+fn a_lost_write_of_a_block_and_its_checksum_page_is_caught() {
+    let cases: [(SchemeKind, Params); 3] = [
+        (SchemeKind::Raid5, params(4, None)),
+        (SchemeKind::Raid10, params(4, None)),
+        (SchemeKind::Raid1, params(2, None)),
+    ];
+    for (kind, p) in cases {
+        let d = TempDir::new(&format!("lost-{kind:?}"));
+        let (mut pool, mut data) = filled(&d.0, kind, p, true);
+        let place = places_with(&pool, 0, Role::Data)[0];
+        let (m, at) = where_is(&pool, 1, place, 4096);
+        let lo = logical_offset(pool.geometry(), 1, place, 4096).unwrap();
+        let block = (at - pool.data_offset_bytes()) / 4096;
+        // What the member holds before the write: the block and its own checksum page.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(member_path(&d.0, m))
+            .unwrap();
+        let old_block = read_page(&file, at);
+        let (own, own_page) = checksum_copies(&d.0, m, block).remove(0);
+        let old_own = read_page(&own, own_page);
+        data[lo as usize..(lo + 4096) as usize].fill(0x5A);
+        pool.write(lo, &data[lo as usize..(lo + 4096) as usize])
+            .unwrap();
+        pool.close().unwrap();
+        // The member lost both writes.
+        file.write_all_at(&old_block, at).unwrap();
+        own.write_all_at(&old_own, own_page).unwrap();
+        let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
+        assert_eq!(
+            pool.read(0, data.len() as u64).unwrap(),
+            data,
+            "{kind:?}: stale block returned"
+        );
+        assert!(
+            pool.status().repairs.checksum_mismatches >= 1,
+            "{kind:?}: {:?}",
+            pool.status().repairs
+        );
+        pool.close().unwrap();
+        // Repaired on the member itself, and its own entry rewritten at open.
+        assert_eq!(read_page(&file, at), vec![0x5A; 4096], "{kind:?}");
+        let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
+        assert_clean(&scrub(&mut pool));
+        pool.close().unwrap();
+    }
+}
+
+/// One copy of an entry damaged at rest (same generation, another CRC): the copy the block's
+/// data matches wins at open, the damaged copy is rewritten, and nothing is reported lost.
+#[test]
+fn a_damaged_copy_of_a_checksum_entry_is_outvoted_by_the_data() {
+    for k in [0usize, 1] {
+        let d = TempDir::new(&format!("csum-copy-{k}"));
+        let (pool, data) = filled(&d.0, SchemeKind::Raid5, params(4, None), true);
+        let place = places_with(&pool, 0, Role::Data)[0];
+        let (m, at) = where_is(&pool, 1, place, 0);
+        let block = (at - pool.data_offset_bytes()) / 4096;
+        pool.close().unwrap();
+        let in_page = (block * dev::csum::SUM_BYTES % 4096) as usize;
+        let copies = checksum_copies(&d.0, m, block);
+        let good = read_page(&copies[k].0, copies[k].1);
+        let mut bad = good.clone();
+        bad[in_page + 1] ^= 0x08;
+        copies[k].0.write_all_at(&bad, copies[k].1).unwrap();
+        let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
+        assert_eq!(pool.read(0, data.len() as u64).unwrap(), data, "copy {k}");
+        assert!(pool.status().lost.is_empty(), "copy {k}");
+        pool.close().unwrap();
+        assert_eq!(
+            read_page(&copies[k].0, copies[k].1),
+            good,
+            "copy {k} not rewritten"
+        );
     }
 }

@@ -773,9 +773,6 @@ pub struct RunReport {
     pub undetected: Vec<String>,
     /// The undetected losses are the known gap of `kind` (see [`RunKind::known_gap`]).
     pub known_gap: bool,
-    /// Reopens refused because a crash tore a superblock (the run then counts as beyond
-    /// tolerance).
-    pub torn_superblock_refusals: u64,
 }
 
 impl RunReport {
@@ -996,7 +993,6 @@ pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
         detected: 0,
         undetected: Vec::new(),
         known_gap: kind.known_gap(opts.protection),
-        torn_superblock_refusals: 0,
     };
     let pool = match Pool::create_wrapped(
         &desc,
@@ -1520,21 +1516,6 @@ impl Run {
                     self.scrub_after_crash();
                 }
             }
-            Err(e) if e.to_string().contains("superblock checksum mismatch") => {
-                // A superblock is one 4 KiB copy per member, rewritten in place: a crash that
-                // tears it (sectors of two versions, or random bytes) leaves a superblock that
-                // fails its CRC, and the engine refuses to open the pool rather than guess
-                // (the CLI's contract for a damaged superblock: assemble without the member).
-                // Beyond what the format covers (it would need two superblock copies per
-                // member); detected, never wrong data.
-                self.log(format_args!(
-                    "reopen after a crash {when}: {e} (torn superblock: beyond tolerance, \
-                     detected)"
-                ));
-                self.report.within_tolerance = false;
-                self.report.torn_superblock_refusals += 1;
-                self.report.detected += 1;
-            }
             Err(e) => {
                 let msg = format!("reopen after a crash {when}: {e}");
                 self.log(format_args!("{msg}"));
@@ -1646,9 +1627,6 @@ pub struct Summary {
     pub beyond_tolerance_undetected_known_gap: u64,
     /// Must be 0.
     pub beyond_tolerance_undetected_unexpected: u64,
-    /// Runs that went beyond tolerance when a crash tore a superblock (the pool refused to
-    /// open: detected).
-    pub torn_superblock_refusals: u64,
     /// Seeds that failed (or panicked), with the first problem.
     pub failed_seeds: Vec<(String, String)>,
 }
@@ -1672,7 +1650,6 @@ impl Summary {
         self.sectors_torn_by_crashes += r.sectors_torn;
         self.losses_within_tolerance += r.losses.len() as u64;
         self.beyond_tolerance_detected += r.detected;
-        self.torn_superblock_refusals += r.torn_superblock_refusals;
         if r.known_gap {
             self.beyond_tolerance_undetected_known_gap += r.undetected.len() as u64;
         } else {

@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 use layout::{Disk, Params, SchemeKind};
 use raidcore::lazy::{BpglRecord, BPGL_DEFAULT_CAPACITY, BPGL_MAX_CAPACITY, BPGL_SLOT_BYTES};
 use raidcore::superblock::{
-    ArrayStateTag, Event, Superblock, BPGL_OFFSET_BYTES, DEFAULT_DATA_OFFSET_BYTES,
-    FEATURE_CHECKSUMS, FEATURE_JOURNAL, SUPERBLOCK_BYTES,
+    superblock_slot, ArrayStateTag, Event, Superblock, BPGL_OFFSET_BYTES,
+    DEFAULT_DATA_OFFSET_BYTES, FEATURE_CHECKSUMS, FEATURE_JOURNAL, SUPERBLOCK_BYTES,
+    SUPERBLOCK_SLOTS,
 };
 use raidcore::{
     plan_flush_cycle, plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, ArrayState,
@@ -454,10 +455,35 @@ fn path_identity(p: &Path) -> PathBuf {
     }
 }
 
+/// The member's superblock: of its two copies ([`SUPERBLOCK_SLOTS`]), the valid one with the
+/// newest generation (a copy naming another pool than the first valid one is ignored). Fails
+/// with the first copy's error when neither is valid.
 fn read_superblock(m: &dyn Member) -> std::result::Result<Superblock, String> {
-    let mut b = vec![0u8; SUPERBLOCK_BYTES];
-    m.read_at(&mut b, 0).map_err(|e| e.to_string())?;
-    Superblock::decode(&b).map_err(|e| e.to_string())
+    let mut best: Option<Superblock> = None;
+    let mut first_err: Option<String> = None;
+    for (k, &off) in SUPERBLOCK_SLOTS.iter().enumerate() {
+        let mut b = vec![0u8; SUPERBLOCK_BYTES];
+        if let Err(e) = m.read_at(&mut b, off) {
+            if k == 0 {
+                return Err(e.to_string());
+            }
+            continue; // a member too small for the second copy (not a raidforge member)
+        }
+        match Superblock::decode(&b) {
+            Ok(sb) => {
+                if best
+                    .as_ref()
+                    .is_none_or(|x| sb.uuid == x.uuid && sb.generation > x.generation)
+                {
+                    best = Some(sb);
+                }
+            }
+            Err(e) => {
+                first_err.get_or_insert(e.to_string());
+            }
+        }
+    }
+    best.ok_or_else(|| first_err.unwrap_or_default())
 }
 
 impl Pool {
@@ -1512,7 +1538,7 @@ impl Pool {
                 checksum_len_bytes: self.checksum_region.1,
             };
             let b = sb.encode().map_err(|e| PoolError::Io(e.to_string()))?;
-            if let Err(e) = m.write_at(&b, 0) {
+            if let Err(e) = m.write_at(&b, superblock_slot(sb.generation)) {
                 dead.push((i, e));
             }
         }
@@ -2036,18 +2062,30 @@ impl Pool {
             Some(w) => w(i, m),
             None => m,
         };
-        if let Some(c) = &self.checksums {
+        if let Some(c) = self.checksums.clone() {
             // A replacement holds nothing valid until rebuilt; its checksums start as those of
             // zeros and the rebuild writes the real ones with the data.
             // The copies of its entries on other members are rewritten too, and its region
             // gets the copies of other members' entries it holds.
-            let mut slots = self.members.clone();
-            slots[i] = Some(m.clone());
-            c.reset_zeroed(i, &slots).map_err(|e| PoolError::Member {
-                index: e.member,
-                path: self.desc.members[e.member].path.clone(),
-                reason: format!("writing checksum region pages: {}", e.source),
-            })?;
+            // A copy's holder that fails meanwhile is failed (as a failing write fails its
+            // member) and the copies are written again without it.
+            loop {
+                let mut slots = self.members.clone();
+                slots[i] = Some(m.clone());
+                match c.reset_zeroed(i, &slots) {
+                    Ok(()) => break,
+                    Err(e) if e.member != i && self.members[e.member].is_some() => {
+                        self.fail_members(&[e.member as u32])?;
+                    }
+                    Err(e) => {
+                        return Err(PoolError::Member {
+                            index: i,
+                            path: path.to_path_buf(),
+                            reason: format!("writing checksum region pages: {}", e.source),
+                        })
+                    }
+                }
+            }
         }
         self.state.replace(&self.geo, i as Disk)?;
         self.members[i] = Some(m);

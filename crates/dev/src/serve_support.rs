@@ -1356,11 +1356,18 @@ mod tests {
         .unwrap()
     }
 
-    /// The state recorded in a member's superblock.
+    /// The state recorded in a member's superblock (the newest of its two copies).
     fn tag_on_disk(member: &Path) -> ArrayStateTag {
-        use raidcore::superblock::{Superblock, SUPERBLOCK_BYTES};
+        use raidcore::superblock::{Superblock, SUPERBLOCK_BYTES, SUPERBLOCK_SLOTS};
         let b = std::fs::read(member).unwrap();
-        Superblock::decode(&b[..SUPERBLOCK_BYTES]).unwrap().state
+        SUPERBLOCK_SLOTS
+            .iter()
+            .filter_map(|&at| {
+                Superblock::decode(&b[at as usize..at as usize + SUPERBLOCK_BYTES]).ok()
+            })
+            .max_by_key(|sb| sb.generation)
+            .unwrap()
+            .state
     }
 
     fn bytes(seed: u64, n: usize) -> Vec<u8> {

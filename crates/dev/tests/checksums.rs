@@ -643,9 +643,7 @@ fn a_damaged_checksum_entry_at_rest_is_reported_lost() {
             .write(true)
             .open(&path)
             .unwrap();
-        let mut sb = vec![0u8; 4096];
-        f.read_exact_at(&mut sb, 0).unwrap();
-        let sb = raidcore::superblock::Superblock::decode(&sb).unwrap();
+        let sb = superblock_of(&f);
         let block = (at - sb.data_offset_bytes) / 4096;
         drop(f);
         // The same bit of the entry's CRC flipped in every copy (the member's own and the
@@ -680,9 +678,8 @@ fn checksum_copies(dir: &Path, m: usize, block: u64) -> Vec<(std::fs::File, u64)
             .write(true)
             .open(member_path(dir, i))
             .unwrap();
-        let mut b = vec![0u8; 4096];
-        f.read_exact_at(&mut b, 0).unwrap();
-        (f, raidcore::superblock::Superblock::decode(&b).unwrap())
+        let sb = superblock_of(&f);
+        (f, sb)
     };
     let (_, sb) = sb_of(m);
     let n = sb.member_count as usize;
@@ -791,4 +788,13 @@ fn a_damaged_copy_of_a_checksum_entry_is_outvoted_by_the_data() {
             "copy {k} not rewritten"
         );
     }
+}
+
+/// A member's superblock: the newest valid one of its two copies.
+fn superblock_of(f: &std::fs::File) -> raidcore::superblock::Superblock {
+    raidcore::superblock::SUPERBLOCK_SLOTS
+        .iter()
+        .filter_map(|&at| raidcore::superblock::Superblock::decode(&read_page(f, at)).ok())
+        .max_by_key(|sb| sb.generation)
+        .expect("a valid superblock copy")
 }

@@ -194,17 +194,23 @@ fn a_member_that_missed_only_the_last_superblock_write_is_accepted() {
     let mut pool = dev::pool::Pool::create(&desc, opts).unwrap();
     let data: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
     pool.write(4096, &data).unwrap();
+    // Both superblock copies (a member that missed writes has old ones in both).
+    use raidcore::superblock::SUPERBLOCK_SLOTS;
     let sb = |p: &std::path::Path| {
-        let mut b = vec![0u8; 4096];
-        std::fs::File::open(p)
-            .unwrap()
-            .read_exact_at(&mut b, 0)
-            .unwrap();
-        b
+        let f = std::fs::File::open(p).unwrap();
+        SUPERBLOCK_SLOTS
+            .map(|at| {
+                let mut b = vec![0u8; 4096];
+                f.read_exact_at(&mut b, at).unwrap();
+                b
+            })
+            .to_vec()
     };
-    let put = |p: &std::path::Path, b: &[u8]| {
+    let put = |p: &std::path::Path, b: &[Vec<u8>]| {
         let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
-        f.write_all_at(b, 0).unwrap();
+        for (at, b) in SUPERBLOCK_SLOTS.iter().zip(b) {
+            f.write_all_at(b, *at).unwrap();
+        }
     };
     let old = sb(&paths[1]);
     pool.close().unwrap();
@@ -223,5 +229,71 @@ fn a_member_that_missed_only_the_last_superblock_write_is_accepted() {
         .expect("refused")
         .to_string();
     assert!(err.contains("is stale"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A crash that tears the superblock being rewritten (seeds 0xeb, 0x7a1ba of the harness):
+/// the member's other copy, one generation older, opens it, and the pool works with every
+/// member (before the second copy the pool refused to open until assembled without it).
+/// With both copies damaged the member is refused, naming it.
+#[test]
+fn a_torn_superblock_leaves_the_other_copy() {
+    use raidcore::superblock::{Superblock, SUPERBLOCK_SLOTS};
+    use std::os::unix::fs::FileExt;
+    let dir = std::env::temp_dir().join(format!("rf-faultsim-torn-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let paths: Vec<_> = (0..4).map(|i| dir.join(format!("m{i}.img"))).collect();
+    let desc = dir.join("p.json");
+    let params = layout::Params {
+        disks: Some(4),
+        ..Default::default()
+    };
+    let opts = dev::faultsim::create_opts(
+        layout::SchemeKind::Raid5,
+        params,
+        paths.clone(),
+        2 << 20,
+        4096,
+        Default::default(),
+    );
+    let mut pool = dev::pool::Pool::create(&desc, opts).unwrap();
+    let data: Vec<u8> = (0..65536u32).map(|i| (i * 13 % 253) as u8).collect();
+    pool.write(8192, &data).unwrap();
+    pool.close().unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&paths[2])
+        .unwrap();
+    let copies: Vec<(u64, Option<u64>)> = SUPERBLOCK_SLOTS
+        .iter()
+        .map(|&at| {
+            let mut b = vec![0u8; 4096];
+            f.read_exact_at(&mut b, at).unwrap();
+            (at, Superblock::decode(&b).ok().map(|s| s.generation))
+        })
+        .collect();
+    assert!(
+        copies.iter().all(|c| c.1.is_some()),
+        "both copies written after a close: {copies:?}"
+    );
+    let (newest, _) = *copies.iter().max_by_key(|c| c.1).unwrap();
+    // Torn: the last sectors of the newest copy hold garbage.
+    f.write_all_at(&[0xA5u8; 1536], newest + 2560).unwrap();
+    let mut pool = dev::pool::Pool::open(&desc).expect("the older copy opens the member");
+    assert_eq!(pool.read(8192, data.len() as u64).unwrap(), data);
+    let st = pool.status();
+    assert_eq!(st.state, "clean", "{st:?}");
+    pool.close().unwrap();
+    // Both copies damaged: refused, naming the member.
+    for &at in &SUPERBLOCK_SLOTS {
+        f.write_all_at(&[0x5Au8; 512], at + 1024).unwrap();
+    }
+    let err = dev::pool::Pool::open(&desc)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("m2.img"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -753,7 +753,7 @@ fn wh_journal_survives_losing_a_journal_member() {
 /// opens and works without a journal, and is recorded as version 3 from then on.
 #[test]
 fn wh_version_2_pools_keep_working() {
-    use raidcore::superblock::{crc32c, Superblock, SUPERBLOCK_BYTES};
+    use raidcore::superblock::{crc32c, Superblock, SUPERBLOCK_BYTES, SUPERBLOCK_SLOTS};
     use std::os::unix::fs::FileExt;
     let tmp = TempDir::new("v2");
     let dir = &tmp.0;
@@ -767,14 +767,20 @@ fn wh_version_2_pools_keep_working() {
             .write(true)
             .open(&p)
             .unwrap();
-        let mut b = vec![0u8; SUPERBLOCK_BYTES];
-        f.read_exact_at(&mut b, 0).unwrap();
-        assert_eq!(u32::from_le_bytes(b[8..12].try_into().unwrap()), 3);
-        b[8..12].copy_from_slice(&2u32.to_le_bytes());
-        let crc = crc32c(&b[..4092]);
-        b[4092..].copy_from_slice(&crc.to_le_bytes());
-        f.write_all_at(&b, 0).unwrap();
-        assert_eq!(Superblock::decode(&b).unwrap().features, 0);
+        // Both superblock copies (the second one is written from the second generation on).
+        for at in SUPERBLOCK_SLOTS {
+            let mut b = vec![0u8; SUPERBLOCK_BYTES];
+            f.read_exact_at(&mut b, at).unwrap();
+            if Superblock::decode(&b).is_err() {
+                continue;
+            }
+            assert_eq!(u32::from_le_bytes(b[8..12].try_into().unwrap()), 3);
+            b[8..12].copy_from_slice(&2u32.to_le_bytes());
+            let crc = crc32c(&b[..4092]);
+            b[4092..].copy_from_slice(&crc.to_le_bytes());
+            f.write_all_at(&b, at).unwrap();
+            assert_eq!(Superblock::decode(&b).unwrap().features, 0);
+        }
     }
     let mut pool = Pool::open(&dir.join("pool.json")).unwrap();
     assert_eq!(pool.write_hole(), WriteHole::None);
@@ -782,8 +788,21 @@ fn wh_version_2_pools_keep_working() {
     assert_eq!(pool.read(1000, data.len() as u64).unwrap(), data);
     pool.write(0, &[7u8; 512]).unwrap();
     pool.close().unwrap();
+    // The newest copy is version 3.
     let b = std::fs::read(dir.join("m0.img")).unwrap();
-    assert_eq!(u32::from_le_bytes(b[8..12].try_into().unwrap()), 3);
+    let newest = SUPERBLOCK_SLOTS
+        .iter()
+        .filter_map(|&at| {
+            let at = at as usize;
+            let sb = &b[at..at + SUPERBLOCK_BYTES];
+            Superblock::decode(sb)
+                .ok()
+                .map(|d| (d.generation, sb.to_vec()))
+        })
+        .max_by_key(|(g, _)| *g)
+        .unwrap()
+        .1;
+    assert_eq!(u32::from_le_bytes(newest[8..12].try_into().unwrap()), 3);
     let mut pool = Pool::open(&dir.join("pool.json")).unwrap();
     assert_eq!(pool.read(0, 512).unwrap(), vec![7u8; 512]);
     assert!(pool.verify().unwrap().inconsistent.is_empty());

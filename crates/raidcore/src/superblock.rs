@@ -1,6 +1,8 @@
 //! The on-member superblock: what lets a pool be assembled from its member paths alone.
 //!
-//! Every member starts with one 4096-byte superblock; the member's data area begins at
+//! Every member starts with a 4096-byte superblock, and keeps a second copy at 260 KiB
+//! ([`SUPERBLOCK_SLOTS`]: generations alternate between the two, so a crash that tears one
+//! write leaves the other copy); the member's data area begins at
 //! `data_offset_bytes` (1 MiB by default, leaving room for future metadata such as a write-intent
 //! log). All integers are little-endian.
 //!
@@ -65,6 +67,21 @@ pub const FEATURE_CHECKSUMS: u32 = 1 << 1;
 const FEATURES_KNOWN: u32 = FEATURE_JOURNAL | FEATURE_CHECKSUMS;
 /// Where a member's two BPGL slots start (right after the superblock).
 pub const BPGL_OFFSET_BYTES: u64 = SUPERBLOCK_BYTES as u64;
+/// Member offsets of the superblock's two copies: at 0 and right after the BPGL slots
+/// (260 KiB). Generation `g` is written to slot `g % 2` ([`superblock_slot`]), and every
+/// superblock write is flushed before the next, so a crash can tear at most the copy being
+/// written: the other one, a generation older, still opens the member (a member one
+/// generation behind the others only missed the newest update). Readers take the valid copy
+/// with the newest generation.
+pub const SUPERBLOCK_SLOTS: [u64; 2] = [
+    0,
+    BPGL_OFFSET_BYTES + 2 * crate::lazy::BPGL_SLOT_BYTES as u64,
+];
+
+/// The member offset generation `g`'s superblock is written to.
+pub fn superblock_slot(generation: u64) -> u64 {
+    SUPERBLOCK_SLOTS[(generation % 2) as usize]
+}
 const LAYOUT_MAX: usize = 1024;
 const EVENTS_MAX: usize = 64;
 const RUNS_MAX: usize = 128;

@@ -446,12 +446,15 @@ fn bad_input_is_refused_with_one_line_and_no_data_touched() {
         line
     };
 
-    // A damaged superblock: flip one byte in member 2's first 4 KiB.
+    // A damaged superblock: flip one byte in both copies of member 2's superblock (at 0 and
+    // at 260 KiB; one damaged copy alone is survived, see below).
     let m2 = dir.join("m2.img");
     for at in [0usize, 100, 4000] {
         let orig = std::fs::read(&m2).unwrap();
         let mut b = orig.clone();
-        b[at] ^= 0x40;
+        for slot in raidcore::superblock::SUPERBLOCK_SLOTS {
+            b[slot as usize + at] ^= 0x40;
+        }
         std::fs::write(&m2, &b).unwrap();
         for args in [
             &["status", "p.json"][..],

@@ -394,6 +394,18 @@ impl Journal {
         std::mem::take(&mut self.lock().failed_new)
     }
 
+    /// Member `i` was replaced by a working one: records may go to it again. (Without this a
+    /// pool that replaced members in one session wrote its records to ever fewer members,
+    /// down to one, and a crash followed by that member's failure lost them.)
+    pub fn member_replaced(&self, i: u32) {
+        self.lock().bad.remove(&i);
+    }
+
+    /// Members records are not written to (failed since the journal was opened).
+    pub fn avoided_members(&self) -> Vec<u32> {
+        self.lock().bad.iter().copied().collect()
+    }
+
     /// Retires every record whose in-place writes (and all older records') are done: syncs
     /// every member, then records the new watermark in a checkpoint.
     pub fn checkpoint(&self, members: &Members) -> Result<()> {

@@ -2088,6 +2088,9 @@ impl Pool {
             }
         }
         self.state.replace(&self.geo, i as Disk)?;
+        if let Some(j) = &self.journal {
+            j.member_replaced(i as u32);
+        }
         self.members[i] = Some(m);
         self.events.push(Event::Replace(i as u32));
         self.desc.members[i].path =

@@ -301,14 +301,15 @@ impl Checksums {
         let mut stale_entries = 0u64;
         for i in 0..n {
             // Every copy of member i's entries that a present member holds.
-            let mut found: Vec<Vec<u8>> = Vec::new();
+            // (copy number, section bytes)
+            let mut found: Vec<(usize, Vec<u8>)> = Vec::new();
             for k in 0..copies {
                 let Some(m) = &members[c.holder(i, k)] else {
                     continue;
                 };
                 let mut buf = vec![0u8; len];
                 m.read_at(&mut buf, c.section_offset(k))?;
-                found.push(buf);
+                found.push((k, buf));
             }
             if found.is_empty() {
                 continue;
@@ -321,31 +322,51 @@ impl Checksums {
                     let g = u32::from_le_bytes(buf[at + 4..at + 8].try_into().unwrap());
                     pack(crc, g)
                 };
-                let mut best = entry(&found[0]);
+                // (entry, copy number) of the newest copy so far, and the copies of the same
+                // generation that disagree with it.
+                let mut best = (entry(&found[0].1), found[0].0);
                 let mut differ = false;
-                let mut tie: Vec<u64> = Vec::new();
-                for buf in &found[1..] {
+                let mut tie: Vec<(u64, usize)> = Vec::new();
+                for (k, buf) in &found[1..] {
                     let e = entry(buf);
-                    if e != best {
+                    if e != best.0 {
                         differ = true;
-                        if newer(gen_of(e), gen_of(best)) {
-                            best = e;
+                        if newer(gen_of(e), gen_of(best.0)) {
+                            best = (e, *k);
                             tie.clear();
-                        } else if gen_of(e) == gen_of(best) {
-                            tie.push(e);
+                        } else if gen_of(e) == gen_of(best.0) {
+                            tie.push((e, *k));
                         }
                     }
                 }
                 if !tie.is_empty() {
-                    if let Some(m) = &members[i] {
-                        let mut blk = vec![0u8; BLOCK_BYTES as usize];
-                        m.read_at(&mut blk, data_offset + b as u64 * BLOCK_BYTES)?;
-                        let sum = block_sum(i as u32, b as u64, &blk);
-                        if let Some(&e) = tie.iter().find(|&&e| crc_of(e) == sum) {
-                            best = e;
+                    // One generation, different CRCs: one copy was damaged at rest. The copy
+                    // the block's data matches wins; if the data matches none (the block is
+                    // damaged too, so its member misbehaves), the value most copies hold wins,
+                    // and between equals one held on another member than the block's (the
+                    // read then repairs the block against it).
+                    tie.push(best);
+                    let data_sum = match &members[i] {
+                        Some(m) => {
+                            let mut blk = vec![0u8; BLOCK_BYTES as usize];
+                            m.read_at(&mut blk, data_offset + b as u64 * BLOCK_BYTES)?;
+                            Some(block_sum(i as u32, b as u64, &blk))
                         }
-                    }
+                        None => None,
+                    };
+                    let votes = |e: u64| {
+                        let n = tie.iter().filter(|c| c.0 == e).count();
+                        let elsewhere = tie.iter().any(|c| c.0 == e && c.1 != 0);
+                        (n, elsewhere)
+                    };
+                    best = tie
+                        .iter()
+                        .copied()
+                        .find(|&(e, _)| Some(crc_of(e)) == data_sum)
+                        .or_else(|| tie.iter().copied().max_by_key(|&(e, _)| votes(e)))
+                        .unwrap_or(best);
                 }
+                let best = best.0;
                 s.store(best, Ordering::Relaxed);
                 if differ {
                     stale_blocks.push(b as u64);

@@ -931,6 +931,9 @@ struct Run {
     crash: Arc<CrashSwitch>,
     faults: Arc<Mutex<Vec<Arc<MemberFaults>>>>,
     data_range: (u64, u64),
+    /// The checksum region on every member (`(0, 0)` without checksums): bit flips land
+    /// there too (a damaged checksum-entry copy).
+    checksum_range: (u64, u64),
     pool: Option<Pool>,
     model: Model,
     atlas: Atlas,
@@ -1016,8 +1019,9 @@ pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
     crash.watch_descriptor(&desc);
     let tolerance = pool.geometry().scheme().tolerance();
     let cap = pool.capacity_bytes();
-    // Faults go into the data area, which the journal and checksum regions push further in:
-    // those regions are not faulted yet (a fault there would have to be charged too).
+    // Faults go into the data area, which the journal and checksum regions push further in;
+    // bit flips also into the checksum region (charged to the member like any other fault).
+    // The journal region is not faulted yet.
     let data_range = (
         pool.data_offset_bytes(),
         pool.data_offset_bytes() + pool.geometry().member_bytes_used(),
@@ -1025,6 +1029,10 @@ pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
     for f in faults.lock().unwrap().iter() {
         f.set_data_range(data_range);
     }
+    let checksum_range = {
+        let (off, len) = pool.checksum_region();
+        (off, off + len)
+    };
     let mut run = Run {
         rng,
         opts: opts.clone(),
@@ -1035,6 +1043,7 @@ pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
         crash,
         faults,
         data_range,
+        checksum_range,
         pool: Some(pool),
         model: Model::new(cap),
         atlas: Atlas {
@@ -1286,7 +1295,13 @@ impl Run {
         if silent {
             match self.rng.below(3) {
                 0 => {
-                    let at = lo + self.rng.below(hi - lo);
+                    // Mostly the data area; sometimes a copy of checksum entries.
+                    let (clo, chi) = self.checksum_range;
+                    let at = if chi > clo && self.rng.chance(0.25) {
+                        clo + self.rng.below(chi - clo)
+                    } else {
+                        lo + self.rng.below(hi - lo)
+                    };
                     let bit = self.rng.below(8) as u8;
                     if f.flip_bit(at, bit).is_ok() {
                         self.report.faults.bit_flips += 1;

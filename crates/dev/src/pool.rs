@@ -1722,6 +1722,12 @@ impl Pool {
         }
     }
 
+    /// The checksum region `(member offset, bytes)` on every member (`(0, 0)` without
+    /// checksums).
+    pub fn checksum_region(&self) -> (u64, u64) {
+        self.checksum_region
+    }
+
     /// Member `i`'s data area starts at this member byte (checksums and metadata before it).
     pub fn data_offset_bytes(&self) -> u64 {
         self.data_offset_bytes

@@ -798,3 +798,27 @@ fn superblock_of(f: &std::fs::File) -> raidcore::superblock::Superblock {
         .max_by_key(|sb| sb.generation)
         .expect("a valid superblock copy")
 }
+
+/// The block and its member's own copy of its entry both damaged at rest (one misbehaving
+/// member): no copy matches the data, so the copy on the other member wins over the block's
+/// own, and the read repairs the block from redundancy against it.
+#[test]
+fn a_damaged_block_under_a_damaged_own_entry_is_repaired() {
+    let d = TempDir::new("csum-both");
+    let (pool, data) = filled(&d.0, SchemeKind::Raid5, params(4, None), true);
+    let place = places_with(&pool, 0, Role::Data)[0];
+    let (m, at) = where_is(&pool, 1, place, 0);
+    let block = (at - pool.data_offset_bytes()) / 4096;
+    pool.close().unwrap();
+    let in_page = (block * dev::csum::SUM_BYTES % 4096) as usize;
+    let copies = checksum_copies(&d.0, m, block);
+    let mut own = read_page(&copies[0].0, copies[0].1);
+    own[in_page + 2] ^= 0x10;
+    copies[0].0.write_all_at(&own, copies[0].1).unwrap();
+    flip_byte(&d.0, m, at + 77);
+    let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
+    assert_eq!(pool.read(0, data.len() as u64).unwrap(), data);
+    assert!(pool.status().lost.is_empty());
+    assert_eq!(pool.status().repairs.checksum_mismatches, 1);
+    pool.close().unwrap();
+}

@@ -44,6 +44,7 @@
 //! the regions holding them, page writes of one member's entries serialised by a mutex so
 //! that concurrent writers of one page never put an older snapshot over a newer one.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -57,10 +58,40 @@ pub const SUM_BYTES: u64 = 8;
 /// known to be lost, so that reading them fails instead of returning what is there.
 pub const POISON: u32 = 0xDEAD_10CC;
 
+/// Entries per 512-byte sector of the region: each sector ends with 4 zero bytes and the
+/// CRC-32C of its first 508 bytes, so that a sector torn by a crash (random bytes) is
+/// recognised at open and its copy of those entries ignored in favour of another copy.
+/// (Sectors, not pages: a crash tears a write at sector granularity, and the untorn sectors of
+/// a torn page are still good.)
+pub const ENTRIES_PER_SECTOR: u64 = (512 - 8) / SUM_BYTES;
+/// Entries per 4 KiB region page.
+pub const ENTRIES_PER_PAGE: u64 = ENTRIES_PER_SECTOR * 8;
+
+/// Byte offset of block `block`'s entry within a section (one copy of a member's entries).
+pub fn entry_offset(block: u64) -> u64 {
+    let in_page = block % ENTRIES_PER_PAGE;
+    block / ENTRIES_PER_PAGE * 4096
+        + in_page / ENTRIES_PER_SECTOR * 512
+        + in_page % ENTRIES_PER_SECTOR * SUM_BYTES
+}
+
 /// Bytes of one copy of a member's entries for `data_bytes` of data area (whole 4 KiB pages).
 fn section_bytes(data_bytes: u64) -> u64 {
     let blocks = data_bytes.div_ceil(BLOCK_BYTES);
-    (blocks * SUM_BYTES).div_ceil(4096) * 4096
+    blocks.div_ceil(ENTRIES_PER_PAGE) * 4096
+}
+
+/// Seals every sector of region pages: CRC-32C of its bytes 0..508 in its last 4 bytes.
+fn seal_sectors(pages: &mut [u8]) {
+    for sector in pages.chunks_exact_mut(512) {
+        let crc = raidcore::superblock::crc32c(&sector[..508]);
+        sector[508..512].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
+/// Whether a region sector is whole (its CRC matches).
+fn sector_ok(sector: &[u8]) -> bool {
+    raidcore::superblock::crc32c(&sector[..508]).to_le_bytes() == sector[508..512]
 }
 
 /// Bytes of checksum region for `data_bytes` of data area holding `copies` sections.
@@ -287,18 +318,19 @@ impl Checksums {
     /// member's own (the read then repairs or reports the block). Copies found stale are
     /// rewritten (best effort: a failing write leaves the newest entry in memory, and the next
     /// write of the page retries). `data_offset` is the member byte offset of the data area.
-    /// Returns the checksums and the number of stale entries found.
+    /// Returns the checksums and the region pages `(member, page)` holding entries whose every
+    /// copy was torn (for [`crate::pool::Pool`] to vouch for from their stripes).
     pub fn load(
         members: &MemberSlots,
         region_offset: u64,
         data_offset: u64,
         data_bytes: u64,
         copies: usize,
-    ) -> std::io::Result<(Checksums, u64)> {
+    ) -> std::io::Result<(Checksums, BTreeSet<(u32, u64)>)> {
         let c = Checksums::empty(members.len(), region_offset, data_bytes, copies);
         let n = members.len();
         let len = c.section as usize;
-        let mut stale_entries = 0u64;
+        let mut torn: BTreeSet<(u32, u64)> = BTreeSet::new();
         for i in 0..n {
             // Every copy of member i's entries that a present member holds.
             // (copy number, section bytes)
@@ -314,20 +346,38 @@ impl Checksums {
             if found.is_empty() {
                 continue;
             }
+            // Whole sectors of each copy (a torn sector's copy of its entries is ignored;
+            // when every copy of a sector is torn, its entries are unknown: the own copy is
+            // taken as it is and the block is reported in `torn`, for its stripe to vouch).
+            let whole: Vec<Vec<bool>> = found
+                .iter()
+                .map(|(_, buf)| buf.chunks_exact(512).map(sector_ok).collect())
+                .collect();
             let mut stale_blocks: Vec<u64> = Vec::new();
             for (b, s) in c.members[i].sums.iter().enumerate() {
-                let at = b * SUM_BYTES as usize;
+                let at = entry_offset(b as u64) as usize;
+                let page = at / 512;
                 let entry = |buf: &Vec<u8>| {
                     let crc = u32::from_le_bytes(buf[at..at + 4].try_into().unwrap());
                     let g = u32::from_le_bytes(buf[at + 4..at + 8].try_into().unwrap());
                     pack(crc, g)
                 };
+                let any_whole = whole.iter().any(|w| w[page]);
+                if !any_whole {
+                    torn.insert((i as u32, b as u64 / ENTRIES_PER_PAGE));
+                }
+                let usable: Vec<&(usize, Vec<u8>)> = found
+                    .iter()
+                    .zip(&whole)
+                    .filter(|(_, w)| w[page] || !any_whole)
+                    .map(|(f, _)| f)
+                    .collect();
                 // (entry, copy number) of the newest copy so far, and the copies of the same
                 // generation that disagree with it.
-                let mut best = (entry(&found[0].1), found[0].0);
-                let mut differ = false;
+                let mut best = (entry(&usable[0].1), usable[0].0);
+                let mut differ = usable.len() < found.len();
                 let mut tie: Vec<(u64, usize)> = Vec::new();
-                for (k, buf) in &found[1..] {
+                for (k, buf) in usable[1..].iter().map(|f| (&f.0, &f.1)) {
                     let e = entry(buf);
                     if e != best.0 {
                         differ = true;
@@ -372,12 +422,11 @@ impl Checksums {
                     stale_blocks.push(b as u64);
                 }
             }
-            stale_entries += stale_blocks.len() as u64;
             for (first, end) in block_runs(&stale_blocks) {
                 let _ = c.write_pages(i, members, first, end);
             }
         }
-        Ok((c, stale_entries))
+        Ok((c, torn))
     }
 
     /// The stored checksum of member `i`'s block at data-area `offset_bytes`.
@@ -457,16 +506,17 @@ impl Checksums {
     /// The bytes of the pages of member `i`'s entries holding blocks `first..end`, and the
     /// first page's number.
     fn page_bytes(&self, i: usize, first: u64, end: u64) -> (u64, Vec<u8>) {
-        let per_page = 4096 / SUM_BYTES;
+        let per_page = ENTRIES_PER_PAGE;
         let (p0, p1) = (first / per_page, (end - 1) / per_page + 1);
         let sums = &self.members[i].sums;
         let mut buf = vec![0u8; ((p1 - p0) * 4096) as usize];
         for b in p0 * per_page..(p1 * per_page).min(self.blocks) {
-            let at = ((b - p0 * per_page) * SUM_BYTES) as usize;
+            let at = (entry_offset(b) - p0 * 4096) as usize;
             let e = sums[b as usize].load(Ordering::Relaxed);
             buf[at..at + 4].copy_from_slice(&crc_of(e).to_le_bytes());
             buf[at + 4..at + 8].copy_from_slice(&gen_of(e).to_le_bytes());
         }
+        seal_sectors(&mut buf);
         (p0, buf)
     }
 
@@ -569,8 +619,11 @@ mod tests {
         assert_ne!(s, block_sum(1, 5, &bad), "a flipped bit");
         let z = vec![0u8; 4096];
         assert_eq!(finish(zero_state(), 3, 9), block_sum(3, 9, &z));
-        assert_eq!(region_bytes(4096 * 512, 1), 4096);
-        assert_eq!(region_bytes(4096 * 513, 1), 8192);
-        assert_eq!(region_bytes(4096 * 513, 2), 16384);
+        assert_eq!(region_bytes(4096 * 504, 1), 4096);
+        assert_eq!(region_bytes(4096 * 505, 1), 8192);
+        assert_eq!(region_bytes(4096 * 505, 2), 16384);
+        assert_eq!(entry_offset(62), 62 * 8);
+        assert_eq!(entry_offset(63), 512);
+        assert_eq!(entry_offset(504), 4096);
     }
 }

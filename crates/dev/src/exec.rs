@@ -304,7 +304,7 @@ fn commit_from(
 
 /// Block ranges `[first, end)` merged into runs of whole checksum-region pages.
 fn page_runs(mut blocks: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    let per_page = 4096 / crate::csum::SUM_BYTES;
+    let per_page = crate::csum::ENTRIES_PER_PAGE;
     blocks.sort_unstable();
     let mut out: Vec<(u64, u64)> = Vec::new();
     for (a, b) in blocks {

@@ -1180,6 +1180,8 @@ impl Pool {
             state.restore_bpgl(r);
         }
         let checksum_region = (best.checksum_offset_bytes, best.checksum_len_bytes);
+        // Region pages with entries every copy of which a crash tore (vouched for below).
+        let mut torn_checksum_pages: std::collections::BTreeSet<(u32, u64)> = Default::default();
         let checksums = if has_checksums {
             let copies = crate::csum::copies_for(geo.disks(), geo.scheme().tolerance());
             if checksum_region.1 < crate::csum::region_bytes(best.data_bytes, copies) {
@@ -1189,17 +1191,16 @@ impl Pool {
                     checksum_region.1, best.data_bytes
                 )));
             }
-            Some(Arc::new(
-                Checksums::load(
-                    &members,
-                    checksum_region.0,
-                    best.data_offset_bytes,
-                    best.data_bytes,
-                    copies,
-                )
-                .map_err(|e| PoolError::Io(format!("reading the checksum regions: {e}")))?
-                .0,
-            ))
+            let (c, torn) = Checksums::load(
+                &members,
+                checksum_region.0,
+                best.data_offset_bytes,
+                best.data_bytes,
+                copies,
+            )
+            .map_err(|e| PoolError::Io(format!("reading the checksum regions: {e}")))?;
+            torn_checksum_pages = torn;
+            Some(Arc::new(c))
         } else {
             None
         };
@@ -1245,7 +1246,7 @@ impl Pool {
             // Checksum pages the replayed records touched (see `vouch_torn_checksum_pages`).
             let mut touched: std::collections::BTreeSet<(u32, u64)> = Default::default();
             let mut holders_failed: Vec<u32> = Vec::new();
-            let per_page = 4096 / crate::csum::SUM_BYTES;
+            let per_page = crate::csum::ENTRIES_PER_PAGE;
             let j = Journal::recover(pool.journal_geometry(), &pool.members, |m, off, data| {
                 let b = crate::csum::BLOCK_BYTES;
                 let end = off + data.len() as u64;
@@ -1285,9 +1286,14 @@ impl Pool {
             if !dead.is_empty() {
                 pool.fail_members(&dead)?;
             }
+            touched.extend(torn_checksum_pages.iter().copied());
             if !touched.is_empty() {
                 pool.vouch_torn_checksum_pages(&touched)?;
             }
+        }
+        // Without a journal replay (which vouches for them with its own pages, above).
+        if lock && pool.write_hole != WriteHole::Journal && !torn_checksum_pages.is_empty() {
+            pool.vouch_torn_checksum_pages(&torn_checksum_pages)?;
         }
         if lock && pool.events.len() != best.events.len() {
             pool.persist(ArrayStateTag::Degraded)?;

@@ -433,7 +433,7 @@ impl Pool {
         Ok(Err(self.lost_group(c, stale, ra, rb, why)))
     }
 
-    /// After a journal replay: the checksum-region pages (`(member, page)`, 512 blocks each)
+    /// After a journal replay: the checksum-region pages (`(member, page)`, 511 blocks each)
     /// that replayed records touched were being written when the pool stopped, so a crash may
     /// have torn their sectors (each holds 64 blocks' entries, most of blocks the crash
     /// never wrote). Blocks of those pages that fail their checksums are vouched for by their
@@ -448,7 +448,7 @@ impl Pool {
         let Some(cs) = self.checksums.clone() else {
             return Ok(0);
         };
-        let per_page = 4096 / crate::csum::SUM_BYTES;
+        let per_page = crate::csum::ENTRIES_PER_PAGE;
         let blocks = self.geo.member_bytes_used() / BLOCK_BYTES;
         let mut cycles: BTreeSet<u64> = BTreeSet::new();
         for &(member, page) in pages {
@@ -518,7 +518,7 @@ impl Pool {
         }
         let mut fixed = Vec::new();
         let mut pieces_ok: Vec<(u32, u64, Vec<u8>)> = Vec::new();
-        let per_page = 4096 / crate::csum::SUM_BYTES;
+        let per_page = crate::csum::ENTRIES_PER_PAGE;
         for b in &bad {
             if cs.stored(b.member as usize, b.offset_bytes) == POISON
                 || !suspect.contains(&(b.member, b.offset_bytes / BLOCK_BYTES / per_page))

@@ -618,14 +618,13 @@ fn a_block_that_still_reads_wrong_after_its_repair_fails_its_member() {
     }
 }
 
-/// A damaged entry in the checksum region at rest (no crash was writing it), the data good:
-/// whether the pool is healthy or degraded, the block is reported lost, never returned
-/// unverified (the same bits flipped in a data unit and its parity also leave a stripe that
-/// agrees, so agreement alone does not vouch for data at rest). Only checksum pages a crash
-/// was writing are vouched for by their stripes, after a journal replay (the fault harness
-/// covers that path).
+/// An entry damaged at rest in every copy, the data good: the sectors holding it fail their
+/// seals, so the entry is known to be unreliable; with every member present the block's
+/// complete stripe, agreeing with its parity, vouches for it at open (entries rewritten);
+/// with a member missing nothing can, and the block is reported lost, never returned
+/// unverified.
 #[test]
-fn a_damaged_checksum_entry_at_rest_is_reported_lost() {
+fn a_damaged_checksum_entry_at_rest_is_vouched_for_or_reported_lost() {
     for degraded in [false, true] {
         let d = TempDir::new(&format!("csum-entry-{degraded}"));
         let (pool, data) = filled(&d.0, SchemeKind::Raid5, params(4, None), true);
@@ -648,20 +647,29 @@ fn a_damaged_checksum_entry_at_rest_is_reported_lost() {
         drop(f);
         // The same bit of the entry's CRC flipped in every copy (the member's own and the
         // next member's): no copy vouches for the block.
-        let in_page = (block * dev::csum::SUM_BYTES % 4096) as usize;
+        let in_page = (dev::csum::entry_offset(block) % 4096) as usize;
         for (f, page) in checksum_copies(&d.0, m, block) {
             let mut p = read_page(&f, page);
             p[in_page] ^= 0x40;
             f.write_all_at(&p, page).unwrap();
         }
+        if degraded {
+            // A member other than the damaged block's is missing at open: its stripe cannot
+            // vouch for the block.
+            std::fs::remove_file(member_path(&d.0, (m + 1) % 4)).unwrap();
+        }
         let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
         if degraded {
-            // A member other than the damaged block's.
-            pool.fail((m + 1) % 4).unwrap();
+            let err = pool.read(lo as u64, 4096).unwrap_err();
+            assert!(matches!(err, PoolError::Lost { .. }), "{err}");
+            assert_eq!(pool.status().repairs.checksum_entries_rewritten, 0);
+        } else {
+            // Every copy's sector fails its seal, so the entries are known to be damaged (not
+            // the data): the complete stripe, agreeing with its parity, vouches for the block
+            // at open and its entries are rewritten.
+            assert!(pool.status().repairs.checksum_entries_rewritten >= 1);
+            assert_eq!(pool.read(lo as u64, 4096).unwrap(), &data[lo..lo + 4096]);
         }
-        let err = pool.read(lo as u64, 4096).unwrap_err();
-        assert!(matches!(err, PoolError::Lost { .. }), "{err}");
-        assert_eq!(pool.status().repairs.checksum_entries_rewritten, 0);
         // Everything else reads right.
         assert_eq!(pool.read(0, lo as u64).unwrap(), &data[..lo]);
         pool.close().unwrap();
@@ -683,7 +691,7 @@ fn checksum_copies(dir: &Path, m: usize, block: u64) -> Vec<(std::fs::File, u64)
     };
     let (_, sb) = sb_of(m);
     let n = sb.member_count as usize;
-    let entry = block * dev::csum::SUM_BYTES;
+    let entry = dev::csum::entry_offset(block);
     // One section per copy, sized for the data area (the region may be a little larger).
     let section = dev::csum::region_bytes(sb.data_bytes, 1);
     // RAID5 and RAID1/10 keep two copies (tolerance + 1).
@@ -772,7 +780,7 @@ fn a_damaged_copy_of_a_checksum_entry_is_outvoted_by_the_data() {
         let (m, at) = where_is(&pool, 1, place, 0);
         let block = (at - pool.data_offset_bytes()) / 4096;
         pool.close().unwrap();
-        let in_page = (block * dev::csum::SUM_BYTES % 4096) as usize;
+        let in_page = (dev::csum::entry_offset(block) % 4096) as usize;
         let copies = checksum_copies(&d.0, m, block);
         let good = read_page(&copies[k].0, copies[k].1);
         let mut bad = good.clone();
@@ -810,7 +818,7 @@ fn a_damaged_block_under_a_damaged_own_entry_is_repaired() {
     let (m, at) = where_is(&pool, 1, place, 0);
     let block = (at - pool.data_offset_bytes()) / 4096;
     pool.close().unwrap();
-    let in_page = (block * dev::csum::SUM_BYTES % 4096) as usize;
+    let in_page = (dev::csum::entry_offset(block) % 4096) as usize;
     let copies = checksum_copies(&d.0, m, block);
     let mut own = read_page(&copies[0].0, copies[0].1);
     own[in_page + 2] ^= 0x10;

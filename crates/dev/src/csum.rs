@@ -84,14 +84,14 @@ fn section_bytes(data_bytes: u64) -> u64 {
 /// Seals every sector of region pages: CRC-32C of its bytes 0..508 in its last 4 bytes.
 fn seal_sectors(pages: &mut [u8]) {
     for sector in pages.chunks_exact_mut(512) {
-        let crc = raidcore::superblock::crc32c(&sector[..508]);
+        let crc = !crc_update(!0, &sector[..508]);
         sector[508..512].copy_from_slice(&crc.to_le_bytes());
     }
 }
 
 /// Whether a region sector is whole (its CRC matches).
 fn sector_ok(sector: &[u8]) -> bool {
-    raidcore::superblock::crc32c(&sector[..508]).to_le_bytes() == sector[508..512]
+    (!crc_update(!0, &sector[..508])).to_le_bytes() == sector[508..512]
 }
 
 /// Bytes of checksum region for `data_bytes` of data area holding `copies` sections.

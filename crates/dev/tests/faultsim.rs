@@ -174,24 +174,7 @@ fn faultsim_runs_replay_exactly() {
 #[test]
 fn a_member_that_missed_only_the_last_superblock_write_is_accepted() {
     use std::os::unix::fs::FileExt;
-    let dir = std::env::temp_dir().join(format!("rf-faultsim-gen-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let paths: Vec<_> = (0..4).map(|i| dir.join(format!("m{i}.img"))).collect();
-    let desc = dir.join("p.json");
-    let params = layout::Params {
-        disks: Some(4),
-        ..Default::default()
-    };
-    let opts = dev::faultsim::create_opts(
-        layout::SchemeKind::Raid5,
-        params,
-        paths.clone(),
-        2 << 20,
-        4096,
-        Default::default(),
-    );
-    let mut pool = dev::pool::Pool::create(&desc, opts).unwrap();
+    let (dir, paths, desc, mut pool) = small_raid5("gen");
     let data: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
     pool.write(4096, &data).unwrap();
     // Both superblock copies (a member that missed writes has old ones in both).
@@ -240,24 +223,7 @@ fn a_member_that_missed_only_the_last_superblock_write_is_accepted() {
 fn a_torn_superblock_leaves_the_other_copy() {
     use raidcore::superblock::{Superblock, SUPERBLOCK_SLOTS};
     use std::os::unix::fs::FileExt;
-    let dir = std::env::temp_dir().join(format!("rf-faultsim-torn-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let paths: Vec<_> = (0..4).map(|i| dir.join(format!("m{i}.img"))).collect();
-    let desc = dir.join("p.json");
-    let params = layout::Params {
-        disks: Some(4),
-        ..Default::default()
-    };
-    let opts = dev::faultsim::create_opts(
-        layout::SchemeKind::Raid5,
-        params,
-        paths.clone(),
-        2 << 20,
-        4096,
-        Default::default(),
-    );
-    let mut pool = dev::pool::Pool::create(&desc, opts).unwrap();
+    let (dir, paths, desc, mut pool) = small_raid5("torn");
     let data: Vec<u8> = (0..65536u32).map(|i| (i * 13 % 253) as u8).collect();
     pool.write(8192, &data).unwrap();
     pool.close().unwrap();
@@ -296,4 +262,35 @@ fn a_torn_superblock_leaves_the_other_copy() {
         .to_string();
     assert!(err.contains("m2.img"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A RAID5 pool of 4 members of 2 MiB in a fresh directory named after `what`, created as the
+/// harness creates pools: (directory, member paths, descriptor, pool).
+fn small_raid5(
+    what: &str,
+) -> (
+    std::path::PathBuf,
+    Vec<std::path::PathBuf>,
+    std::path::PathBuf,
+    dev::pool::Pool,
+) {
+    let dir = std::env::temp_dir().join(format!("rf-faultsim-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let paths: Vec<_> = (0..4).map(|i| dir.join(format!("m{i}.img"))).collect();
+    let desc = dir.join("p.json");
+    let params = layout::Params {
+        disks: Some(4),
+        ..Default::default()
+    };
+    let opts = dev::faultsim::create_opts(
+        layout::SchemeKind::Raid5,
+        params,
+        paths.clone(),
+        2 << 20,
+        4096,
+        Default::default(),
+    );
+    let pool = dev::pool::Pool::create(&desc, opts).unwrap();
+    (dir, paths, desc, pool)
 }

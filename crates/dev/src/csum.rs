@@ -313,9 +313,10 @@ impl Checksums {
     }
 
     /// Loads every present member's entries: for each block the copy with the newest
-    /// generation among the members present. Copies of one generation that differ (an entry
-    /// damaged at rest) are decided by the block itself: the one its data matches, else the
-    /// member's own (the read then repairs or reports the block). Copies found stale are
+    /// generation among the members present whose sector holding it is sealed. Copies of one
+    /// generation that differ are decided by the block itself (the one its data matches),
+    /// else by the value most copies hold, then by a copy on another member than the block's
+    /// (the read then repairs or reports the block). Copies found stale are
     /// rewritten (best effort: a failing write leaves the newest entry in memory, and the next
     /// write of the page retries). `data_offset` is the member byte offset of the data area.
     /// Returns the checksums and the region pages `(member, page)` holding entries whose every
@@ -346,9 +347,10 @@ impl Checksums {
             if found.is_empty() {
                 continue;
             }
-            // Whole sectors of each copy (a torn sector's copy of its entries is ignored;
-            // when every copy of a sector is torn, its entries are unknown: the own copy is
-            // taken as it is and the block is reported in `torn`, for its stripe to vouch).
+            // Sealed sectors of each copy (a torn sector's copy of its entries is ignored;
+            // when no copy of a sector is sealed, its entries are unknown: all copies are
+            // read as they are and the page is reported in `torn`, for the stripes of its
+            // blocks to vouch).
             let whole: Vec<Vec<bool>> = found
                 .iter()
                 .map(|(_, buf)| buf.chunks_exact(512).map(sector_ok).collect())
@@ -356,28 +358,30 @@ impl Checksums {
             let mut stale_blocks: Vec<u64> = Vec::new();
             for (b, s) in c.members[i].sums.iter().enumerate() {
                 let at = entry_offset(b as u64) as usize;
-                let page = at / 512;
+                let sector = at / 512;
                 let entry = |buf: &Vec<u8>| {
                     let crc = u32::from_le_bytes(buf[at..at + 4].try_into().unwrap());
                     let g = u32::from_le_bytes(buf[at + 4..at + 8].try_into().unwrap());
                     pack(crc, g)
                 };
-                let any_whole = whole.iter().any(|w| w[page]);
+                let any_whole = whole.iter().any(|w| w[sector]);
                 if !any_whole {
                     torn.insert((i as u32, b as u64 / ENTRIES_PER_PAGE));
                 }
-                let usable: Vec<&(usize, Vec<u8>)> = found
+                let mut usable = found
                     .iter()
                     .zip(&whole)
-                    .filter(|(_, w)| w[page] || !any_whole)
-                    .map(|(f, _)| f)
-                    .collect();
+                    .filter(|(_, w)| w[sector] || !any_whole)
+                    .map(|((k, buf), _)| (k, buf));
                 // (entry, copy number) of the newest copy so far, and the copies of the same
                 // generation that disagree with it.
-                let mut best = (entry(&usable[0].1), usable[0].0);
-                let mut differ = usable.len() < found.len();
+                let (k0, buf0) = usable.next().expect("at least one usable copy");
+                let mut best = (entry(buf0), *k0);
+                // A copy left out (unsealed) is rewritten from a sealed one; entries with no
+                // sealed copy are left to their stripes' vouching.
+                let mut differ = any_whole && whole.iter().any(|w| !w[sector]);
                 let mut tie: Vec<(u64, usize)> = Vec::new();
-                for (k, buf) in usable[1..].iter().map(|f| (&f.0, &f.1)) {
+                for (k, buf) in usable {
                     let e = entry(buf);
                     if e != best.0 {
                         differ = true;

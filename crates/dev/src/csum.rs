@@ -26,8 +26,8 @@
 //!
 //! Why 4 KiB blocks rather than chunks: a small write then updates the checksum of the blocks it
 //! writes without reading the rest of the chunk, and a mismatch localises the damage to one
-//! block. The region costs `copies` x 8 bytes per 4 KiB block (1/256 of the data area for
-//! two copies).
+//! block. The region costs `copies` x 8 bytes per 4 KiB block (about 1/250 of the data area
+//! for two copies, with the sector seals).
 //!
 //! What is detected: bit rot and any change to a block's bytes behind the engine's back; a
 //! misdirected write (the data at the wrong address does not verify there, and the intended
@@ -254,11 +254,6 @@ impl Checksums {
         }
     }
 
-    /// Copies of each block's entry.
-    pub fn copies(&self) -> usize {
-        self.copies
-    }
-
     /// The members holding copies of member `i`'s entries (`i` itself first).
     pub fn holders(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
         (0..self.copies).map(move |k| self.holder(i, k))
@@ -307,24 +302,22 @@ impl Checksums {
         let n = self.members.len();
         for k in 1..self.copies {
             let owner = (i + n - k) % n;
-            self.write_copy(owner, k, members, 0, self.blocks)?;
+            self.write_copies(owner, k..k + 1, members, 0, self.blocks)?;
         }
         Ok(())
     }
 
     /// Loads every present member's entries: for each block the copy with the newest
-    /// generation among the members present whose sector holding it is sealed. Copies of one
-    /// generation that differ are decided by the block itself (the one its data matches),
-    /// else by the value most copies hold, then by a copy on another member than the block's
-    /// (the read then repairs or reports the block). Copies found stale are
-    /// rewritten (best effort: a failing write leaves the newest entry in memory, and the next
-    /// write of the page retries). `data_offset` is the member byte offset of the data area.
+    /// generation among the members present whose sector holding it is sealed; between copies
+    /// of one generation, the first usable one (the block's own member's, when present) is
+    /// taken (a read then repairs or reports the block if it does not match). Copies found
+    /// stale or unsealed are rewritten (best effort: a failing write leaves the newest entry
+    /// in memory, and the next write of the page retries).
     /// Returns the checksums and the region pages `(member, page)` holding entries whose every
     /// copy was torn (for [`crate::pool::Pool`] to vouch for from their stripes).
     pub fn load(
         members: &MemberSlots,
         region_offset: u64,
-        data_offset: u64,
         data_bytes: u64,
         copies: usize,
     ) -> std::io::Result<(Checksums, BTreeSet<(u32, u64)>)> {
@@ -355,7 +348,7 @@ impl Checksums {
                 .iter()
                 .map(|(_, buf)| buf.chunks_exact(512).map(sector_ok).collect())
                 .collect();
-            let mut stale_blocks: Vec<u64> = Vec::new();
+            let mut stale_blocks: Vec<(u64, u64)> = Vec::new();
             for (b, s) in c.members[i].sums.iter().enumerate() {
                 let at = entry_offset(b as u64) as usize;
                 let sector = at / 512;
@@ -373,60 +366,27 @@ impl Checksums {
                     .zip(&whole)
                     .filter(|(_, w)| w[sector] || !any_whole)
                     .map(|((k, buf), _)| (k, buf));
-                // (entry, copy number) of the newest copy so far, and the copies of the same
-                // generation that disagree with it.
-                let (k0, buf0) = usable.next().expect("at least one usable copy");
-                let mut best = (entry(buf0), *k0);
+                // The newest copy so far.
+                let (_, buf0) = usable.next().expect("at least one usable copy");
+                let mut best = entry(buf0);
                 // A copy left out (unsealed) is rewritten from a sealed one; entries with no
                 // sealed copy are left to their stripes' vouching.
                 let mut differ = any_whole && whole.iter().any(|w| !w[sector]);
-                let mut tie: Vec<(u64, usize)> = Vec::new();
-                for (k, buf) in usable {
+                for (_, buf) in usable {
                     let e = entry(buf);
-                    if e != best.0 {
+                    if e != best {
                         differ = true;
-                        if newer(gen_of(e), gen_of(best.0)) {
-                            best = (e, *k);
-                            tie.clear();
-                        } else if gen_of(e) == gen_of(best.0) {
-                            tie.push((e, *k));
+                        if newer(gen_of(e), gen_of(best)) {
+                            best = e;
                         }
                     }
                 }
-                if !tie.is_empty() {
-                    // One generation, different CRCs: one copy was damaged at rest. The copy
-                    // the block's data matches wins; if the data matches none (the block is
-                    // damaged too, so its member misbehaves), the value most copies hold wins,
-                    // and between equals one held on another member than the block's (the
-                    // read then repairs the block against it).
-                    tie.push(best);
-                    let data_sum = match &members[i] {
-                        Some(m) => {
-                            let mut blk = vec![0u8; BLOCK_BYTES as usize];
-                            m.read_at(&mut blk, data_offset + b as u64 * BLOCK_BYTES)?;
-                            Some(block_sum(i as u32, b as u64, &blk))
-                        }
-                        None => None,
-                    };
-                    let votes = |e: u64| {
-                        let n = tie.iter().filter(|c| c.0 == e).count();
-                        let elsewhere = tie.iter().any(|c| c.0 == e && c.1 != 0);
-                        (n, elsewhere)
-                    };
-                    best = tie
-                        .iter()
-                        .copied()
-                        .find(|&(e, _)| Some(crc_of(e)) == data_sum)
-                        .or_else(|| tie.iter().copied().max_by_key(|&(e, _)| votes(e)))
-                        .unwrap_or(best);
-                }
-                let best = best.0;
                 s.store(best, Ordering::Relaxed);
                 if differ {
-                    stale_blocks.push(b as u64);
+                    stale_blocks.push((b as u64, b as u64 + 1));
                 }
             }
-            for (first, end) in block_runs(&stale_blocks) {
+            for (first, end) in page_runs(stale_blocks) {
                 let _ = c.write_pages(i, members, first, end);
             }
         }
@@ -436,11 +396,6 @@ impl Checksums {
     /// The stored checksum of member `i`'s block at data-area `offset_bytes`.
     pub fn stored(&self, i: usize, offset_bytes: u64) -> u32 {
         crc_of(self.members[i].sums[(offset_bytes / BLOCK_BYTES) as usize].load(Ordering::Relaxed))
-    }
-
-    /// The write generation of member `i`'s block at data-area `offset_bytes`.
-    pub fn generation(&self, i: usize, offset_bytes: u64) -> u32 {
-        gen_of(self.members[i].sums[(offset_bytes / BLOCK_BYTES) as usize].load(Ordering::Relaxed))
     }
 
     /// The blocks of `data` (read from member `i` at data-area byte `offset_bytes`, both block
@@ -534,18 +489,31 @@ impl Checksums {
         first: u64,
         end: u64,
     ) -> Result<(), PageWriteError> {
+        self.write_copies(i, 0..self.copies, members, first, end)
+    }
+
+    /// Writes copies `ks` of member `owner`'s entries (blocks `first..end`), copy `k` to
+    /// `holder(owner, k)`. Every copy is attempted even after one fails (the others stay
+    /// current); the first failure is returned.
+    fn write_copies(
+        &self,
+        owner: usize,
+        ks: std::ops::Range<usize>,
+        members: &MemberSlots,
+        first: u64,
+        end: u64,
+    ) -> Result<(), PageWriteError> {
         if first >= end {
             return Ok(());
         }
-        let _g = self.members[i]
+        let _g = self.members[owner]
             .pages
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let (p0, buf) = self.page_bytes(i, first, end);
-        // Every copy is attempted even after one fails (the others stay current).
+        let (p0, buf) = self.page_bytes(owner, first, end);
         let mut first_err = None;
-        for k in 0..self.copies {
-            let h = self.holder(i, k);
+        for k in ks {
+            let h = self.holder(owner, k);
             if let Some(m) = &members[h] {
                 if let Err(source) = m.write_at(&buf, self.section_offset(k) + p0 * 4096) {
                     first_err.get_or_insert(PageWriteError { member: h, source });
@@ -555,45 +523,26 @@ impl Checksums {
         first_err.map_or(Ok(()), Err)
     }
 
-    /// Writes only copy `k` of member `owner`'s entries (blocks `first..end`), held by
-    /// `holder(owner, k)`.
-    fn write_copy(
-        &self,
-        owner: usize,
-        k: usize,
-        members: &MemberSlots,
-        first: u64,
-        end: u64,
-    ) -> Result<(), PageWriteError> {
-        let h = self.holder(owner, k);
-        let Some(m) = &members[h] else {
-            return Ok(());
-        };
-        let _g = self.members[owner]
-            .pages
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let (p0, buf) = self.page_bytes(owner, first, end);
-        m.write_at(&buf, self.section_offset(k) + p0 * 4096)
-            .map_err(|source| PageWriteError { member: h, source })
-    }
-
     /// Blocks per member.
     pub fn blocks(&self) -> u64 {
         self.blocks
     }
 }
 
-/// Sorted block numbers merged into runs `[first, end)`.
-fn block_runs(blocks: &[u64]) -> Vec<(u64, u64)> {
-    let mut runs: Vec<(u64, u64)> = Vec::new();
-    for &b in blocks {
-        match runs.last_mut() {
-            Some((_, e)) if *e == b => *e = b + 1,
-            _ => runs.push((b, b + 1)),
+/// Block ranges `[first, end)` merged into runs of whole checksum-region pages.
+pub(crate) fn page_runs(mut blocks: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    blocks.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (a, b) in blocks {
+        let (pa, pb) = (a / ENTRIES_PER_PAGE, (b - 1) / ENTRIES_PER_PAGE + 1);
+        match out.last_mut() {
+            Some(last) if pa <= last.1 => last.1 = last.1.max(pb),
+            _ => out.push((pa, pb)),
         }
     }
-    runs
+    out.into_iter()
+        .map(|(pa, pb)| (pa * ENTRIES_PER_PAGE, pb * ENTRIES_PER_PAGE))
+        .collect()
 }
 
 #[cfg(test)]

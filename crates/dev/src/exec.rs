@@ -273,7 +273,7 @@ fn commit_from(
         // A failing copy (on another member) does not stop the other runs' pages.
         let mut first_err = None;
         if let Some(c) = m.checksums {
-            for (first, end) in page_runs(pages) {
+            for (first, end) in crate::csum::page_runs(pages) {
                 if let Err(e) = c.write_pages(member, m.members, first, end) {
                     first_err.get_or_insert(MemberError {
                         member: e.member as u32,
@@ -300,23 +300,6 @@ fn commit_from(
     } else {
         Err(errors)
     }
-}
-
-/// Block ranges `[first, end)` merged into runs of whole checksum-region pages.
-fn page_runs(mut blocks: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    let per_page = crate::csum::ENTRIES_PER_PAGE;
-    blocks.sort_unstable();
-    let mut out: Vec<(u64, u64)> = Vec::new();
-    for (a, b) in blocks {
-        let (pa, pb) = (a / per_page, (b - 1) / per_page + 1);
-        match out.last_mut() {
-            Some(last) if pa <= last.1 => last.1 = last.1.max(pb),
-            _ => out.push((pa, pb)),
-        }
-    }
-    out.into_iter()
-        .map(|(pa, pb)| (pa * per_page, pb * per_page))
-        .collect()
 }
 
 /// Reads one run of consecutive member bytes into `run` after the whole read failed: block by

@@ -1191,14 +1191,9 @@ impl Pool {
                     checksum_region.1, best.data_bytes
                 )));
             }
-            let (c, torn) = Checksums::load(
-                &members,
-                checksum_region.0,
-                best.data_offset_bytes,
-                best.data_bytes,
-                copies,
-            )
-            .map_err(|e| PoolError::Io(format!("reading the checksum regions: {e}")))?;
+            let (c, torn) =
+                Checksums::load(&members, checksum_region.0, best.data_bytes, copies)
+                    .map_err(|e| PoolError::Io(format!("reading the checksum regions: {e}")))?;
             torn_checksum_pages = torn;
             Some(Arc::new(c))
         } else {

@@ -433,9 +433,9 @@ impl Pool {
         Ok(Err(self.lost_group(c, stale, ra, rb, why)))
     }
 
-    /// After a journal replay: the checksum-region pages (`(member, page)`, 511 blocks each)
+    /// After a journal replay: the checksum-region pages (`(member, page)`, 504 blocks each)
     /// that replayed records touched were being written when the pool stopped, so a crash may
-    /// have torn their sectors (each holds 64 blocks' entries, most of blocks the crash
+    /// have torn their sectors (each holds 63 blocks' entries, most of blocks the crash
     /// never wrote). Blocks of those pages that fail their checksums are vouched for by their
     /// cycle ([`Pool::checksums_wrong_only`]); what no complete cycle vouches for is left to
     /// the usual repair (and reported lost if it cannot be repaired). Like MD resyncing only

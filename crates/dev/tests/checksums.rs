@@ -769,10 +769,11 @@ fn a_lost_write_of_a_block_and_its_checksum_page_is_caught() {
     }
 }
 
-/// One copy of an entry damaged at rest (same generation, another CRC): the copy the block's
-/// data matches wins at open, the damaged copy is rewritten, and nothing is reported lost.
+/// One copy of an entry damaged at rest (a bit flipped in its CRC): its sector's seal fails, so
+/// the other copy is taken at open, the damaged copy is rewritten from it, and nothing is
+/// reported lost (own copy damaged, then the other member's).
 #[test]
-fn a_damaged_copy_of_a_checksum_entry_is_outvoted_by_the_data() {
+fn a_damaged_copy_of_a_checksum_entry_is_ignored_and_rewritten() {
     for k in [0usize, 1] {
         let d = TempDir::new(&format!("csum-copy-{k}"));
         let (pool, data) = filled(&d.0, SchemeKind::Raid5, params(4, None), true);
@@ -808,8 +809,8 @@ fn superblock_of(f: &std::fs::File) -> raidcore::superblock::Superblock {
 }
 
 /// The block and its member's own copy of its entry both damaged at rest (one misbehaving
-/// member): no copy matches the data, so the copy on the other member wins over the block's
-/// own, and the read repairs the block from redundancy against it.
+/// member): the own copy's sector fails its seal, so the copy on the other member is taken,
+/// and the read finds the block does not match it and repairs it from redundancy.
 #[test]
 fn a_damaged_block_under_a_damaged_own_entry_is_repaired() {
     let d = TempDir::new("csum-both");

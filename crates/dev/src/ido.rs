@@ -27,6 +27,10 @@
 //!   request sees a half-drained D-Map), the D-Map emptied and persisted, the surrogate
 //!   dropped; the rebuild continues as PR. Nothing acknowledged is lost as long as the
 //!   surrogate can still be read (it is a redundant pool: RAID1 of two members by default).
+//! - The surrogate is a pool opened here or a pool another process serves (`raidforge serve`),
+//!   named by an NBD URI and reached with [`nbd::client`]; its members' state is that server's
+//!   business, so only a failing request drains it, and a broken connection is retried once
+//!   on a new one (a restarted server is found again).
 //!
 //! Locking: `Ido::inner` (a read-write lock) is taken before stripe locks and the pool mutex,
 //! never while holding them. In normal state no lock is taken at all: a request only adds 1
@@ -321,7 +325,7 @@ pub struct Ido {
     /// Popularity changed since the last record.
     pop_dirty: AtomicBool,
     inner: RwLock<Inner>,
-    surrogate: Mutex<Option<Pool>>,
+    surrogate: Mutex<Option<Surrogate>>,
 }
 
 /// What IDO needs of the main pool (implemented by the served pool and the exclusive one).
@@ -333,6 +337,137 @@ pub(crate) trait MainPool {
     /// Writes an IDO record to the metadata area of the members (`sync`: durably before
     /// returning).
     fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()>;
+}
+
+/// The surrogate set: a pool opened in this process, or an export of a pool served by
+/// another process (`raidforge serve`), reached over NBD (one request at a time).
+#[allow(clippy::large_enum_variant)] // one per pool
+enum Surrogate {
+    Local(Pool),
+    Remote(Remote),
+}
+
+/// A surrogate served by another process. A request that fails on a broken connection (the
+/// server restarted, say) is retried once on a new connection: reads and writes at fixed
+/// offsets can be repeated, and the served pool keeps what it acknowledged.
+struct Remote {
+    addr: nbd::client::Address,
+    uri: String,
+    /// The export's size when it was attached.
+    size: u64,
+    conn: Option<nbd::client::Client>,
+}
+
+impl Remote {
+    fn connect(&mut self) -> std::io::Result<&mut nbd::client::Client> {
+        if self.conn.is_none() {
+            self.conn = Some(nbd::client::Client::connect(&self.addr)?);
+        }
+        Ok(self.conn.as_mut().expect("just connected"))
+    }
+
+    /// Runs `op` on the connection; when the connection broke (not when the server refused
+    /// the request), once more on a fresh one.
+    fn run<T>(
+        &mut self,
+        mut op: impl FnMut(&mut nbd::client::Client) -> std::io::Result<T>,
+    ) -> Result<T> {
+        let first = self.connect().and_then(&mut op);
+        let broken = self.conn.as_ref().is_none_or(|c| c.is_broken());
+        match first {
+            Ok(v) => Ok(v),
+            Err(e) if !broken => Err(sur_err(format!("{}: {e}", self.uri))),
+            Err(_) => {
+                self.conn = None;
+                self.connect()
+                    .and_then(op)
+                    .map_err(|e| sur_err(format!("{}: {e}", self.uri)))
+            }
+        }
+    }
+}
+
+impl Surrogate {
+    /// Opens the surrogate `desc` names: a pool descriptor path or an NBD URI.
+    fn open(desc: &Path) -> Result<Surrogate> {
+        let text = desc.to_string_lossy();
+        if nbd::client::is_uri(&text) {
+            let addr = nbd::client::Address::parse(&text).map_err(PoolError::Usage)?;
+            let c = nbd::client::Client::connect(&addr).map_err(|e| {
+                PoolError::Usage(format!(
+                    "surrogate {text}: {e} (is `raidforge serve` running there with that \
+                     export?)"
+                ))
+            })?;
+            if c.read_only() {
+                return Err(PoolError::Usage(format!(
+                    "surrogate {text} is a read-only export: serve it writable"
+                )));
+            }
+            Ok(Surrogate::Remote(Remote {
+                addr,
+                uri: text.into_owned(),
+                size: c.size(),
+                conn: Some(c),
+            }))
+        } else {
+            Pool::open(desc)
+                .map(Surrogate::Local)
+                .map_err(|e| PoolError::Usage(format!("surrogate pool {}: {e}", desc.display())))
+        }
+    }
+
+    fn capacity_bytes(&self) -> u64 {
+        match self {
+            Surrogate::Local(p) => p.capacity_bytes(),
+            // As attached; a reconnect to a smaller export fails requests past its end
+            // (the client checks them).
+            Surrogate::Remote(r) => r.size,
+        }
+    }
+
+    /// Whether it still has its redundancy. A remote pool's member state is its server's
+    /// business: it counts as healthy while it answers (a failing request drains it).
+    fn healthy(&self) -> bool {
+        match self {
+            Surrogate::Local(p) => {
+                p.state().failed().is_empty() && !p.state().data_lost(p.geometry())
+            }
+            Surrogate::Remote(_) => true,
+        }
+    }
+
+    fn read(&mut self, off: u64, buf: &mut [u8]) -> Result<()> {
+        match self {
+            Surrogate::Local(p) => {
+                let v = p.read(off, buf.len() as u64).map_err(sur_err)?;
+                buf.copy_from_slice(&v);
+                Ok(())
+            }
+            Surrogate::Remote(r) => r.run(|c| c.read_at(buf, off)),
+        }
+    }
+
+    fn write(&mut self, off: u64, data: &[u8]) -> Result<()> {
+        match self {
+            Surrogate::Local(p) => p.write(off, data).map_err(sur_err),
+            Surrogate::Remote(r) => r.run(|c| c.write_at(data, off, false)),
+        }
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        match self {
+            Surrogate::Local(p) => p.sync_members().map_err(sur_err),
+            Surrogate::Remote(r) => r.run(|c| c.flush()),
+        }
+    }
+
+    fn close(self) -> Result<()> {
+        match self {
+            Surrogate::Local(p) => p.close(),
+            Surrogate::Remote(mut r) => r.run(|c| c.flush()),
+        }
+    }
 }
 
 fn sur_err(e: impl std::fmt::Display) -> PoolError {
@@ -451,7 +586,7 @@ impl Ido {
     fn write_inner(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
-    fn sur(&self) -> std::sync::MutexGuard<'_, Option<Pool>> {
+    fn sur(&self) -> std::sync::MutexGuard<'_, Option<Surrogate>> {
         self.surrogate.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -540,9 +675,7 @@ impl Ido {
 
     /// True when the surrogate is attached and has its redundancy.
     fn surrogate_healthy(&self) -> bool {
-        self.sur()
-            .as_ref()
-            .is_some_and(|p| p.state().failed().is_empty() && !p.state().data_lost(p.geometry()))
+        self.sur().as_ref().is_some_and(Surrogate::healthy)
     }
 
     // ----- the record -----
@@ -770,8 +903,7 @@ impl Ido {
                 want.display()
             )));
         }
-        let p = Pool::open(&want)
-            .map_err(|e| PoolError::Usage(format!("surrogate pool {}: {e}", want.display())))?;
+        let p = Surrogate::open(&want)?;
         if p.capacity_bytes() < self.zone_bytes {
             return Err(PoolError::Usage(format!(
                 "surrogate pool {} holds {} bytes, less than one zone ({} bytes)",
@@ -781,7 +913,7 @@ impl Ido {
             )));
         }
         *sur = Some(p);
-        inner.surrogate_path = Some(std::fs::canonicalize(&want).unwrap_or(want));
+        inner.surrogate_path = Some(canonical_surrogate(&want));
         inner.dropped = None;
         Ok(())
     }
@@ -797,10 +929,15 @@ impl Ido {
     /// Test hook and operator action: fails member `i` of the surrogate pool.
     pub fn fail_surrogate_member(&self, i: usize) -> Result<()> {
         let mut sur = self.sur();
-        let p = sur
-            .as_mut()
-            .ok_or_else(|| PoolError::Usage("no surrogate pool is attached".into()))?;
-        p.fail(i)
+        match sur.as_mut() {
+            Some(Surrogate::Local(p)) => p.fail(i),
+            Some(Surrogate::Remote(_)) => Err(PoolError::Usage(
+                "the surrogate is served by another process: fail its member there \
+                 (`raidforge fail` on that pool)"
+                    .into(),
+            )),
+            None => Err(PoolError::Usage("no surrogate pool is attached".into())),
+        }
     }
 
     fn sur_read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
@@ -808,21 +945,19 @@ impl Ido {
         let p = g
             .as_mut()
             .ok_or_else(|| sur_err("not attached (it holds redirected data: name it again)"))?;
-        let v = p.read(off, buf.len() as u64).map_err(sur_err)?;
-        buf.copy_from_slice(&v);
-        Ok(())
+        p.read(off, buf)
     }
 
     fn sur_write(&self, off: u64, data: &[u8]) -> Result<()> {
         let mut g = self.sur();
         let p = g.as_mut().ok_or_else(|| sur_err("not attached"))?;
-        p.write(off, data).map_err(sur_err)
+        p.write(off, data)
     }
 
     fn sur_sync(&self) -> Result<()> {
-        let g = self.sur();
-        match g.as_ref() {
-            Some(p) => p.sync_members().map_err(sur_err),
+        let mut g = self.sur();
+        match g.as_mut() {
+            Some(p) => p.sync(),
             None => Err(sur_err("not attached")),
         }
     }
@@ -1548,6 +1683,16 @@ impl RecordView {
             table,
             slots,
         })
+    }
+}
+
+/// How a surrogate is recorded: a pool descriptor by its canonical path (so that another
+/// working directory names the same pool), an NBD URI as given.
+pub(crate) fn canonical_surrogate(desc: &Path) -> PathBuf {
+    if nbd::client::is_uri(&desc.to_string_lossy()) {
+        desc.to_path_buf()
+    } else {
+        std::fs::canonicalize(desc).unwrap_or_else(|_| desc.to_path_buf())
     }
 }
 

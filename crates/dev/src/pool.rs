@@ -2464,7 +2464,12 @@ impl Pool {
             fresh.set_surrogate_path(keep);
             self.ido = Arc::new(fresh);
         }
-        if let Some(s) = surrogate {
+        if let Some(s) = surrogate.filter(|s| nbd::client::is_uri(&s.to_string_lossy())) {
+            // A pool served by another process: the address must parse; it is connected to
+            // when a rebuild needs it (that server need not be up yet).
+            nbd::client::Address::parse(&s.to_string_lossy()).map_err(PoolError::Usage)?;
+            self.ido.set_surrogate_path(Some(s.to_path_buf()));
+        } else if let Some(s) = surrogate {
             let canon = std::fs::canonicalize(s).map_err(|e| {
                 PoolError::Usage(format!(
                     "surrogate pool {}: {e} (create it first, e.g. `raidforge create {}                      --scheme raid1 --disks 2 --member a.img --member b.img --size 1G`)",

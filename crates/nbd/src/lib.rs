@@ -1,6 +1,8 @@
 //! # nbd: serving block devices over the Network Block Device protocol
 //!
 //! - [`proto`]: wire constants and reply encoding.
+//! - [`client`]: a small blocking client (one request at a time), for reaching an export
+//!   served by another process (the engine's remote surrogate pool).
 //! - [`server`]: the server side of one connection as a sans-I/O state machine
 //!   ([`ServerConn`]): bytes in, events and bytes out. It implements the fixed newstyle
 //!   handshake (options `EXPORT_NAME`, `GO`, `INFO`, `LIST`, `ABORT`, `STRUCTURED_REPLY`;
@@ -31,6 +33,7 @@
 //! the connection; other connections are not affected.
 
 pub mod backend;
+pub mod client;
 pub mod proto;
 pub mod server;
 pub mod transport;

@@ -332,3 +332,35 @@ fn tcp_on_loopback_and_stop_ends_connections() {
     ));
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
 }
+
+/// The crate's own client against the server: reads what it wrote (across the request split),
+/// flushes, and turns a range past the end and an unknown export into errors that say so.
+#[test]
+fn the_client_reads_writes_and_flushes_through_the_server() {
+    use nbd::client::{Address, Client, CLIENT_MAX_REQUEST};
+    let size = 3 * CLIENT_MAX_REQUEST + 8192;
+    let t = TestServer::start(&[("disk", size)]);
+    let addr = Address::parse(&t.uri("disk")).unwrap();
+    let mut c = Client::connect(&addr).unwrap();
+    assert_eq!(c.size(), size as u64);
+    assert!(!c.read_only());
+    let data = pattern(7, CLIENT_MAX_REQUEST + 12288);
+    c.write_at(&data, 4096, false).unwrap();
+    c.flush().unwrap();
+    c.write_at(&data[..4096], 0, true).unwrap();
+    let mut back = vec![0u8; data.len()];
+    c.read_at(&mut back, 4096).unwrap();
+    assert_eq!(back, data);
+    let mut mem = vec![0u8; data.len()];
+    nbd::Backend::read(&*t.backends[0], 4096, &mut mem).unwrap();
+    assert_eq!(mem, data, "the backend holds what the client wrote");
+    assert_eq!(t.backends[0].flushes(), 2, "one flush, one FUA write");
+    let e = c.read_at(&mut [0u8; 8192], size as u64 - 4096).unwrap_err();
+    assert!(e.to_string().contains("past the end"), "{e}");
+    let e = Client::connect(&Address::parse(&t.uri("nope")).unwrap())
+        .err()
+        .expect("unknown export refused");
+    assert!(e.to_string().contains("no such export"), "{e}");
+    drop(c);
+    still_serves(&t);
+}

@@ -104,7 +104,9 @@ pub struct CreateArgs {
     pub journal_size: Option<u64>,
     /// Surrogate pool for on-line rebuilds (seed 003): another raidforge pool (a RAID1 of two
     /// members is plenty) that takes redirected writes and hot zones while this pool
-    /// rebuilds with `raidforge rebuild --policy ido|workout|vdf`. Create it first.
+    /// rebuilds with `raidforge rebuild --policy ido|workout|vdf`. Create it first. Either
+    /// its descriptor (opened by this process) or the NBD address of a pool that another
+    /// process serves: nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH.
     #[arg(long)]
     pub surrogate: Option<PathBuf>,
     /// Zone size for popularity tracking (rounded up to whole layout cycles), e.g. 12M. Every
@@ -472,7 +474,9 @@ pub struct RebuildArgs {
     /// (`parallel`/`sequential` are still accepted here as the old spelling of --order.)
     #[arg(long)]
     pub policy: Option<String>,
-    /// The surrogate pool for workout/vdf/ido (default: the one named at `raidforge create`).
+    /// The surrogate pool for workout/vdf/ido (default: the one named at `raidforge create`):
+    /// a descriptor, or nbd://HOST[:PORT]/EXPORT / nbd+unix:///EXPORT?socket=PATH for a pool
+    /// that another `raidforge serve` process serves.
     #[arg(long)]
     pub surrogate: Option<PathBuf>,
     /// Cycles in flight for the parallel policy.

@@ -2,7 +2,7 @@
 //! --json`, `rebuild --policy ido` of a pool no server has (hot zones first, reclaimed, every
 //! byte back), the old `--policy sequential` spelling, and the errors.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -147,4 +147,123 @@ fn old_policy_spelling_and_missing_surrogate() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--order sequential"));
     assert_eq!(status(dir, "p.json")["state"], "clean");
     ok(dir, &["rebuild", "p.json", "--order", "parallel"]);
+}
+
+#[path = "../../dev/tests/support/ido_rig.rs"]
+mod ido_rig;
+
+/// `raidforge serve POOL --socket SOCK --export s` as a child process, killed when dropped.
+struct Server(std::process::Child);
+
+impl Server {
+    fn start(dir: &Path, pool: &str, sock: &Path) -> Server {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_raidforge"))
+            .current_dir(dir)
+            .args(["serve", pool, "--export", "s", "--socket"])
+            .arg(sock)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let ready = std::io::BufReader::new(out)
+            .lines()
+            .any(|l| l.is_ok_and(|l| l == "ready"));
+        assert!(ready, "raidforge serve {pool} did not get ready");
+        Server(child)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The surrogate is a pool that another process serves (`raidforge serve`, reached as
+/// nbd+unix://): an IDO rebuild migrates hot zones and redirects requests to it, keeps every
+/// byte right while the surrogate's server is killed and started again and while the main
+/// pool crashes mid-rebuild, then reclaims everything and empties the D-Map.
+#[test]
+fn ido_with_a_surrogate_served_by_another_process() {
+    use dev::ido::RebuildPolicy;
+    use dev::serve_support::{PolicyStep, RebuildCursor};
+    use ido_rig::*;
+    let mut server = None;
+    let mut sock = PathBuf::new();
+    let (mut rig, mut sp) = Rig::with_surrogate("remote", |dir| {
+        sock = dir.join("s.sock");
+        server = Some(Server::start(dir, "sur.json", &sock));
+        PathBuf::from(format!("nbd+unix:///s?socket={}", sock.display()))
+    });
+    let uri = format!("nbd+unix:///s?socket={}", sock.display());
+    assert_eq!(
+        ido_status(&sp).surrogate.unwrap().to_string_lossy(),
+        uri.as_str()
+    );
+    rig.fail_and_replace(&sp);
+    assert!(sp
+        .begin_policy_rebuild(Some(RebuildPolicy::Ido), None)
+        .unwrap());
+    let s = ido_status(&sp);
+    assert_eq!(s.surrogate_state, "attached");
+    let mut hot: Vec<u64> = s.hot_zones.iter().take(3).copied().collect();
+    hot.sort();
+    let mut want = HOT.to_vec();
+    want.sort();
+    assert_eq!(hot, want);
+    let mut cur = RebuildCursor::new();
+    let (mut server_restarted, mut crashed) = (false, false);
+    let (mut max_migrated, mut max_dmap) = (0, 0);
+    loop {
+        rig.workload(&sp, 12);
+        let step = sp.policy_step(&ido_rig::opts(), &mut cur).unwrap();
+        let s = ido_status(&sp);
+        max_migrated = max_migrated.max(s.zones_migrated);
+        max_dmap = max_dmap.max(s.dmap_dirty_bytes);
+        if matches!(step, PolicyStep::Done) {
+            break;
+        }
+        if !server_restarted && s.zones_rebuilt == 6 {
+            // The surrogate's server dies (SIGKILL) and comes back: the next request
+            // reconnects, and what the surrogate acknowledged is still there.
+            server_restarted = true;
+            assert!(s.dmap_dirty_bytes > 0 && s.zones_migrated >= 3, "{s:?}");
+            drop(server.take());
+            server = Some(Server::start(rig.dir.0.as_path(), "sur.json", &sock));
+            rig.check_all(&sp);
+        }
+        if !crashed && s.zones_rebuilt == 10 {
+            // The main pool's process dies mid-rebuild: the D-Map is found again and the
+            // rebuild resumes with the same surrogate.
+            crashed = true;
+            sp = crash(&rig, sp);
+            let again = ido_status(&sp);
+            assert_eq!(again.phase, "rebuilding");
+            assert_eq!(again.dmap_entries, s.dmap_entries);
+            rig.check_all(&sp);
+            assert!(sp.begin_policy_rebuild(None, None).unwrap());
+            cur = RebuildCursor::new();
+        }
+    }
+    assert!(server_restarted && crashed);
+    let s = ido_status(&sp);
+    assert_eq!(s.phase, "normal");
+    assert_eq!(s.dmap_entries, 0, "{s:?}");
+    assert!(max_migrated >= 3 && max_dmap > 0);
+    assert!(s.redirected_reads > 0 && s.redirected_writes > 0, "{s:?}");
+    assert!(s.reclaimed_bytes > 0, "{s:?}");
+    assert_eq!(sp.status().unwrap().state, "clean");
+    rig.check_all(&sp);
+    assert!(sp.verify().unwrap().inconsistent.is_empty());
+    sp.close().unwrap();
+    // An unreachable surrogate is refused with what to do.
+    drop(server);
+    let e = dev::pool::Pool::open(&rig.main())
+        .unwrap()
+        .configure_ido(None, Some(Path::new("nbd+unix:///s")))
+        .unwrap_err();
+    assert!(e.to_string().contains("not an NBD address"), "{e}");
 }

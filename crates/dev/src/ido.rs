@@ -3,69 +3,67 @@
 //! on the surrogate, a reclaimer that writes redirected data home afterwards, and the record
 //! that keeps all of it across restarts (member bytes 512 KiB..1 MiB, two alternating slots).
 //!
-//! Layout on the surrogate: zone-granular *slots*. A zone that receives a redirected write or
-//! is migrated gets slot `s`; byte `r` of the zone lives at surrogate offset `s * zone_bytes +
-//! r`. Redirected writes of one zone therefore land next to each other (the seed writes them
-//! sequentially; with one slot per zone a zone's writes stay together, and a migrated zone is
-//! one sequential copy). The D-Map is, per slot, the ranges of the zone whose newest data is on
-//! the surrogate (`dirty`: written there, to be reclaimed; clean: a read-cache copy, WorkOut
-//! and VDF) plus the zone's `migrated` flag (the whole zone is on the surrogate, IDO's flag
-//! bit 1). A read is split into pieces by the D-Map and each piece read where its newest copy
-//! is: the degraded set, the surrogate, or both for partially overwritten ranges.
+//! Every decision is the core's: this module holds a [`raidcore::ido::Ido`] (the controller
+//! the simulator executes too) and carries out what it answers. [`raidcore::ido::Ido::route_read`]
+//! / [`raidcore::ido::Ido::route_write`] say where each piece of a request is served (the main
+//! pool or a surrogate offset), [`raidcore::ido::Ido::zone_rebuilt`] which hot zone to migrate
+//! and where, [`raidcore::ido::Ido::copy_done`] maps a finished copy,
+//! [`raidcore::ido::Ido::next_reclaim`] / [`raidcore::ido::Ido::reclaim_done`] drive the
+//! write-back, and [`raidcore::ido::Ido::encode_state`] is the persistent state (zone table with
+//! popularity and flags, D-Map, hot zones, phase, policy, surrogate log pointer). So the
+//! surrogate is laid out as the core's append-only log, WorkOut copies reads seen twice, VDF is
+//! the core's 4 KiB-block cache that evicts blocks of surviving members first, and PRO ranks
+//! zones by the reads since the failure, exactly as in `raidforge sim`.
+//!
+//! What is this executor's own: the I/O, its order and durability, the locks, the surrogate
+//! connection, and the bookkeeping the core leaves to executors (rebuilt cycles per zone,
+//! status counters).
 //!
 //! Rules that keep every read returning the newest data (checked by tests/ido.rs):
-//! - A write to a zone that has a slot goes to the surrogate (its ranges become dirty) in
-//!   every phase; a zone without a slot is written on the main pool unless the policy
-//!   redirects (then it gets a slot first). So a range never has a newer copy on the main pool
-//!   than on the surrogate while the D-Map lists it.
-//! - A redirected write is durable on the surrogate and listed in the persisted D-Map before
-//!   it is acknowledged. A migrated flag is persisted only once the zone's copy is durable. A
-//!   reclaimed slot is forgotten (persisted) only after its data is durable on the main pool.
-//! - When the D-Map record would not fit its slot, the write goes to both places (no entry).
+//! - A request is routed under `Ido::inner`: writes (and migrations, reclaim steps, drains)
+//!   exclusively, reads shared. The D-Map changes only under the exclusive lock, except for
+//!   clean copies that a read fills (the same data the main pool holds).
+//! - A redirected write is durable on the surrogate and the D-Map that lists it recorded
+//!   before it is acknowledged. A write routed to the main pool that unmapped ranges is durable
+//!   there before the D-Map without them is recorded (a crash in between leaves the older,
+//!   acknowledged data mapped). A copy (migration, WorkOut fill, VDF admission) is durable on
+//!   the surrogate before the core maps it. A reclaimed range is unmapped only after its data
+//!   is durable on the main pool.
+//! - When the record could not take one more D-Map entry, writes go to the main pool
+//!   (`route_write_limited`) and copies are dropped.
 //! - Surrogate failure: when the surrogate pool loses its redundancy (a member failed) or an
-//!   I/O on it fails, its dirty data is copied home at once (under the exclusive lock, so no
-//!   request sees a half-drained D-Map), the D-Map emptied and persisted, the surrogate
-//!   dropped; the rebuild continues as PR. Nothing acknowledged is lost as long as the
-//!   surrogate can still be read (it is a redundant pool: RAID1 of two members by default).
+//!   I/O on it fails, the core stops using it (`set_surrogate_available(false)`, which drops
+//!   clean ranges), its dirty data is copied home at once under the exclusive lock, the D-Map
+//!   emptied and recorded, the surrogate dropped; the rebuild continues as PR. Nothing
+//!   acknowledged is lost as long as the surrogate can still be read (it is a redundant pool:
+//!   RAID1 of two members by default).
 //! - The surrogate is a pool opened here or a pool another process serves (`raidforge serve`),
 //!   named by an NBD URI and reached with [`nbd::client`]; its members' state is that server's
 //!   business, so only a failing request drains it, and a broken connection is retried once
 //!   on a new one (a restarted server is found again).
 //!
 //! Locking: `Ido::inner` (a read-write lock) is taken before stripe locks and the pool mutex,
-//! never while holding them. In normal state no lock is taken at all: a request only adds 1
-//! to its zone's atomic counter.
-//!
-//! What comes from `raidcore::ido` (the sans-I/O core the simulator executes too), and what
-//! is this executor's own:
-//! - Popularity: the core's `ZoneTable` holds it, ends epochs (halving) and ranks zones. The
-//!   hot path only adds 1 to a per-zone atomic counter (no lock); the counts are folded into
-//!   the table (`ZoneTable::add_counts`) at each epoch end and before the table is read or
-//!   persisted. The epoch's request count is batched per thread ([`REQUEST_BATCH`]).
-//! - Hot zones: `ZoneTable::hot_zones` (90 % of the popularity, at most the surrogate's slots).
-//! - Rebuild order: `raidcore::ido::priority_zones` (IDO's hot zones, PRO's ranking of the
-//!   requests since the failure), then the rest in address order.
-//! - D-Map ranges: one `raidcore::ido::DMap` per slot (zone-relative offsets; split, trim,
-//!   merge and the read split are the core's `insert` / `insert_under` / `query`).
-//! - Zone flags: the core table's `ZoneFlag`s (`10` when a zone's cycles are all rebuilt,
-//!   `11` when migrated), persisted with it.
-//! - Still the executor's own: the zone-slot placement on the surrogate (the core places
-//!   data in an append-only log), the routing rules of reads and writes, WorkOut's and VDF's
-//!   zone-granular caching, the reclaimer's per-zone steps and the surrogate-failure drain
-//!   (the core's `Ido::route_*` / `cycle_rebuilt` / `next_reclaim` are not executed here).
+//! never while holding them; the core sits in a mutex inside it (held only for a decision,
+//! never across I/O or the pool mutex). In normal state no lock is taken at all: a request
+//! only adds 1 to its zone's atomic counter, and the counts are folded into the core's zone
+//! table (`ZoneTable::add_counts`) at each epoch end and before the table is read or
+//! recorded. The epoch's request count is batched per thread ([`REQUEST_BATCH`]).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Mutex, MutexGuard, RwLock};
 
-use raidcore::ido::{priority_zones, DMap, Source, ZoneFlag, ZoneTable};
+use raidcore::ido::{
+    CopyJob, CopyKind, Extent, IdoConfig, Phase as CorePhase, Source, ZoneFlag, ZoneTable,
+    VDF_BLOCK,
+};
 use raidcore::superblock::crc32c;
 use serde::{Deserialize, Serialize};
 
 use crate::pool::{Pool, PoolError};
 
 type Result<T> = std::result::Result<T, PoolError>;
+type Core = raidcore::ido::Ido;
 
 /// Member offset of the first of the two IDO record slots.
 pub const IDO_OFFSET_BYTES: u64 = 512 << 10;
@@ -77,10 +75,10 @@ pub const DEFAULT_ZONE_BYTES: u64 = 12 << 20;
 pub const MAX_ZONES: u64 = 32 * 1024;
 /// Requests per popularity epoch: at the end of each, every zone's count is halved.
 pub const EPOCH_REQUESTS: u64 = 1 << 16;
-/// Share of the counted popularity IDO's hot zones must hold (the seed's 90 %).
-pub const HOT_COVERAGE: f64 = 0.9;
 /// Requests a thread counts on its own before adding them to the pool's shared count.
 pub const REQUEST_BATCH: u64 = 64;
+/// Most bytes one reclaim step writes back.
+pub const RECLAIM_STEP_BYTES: u64 = 1 << 20;
 
 thread_local! {
     /// (the `Ido` counted for, requests not yet added to its shared count).
@@ -89,13 +87,13 @@ thread_local! {
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 const MAGIC: &[u8; 8] = b"RFIDO\0\0\0";
-/// Version 2: popularity, epochs and flags are the core's `ZoneTable` record; D-Map extents
-/// are the core's `DMap` per slot. Version 1 (popularity as raw counters) is refused.
-const RECORD_VERSION: u32 = 2;
+/// Version 3: the core's whole state (`raidcore::ido::Ido::encode_state`). Versions 1 and 2
+/// (the engine's own zone-slot layout) are refused with a way out.
+const RECORD_VERSION: u32 = 3;
 const HEADER: usize = 64;
 const MAX_PATH: usize = 1024;
-const ENTRY_BYTES: usize = 17;
-const SLOT_HEAD_BYTES: usize = 21;
+/// Bytes of one D-Map extent in the core's record.
+const EXTENT_BYTES: usize = 25;
 
 /// The rebuild policies of seed 003 are raidcore's (`pr`, `pro`, `workout`, `vdf`, `ido`).
 pub use raidcore::ido::RebuildPolicy;
@@ -106,18 +104,8 @@ pub fn parse_policy(s: &str) -> std::result::Result<RebuildPolicy, String> {
         .map_err(|_| format!("unknown rebuild policy '{s}'; choose pr, pro, workout, vdf or ido"))
 }
 
-fn policy_code(p: RebuildPolicy) -> u8 {
-    RebuildPolicy::ALL
-        .iter()
-        .position(|&q| q == p)
-        .expect("every policy is listed") as u8
-}
-
-fn policy_from_code(c: u8) -> Option<RebuildPolicy> {
-    RebuildPolicy::ALL.get(c as usize).copied()
-}
-
-/// What the engine's IDO machinery is doing.
+/// What the engine's IDO machinery is doing (the core's phase, mirrored for the lock-free
+/// request path).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Phase {
     /// Normal state: only popularity counting.
@@ -134,6 +122,13 @@ impl Phase {
             .get(c as usize)
             .copied()
     }
+    fn of(p: CorePhase) -> Phase {
+        match p {
+            CorePhase::Normal => Phase::Normal,
+            CorePhase::Rebuilding => Phase::Rebuilding,
+            CorePhase::Reclaiming => Phase::Reclaiming,
+        }
+    }
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Normal => "normal",
@@ -143,101 +138,12 @@ impl Phase {
     }
 }
 
-/// A zone's place on the surrogate and what of it is there.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct Slot {
-    index: u64,
-    /// The whole zone is on the surrogate (IDO's "11").
-    migrated: bool,
-    /// The zone's part of the D-Map, in zone-relative offsets: `raidcore::ido::DMap` with
-    /// every extent's surrogate offset equal to its zone-relative offset (the slot places the
-    /// zone on the surrogate; see [`Ido::sur_off`]). Dirty extents replace what they overlap,
-    /// clean ones (read-cache copies) only fill gaps: the core's `insert` / `insert_under`.
-    dmap: DMap,
-}
-
-impl Slot {
-    /// Marks `[off, off+len)` (zone-relative) as held by the surrogate.
-    fn insert(&mut self, off: u64, len: u64, dirty: bool) {
-        if dirty {
-            self.dmap.insert(off, len, off, true);
-        } else {
-            self.dmap.insert_under(off, len, off, false);
-        }
-    }
-
-    /// Splits `[off, off+len)` into (offset, len, held by the surrogate), in order: the
-    /// core's `DMap::query`.
-    fn pieces(&self, off: u64, len: u64) -> Vec<(u64, u64, bool)> {
-        self.dmap
-            .query(off, len)
-            .into_iter()
-            .map(|p| {
-                if let Source::Surrogate { s_off } = p.source {
-                    debug_assert_eq!(s_off, p.offset, "slot extents are identity-placed");
-                }
-                (p.offset, p.len, p.source != Source::Array)
-            })
-            .collect()
-    }
-
-    fn bytes(&self, dirty_only: bool) -> u64 {
-        self.dmap.dirty_bytes()
-            + if dirty_only {
-                0
-            } else {
-                self.dmap.clean_bytes()
-            }
-    }
-
-    fn has_dirty(&self) -> bool {
-        self.dmap.dirty_bytes() > 0
-    }
-
-    fn is_empty(&self) -> bool {
-        self.dmap.is_empty()
-    }
-
-    /// The parts of `[off, off+len)` not held dirty on the surrogate (the array's data, or a
-    /// clean copy of it, is the newest there).
-    fn not_dirty(&self, off: u64, len: u64) -> Vec<(u64, u64)> {
-        let end = off + len;
-        let mut at = off;
-        let mut out = Vec::new();
-        for (d, l) in self.dirty_extents() {
-            if d + l <= at || d >= end {
-                continue;
-            }
-            if d > at {
-                out.push((at, d - at));
-            }
-            at = (d + l).min(end);
-        }
-        if at < end {
-            out.push((at, end - at));
-        }
-        out
-    }
-
-    fn dirty_extents(&self) -> Vec<(u64, u64)> {
-        self.dmap
-            .extents()
-            .filter(|e| e.dirty)
-            .map(|e| (e.d_off, e.len))
-            .collect()
-    }
-}
-
 /// Everything under the lock.
-#[derive(Debug)]
 struct Inner {
-    policy: RebuildPolicy,
+    /// The decisions (held in a mutex: a shared holder of `inner` may route a read).
+    core: Mutex<Core>,
     surrogate_path: Option<PathBuf>,
-    /// zone -> slot.
-    slots: BTreeMap<u64, Slot>,
     seq: u64,
-    /// Hot zones chosen at the start of an IDO rebuild, hottest first.
-    hot: Vec<u64>,
     /// Unrebuilt cycles per zone (during a rebuild).
     left: Vec<u32>,
     /// Zones in the order they became fully rebuilt (the first 256).
@@ -245,11 +151,18 @@ struct Inner {
     zones_rebuilt: u64,
     migrated_bytes: u64,
     reclaimed_bytes: u64,
-    reclaimed_zones: u64,
+    reclaim_steps: u64,
     /// Why the surrogate was dropped, if it was.
     dropped: Option<String>,
-    /// Drain the surrogate at the next exclusive section (an error seen under a shared lock).
-    drain_wanted: bool,
+}
+
+impl Inner {
+    fn core(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn core_mut(&mut self) -> &mut Core {
+        self.core.get_mut().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// Status of the IDO machinery (part of `raidforge status --json` as `ido`).
@@ -269,25 +182,34 @@ pub struct IdoStatus {
     pub zones_rebuilt: u64,
     /// Zones in the order they were completely rebuilt (the first 64).
     pub rebuilt_order: Vec<u64>,
-    /// Zones whose whole content is on the surrogate.
+    /// Zones whose whole content is on the surrogate (flag `11`).
     pub zones_migrated: u64,
     pub migrated_bytes: u64,
-    /// User requests (or pieces of them) served by the surrogate.
+    /// User requests served (wholly or partly) by the surrogate.
     pub redirected_reads: u64,
     pub redirected_writes: u64,
     pub redirected_requests: u64,
+    /// Writes of this rebuild that went to the main pool because the surrogate was full.
+    #[serde(default)]
+    pub writes_fallback: u64,
     /// D-Map: ranges whose newest data is on the surrogate, and their bytes (dirty ones are
     /// written back by the reclaimer).
     pub dmap_entries: u64,
     pub dmap_bytes: u64,
     pub dmap_dirty_bytes: u64,
-    pub surrogate_slots_used: u64,
-    pub surrogate_slots_total: u64,
-    /// Zones still to be written back, and what was written back so far.
-    pub reclaim_zones_left: u64,
-    pub reclaimed_zones: u64,
+    /// Surrogate bytes allocated in this rebuild (the core's log) and the surrogate's size.
+    #[serde(default)]
+    pub surrogate_used_bytes: u64,
+    #[serde(default)]
+    pub surrogate_bytes: u64,
+    /// Dirty ranges still to be written back, and the reclaim so far.
+    #[serde(default)]
+    pub reclaim_ranges_left: u64,
+    #[serde(default)]
+    pub reclaim_steps: u64,
     pub reclaimed_bytes: u64,
-    /// The surrogate pool's descriptor, and "attached", "closed" or "dropped: why".
+    /// The surrogate pool's descriptor (or NBD address), and "attached", "closed" or
+    /// "dropped: why".
     pub surrogate: Option<PathBuf>,
     pub surrogate_state: String,
     /// The hottest zones and their popularity (the first 8).
@@ -307,23 +229,20 @@ pub struct Ido {
     zone_bytes: u64,
     zone_cycles: u64,
     zones: u64,
-    capacity: u64,
+    /// The core's phase, for the request path to read without a lock.
     phase: AtomicU8,
     tracking: AtomicBool,
-    /// Requests counted per zone since the last fold into `table` (the lock-free hot path).
+    /// Requests counted per zone since the last fold into the core's table.
     pop: Vec<AtomicU32>,
-    /// The core's zone table: popularity (folded from `pop` at each epoch end and before it
-    /// is read), epoch halving, ranking (`hot_zones`) and the zones' flags.
-    table: Mutex<ZoneTable>,
     /// Identifies this state in the per-thread request batches (see [`Ido::note`]).
     id: u64,
-    /// Requests seen per zone since the current rebuild began (PRO, WorkOut).
-    during: Vec<AtomicU32>,
     requests: AtomicU64,
     redirected_reads: AtomicU64,
     redirected_writes: AtomicU64,
     /// Popularity changed since the last record.
     pop_dirty: AtomicBool,
+    /// A surrogate I/O failed under a shared lock: drain at the next exclusive section.
+    drain_wanted: AtomicBool,
     inner: RwLock<Inner>,
     surrogate: Mutex<Option<Surrogate>>,
 }
@@ -337,6 +256,11 @@ pub(crate) trait MainPool {
     /// Writes an IDO record to the metadata area of the members (`sync`: durably before
     /// returning).
     fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()>;
+    /// The pool's chunk size.
+    fn chunk_bytes(&self) -> u64;
+    /// For each logical chunk of `chunks`, whether reading it needs reconstruction now (VDF's
+    /// eviction order; `raidcore::ido::chunk_needs_reconstruction`).
+    fn needs_reconstruction(&self, chunks: std::ops::Range<u64>) -> Vec<bool>;
 }
 
 /// The surrogate set: a pool opened in this process, or an export of a pool served by
@@ -478,6 +402,14 @@ impl Ido {
     /// A fresh state for a pool of `capacity` bytes whose cycles hold `data_per_cycle` bytes.
     /// The zone size is rounded up to whole cycles (zones are stripe aligned).
     pub fn new(capacity: u64, data_per_cycle: u64, zone_bytes: u64) -> Result<Ido> {
+        let table = Self::table_for(capacity, data_per_cycle, zone_bytes)?;
+        Ok(Self::with_core(
+            Core::new(IdoConfig::new(RebuildPolicy::Pr, 0), table),
+            data_per_cycle,
+        ))
+    }
+
+    fn table_for(capacity: u64, data_per_cycle: u64, zone_bytes: u64) -> Result<ZoneTable> {
         if zone_bytes == 0 {
             return Err(PoolError::Usage("--zone-size must be above 0".into()));
         }
@@ -491,41 +423,41 @@ impl Ido {
                  metadata area holds; use --zone-size {min} or more"
             )));
         }
-        Ok(Ido {
+        ZoneTable::new(capacity, zone_bytes, zone_bytes)
+            .map_err(|e| PoolError::Usage(e.to_string()))
+    }
+
+    fn with_core(core: Core, data_per_cycle: u64) -> Ido {
+        let t = core.zones();
+        let (zone_bytes, zones) = (t.zone_bytes(), t.zones());
+        let phase = Phase::of(core.phase());
+        Ido {
             zone_bytes,
-            zone_cycles,
+            zone_cycles: zone_bytes / data_per_cycle,
             zones,
-            capacity,
-            phase: AtomicU8::new(Phase::Normal as u8),
+            phase: AtomicU8::new(phase as u8),
             tracking: AtomicBool::new(true),
             pop: (0..zones).map(|_| AtomicU32::new(0)).collect(),
-            table: Mutex::new(
-                ZoneTable::new(capacity, zone_bytes, zone_bytes)
-                    .map_err(|e| PoolError::Usage(e.to_string()))?,
-            ),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            during: (0..zones).map(|_| AtomicU32::new(0)).collect(),
             requests: AtomicU64::new(0),
             redirected_reads: AtomicU64::new(0),
             redirected_writes: AtomicU64::new(0),
             pop_dirty: AtomicBool::new(true),
+            drain_wanted: AtomicBool::new(false),
             inner: RwLock::new(Inner {
-                policy: RebuildPolicy::Pr,
+                core: Mutex::new(core),
                 surrogate_path: None,
-                slots: BTreeMap::new(),
                 seq: 0,
-                hot: Vec::new(),
                 left: Vec::new(),
                 rebuilt_order: Vec::new(),
                 zones_rebuilt: 0,
                 migrated_bytes: 0,
                 reclaimed_bytes: 0,
-                reclaimed_zones: 0,
+                reclaim_steps: 0,
                 dropped: None,
-                drain_wanted: false,
             }),
             surrogate: Mutex::new(None),
-        })
+        }
     }
 
     pub fn zone_bytes(&self) -> u64 {
@@ -540,8 +472,10 @@ impl Ido {
     pub fn phase(&self) -> Phase {
         Phase::from_code(self.phase.load(Ordering::Acquire)).expect("valid phase")
     }
-    fn set_phase(&self, p: Phase) {
-        self.phase.store(p as u8, Ordering::Release);
+    /// Mirrors the core's phase for the request path.
+    fn sync_phase(&self, core: &Core) {
+        self.phase
+            .store(Phase::of(core.phase()) as u8, Ordering::Release);
     }
     /// Turns popularity counting on or off (the overhead benchmark compares the two).
     pub fn set_tracking(&self, on: bool) {
@@ -549,29 +483,27 @@ impl Ido {
     }
     /// The policy of the current (or last) policy rebuild.
     pub fn policy(&self) -> RebuildPolicy {
-        self.read_inner().policy
+        self.read_inner().core().active_policy()
     }
     /// Zone `zone`'s popularity (the core's table plus what was counted since the last fold).
     pub fn popularity(&self, zone: u64) -> u32 {
-        self.table()
+        self.read_inner()
+            .core()
+            .zones()
             .popularity(zone)
             .saturating_add(self.pop[zone as usize].load(Ordering::Relaxed))
     }
 
-    fn table(&self) -> std::sync::MutexGuard<'_, ZoneTable> {
-        self.table.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Moves the counts of the hot path into the core's table and returns it locked.
-    fn folded(&self) -> std::sync::MutexGuard<'_, ZoneTable> {
-        let mut t = self.table();
+    /// Moves the counts of the hot path into the core's table.
+    fn fold(&self, core: &mut Core) {
         for (z, c) in self.pop.iter().enumerate() {
             if c.load(Ordering::Relaxed) > 0 {
-                t.add_counts(z as u64, c.swap(0, Ordering::Relaxed));
+                core.zones_mut()
+                    .add_counts(z as u64, c.swap(0, Ordering::Relaxed));
             }
         }
-        t
     }
+
     /// The surrogate recorded for this pool.
     pub fn surrogate_path(&self) -> Option<PathBuf> {
         self.read_inner().surrogate_path.clone()
@@ -586,7 +518,7 @@ impl Ido {
     fn write_inner(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
-    fn sur(&self) -> std::sync::MutexGuard<'_, Option<Surrogate>> {
+    fn sur(&self) -> MutexGuard<'_, Option<Surrogate>> {
         self.surrogate.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -626,8 +558,6 @@ impl Ido {
                         self.end_epoch();
                     }
                 }
-            } else if let Some(c) = self.during.get(z) {
-                c.fetch_add(1, Ordering::Relaxed);
             }
         }
         phase != Phase::Normal as u8
@@ -636,41 +566,16 @@ impl Ido {
     /// Ends an epoch: the counts are folded into the core's table, which halves every
     /// zone's popularity (the seed's aging).
     pub fn end_epoch(&self) {
-        self.folded().end_epoch();
+        let inner = self.read_inner();
+        let mut core = inner.core();
+        self.fold(&mut core);
+        core.zones_mut().end_epoch();
         self.pop_dirty.store(true, Ordering::Relaxed);
     }
 
     /// Epochs ended so far (the core's table).
     pub fn epochs(&self) -> u64 {
-        self.table().epochs()
-    }
-
-    fn zone_of(&self, off: u64) -> u64 {
-        off / self.zone_bytes
-    }
-
-    /// Splits `[offset, offset+len)` into per-zone pieces (zone, zone-relative offset, len).
-    fn zone_pieces(&self, offset: u64, len: u64) -> Vec<(u64, u64, u64)> {
-        let mut out = Vec::new();
-        let mut at = offset;
-        let end = offset + len;
-        while at < end {
-            let z = self.zone_of(at);
-            let zend = ((z + 1) * self.zone_bytes).min(end);
-            out.push((z, at - z * self.zone_bytes, zend - at));
-            at = zend;
-        }
-        out
-    }
-
-    fn sur_off(&self, slot: &Slot, rel: u64) -> u64 {
-        slot.index * self.zone_bytes + rel
-    }
-
-    fn slots_total(&self) -> u64 {
-        self.sur()
-            .as_ref()
-            .map_or(0, |p| p.capacity_bytes() / self.zone_bytes)
+        self.read_inner().core().zones().epochs()
     }
 
     /// True when the surrogate is attached and has its redundancy.
@@ -678,9 +583,31 @@ impl Ido {
         self.sur().as_ref().is_some_and(Surrogate::healthy)
     }
 
+    fn sur_read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
+        let mut g = self.sur();
+        let p = g
+            .as_mut()
+            .ok_or_else(|| sur_err("not attached (it holds redirected data: name it again)"))?;
+        p.read(off, buf)
+    }
+
+    fn sur_write(&self, off: u64, data: &[u8]) -> Result<()> {
+        let mut g = self.sur();
+        let p = g.as_mut().ok_or_else(|| sur_err("not attached"))?;
+        p.write(off, data)
+    }
+
+    fn sur_sync(&self) -> Result<()> {
+        let mut g = self.sur();
+        match g.as_mut() {
+            Some(p) => p.sync(),
+            None => Err(sur_err("not attached")),
+        }
+    }
+
     // ----- the record -----
 
-    fn encode(&self, inner: &Inner, uuid: [u8; 16], seq: u64) -> Option<Vec<u8>> {
+    fn encode(&self, inner: &mut Inner, uuid: [u8; 16], seq: u64) -> Option<Vec<u8>> {
         let mut b = vec![0u8; HEADER];
         b[..8].copy_from_slice(MAGIC);
         b[8..12].copy_from_slice(&RECORD_VERSION.to_le_bytes());
@@ -688,9 +615,7 @@ impl Ido {
         b[32..40].copy_from_slice(&seq.to_le_bytes());
         b[40..48].copy_from_slice(&self.zone_bytes.to_le_bytes());
         b[48..52].copy_from_slice(&(self.zones as u32).to_le_bytes());
-        b[52] = self.phase() as u8;
-        b[53] = policy_code(inner.policy);
-        b[54] = inner.dropped.is_some() as u8;
+        b[52] = inner.dropped.is_some() as u8;
         let path = inner
             .surrogate_path
             .as_ref()
@@ -702,21 +627,11 @@ impl Ido {
         }
         b.extend_from_slice(&(path.len() as u16).to_le_bytes());
         b.extend_from_slice(path);
-        let table = self.folded().encode();
-        b.extend_from_slice(&(table.len() as u32).to_le_bytes());
-        b.extend_from_slice(&table);
-        b.extend_from_slice(&(inner.slots.len() as u32).to_le_bytes());
-        for (&z, s) in &inner.slots {
-            b.extend_from_slice(&z.to_le_bytes());
-            b.extend_from_slice(&s.index.to_le_bytes());
-            b.push(s.migrated as u8);
-            b.extend_from_slice(&(s.dmap.len() as u32).to_le_bytes());
-            for e in s.dmap.extents() {
-                b.extend_from_slice(&e.d_off.to_le_bytes());
-                b.extend_from_slice(&e.len.to_le_bytes());
-                b.push(e.dirty as u8);
-            }
-        }
+        let core = inner.core_mut();
+        self.fold(core);
+        let state = core.encode_state();
+        b.extend_from_slice(&(state.len() as u32).to_le_bytes());
+        b.extend_from_slice(&state);
         let len = b.len() + 4;
         if len > IDO_SLOT_BYTES {
             return None;
@@ -729,27 +644,19 @@ impl Ido {
         Some(b)
     }
 
-    /// Size of the record with `extra` more D-Map entries and slots (an upper bound).
-    fn record_fits(&self, inner: &Inner, extra_entries: usize, extra_slots: usize) -> bool {
+    /// Whether the record still fits its slot with `extra` more D-Map extents.
+    fn record_fits(&self, inner: &Inner, core: &Core, extra: usize) -> bool {
         let path = inner
             .surrogate_path
             .as_ref()
             .map_or(0, |p| p.as_os_str().len());
-        let entries: usize = inner.slots.values().map(|s| s.dmap.len()).sum();
-        let n = HEADER
-            + 2
-            + path
-            + 4
-            + self.table().encoded_len()
-            + 4
-            + (inner.slots.len() + extra_slots) * SLOT_HEAD_BYTES
-            + (entries + extra_entries) * ENTRY_BYTES
-            + 4;
-        n <= IDO_SLOT_BYTES
+        let state =
+            36 + 8 * core.hot().len() + core.zones().encoded_len() + core.dmap().encoded_len() + 4;
+        HEADER + 2 + path + 4 + state + extra * EXTENT_BYTES + 4 <= IDO_SLOT_BYTES
     }
 
     /// Restores the state from the newest valid record (`bytes` of each slot of each
-    /// member). Returns false when none was found.
+    /// member). Returns `None` when none was found.
     pub(crate) fn restore(
         capacity: u64,
         data_per_cycle: u64,
@@ -762,38 +669,39 @@ impl Ido {
             .filter(|r| &r.uuid == uuid)
             .max_by_key(|r| r.seq);
         let Some(r) = best else {
-            if records.iter().any(|b| old_record_of(b, uuid)) {
-                return Err(PoolError::Io(
-                    "the pool's IDO record (member bytes 512 KiB..1 MiB) has version 1, written                      by a development build before the record took the core's zone table; this                      build does not read it. Finish any policy rebuild with the build that                      started it, or, if none runs, zero those bytes on every member (dd                      if=/dev/zero of=MEMBER bs=512K seek=1 count=1 conv=notrunc) to relearn                      popularity"
-                        .into(),
-                ));
+            if let Some(v) = records.iter().find_map(|b| old_record_of(b, uuid)) {
+                return Err(PoolError::Io(format!(
+                    "the pool's IDO record (member bytes 512 KiB..1 MiB) has version {v}, \
+                     written by a development build that placed surrogate data its own way; \
+                     this build does not read it. Finish any policy rebuild with the build \
+                     that started it, or, if none runs, zero those bytes on every member (dd \
+                     if=/dev/zero of=MEMBER bs=512K seek=1 count=1 conv=notrunc) to relearn \
+                     popularity"
+                )));
             }
             return Ok(None);
         };
-        let ido = Ido::new(capacity, data_per_cycle, r.zone_bytes)?;
-        if ido.zones != r.zones as u64 || ido.zone_bytes != r.zone_bytes {
+        let like = Self::table_for(capacity, data_per_cycle, r.zone_bytes)?;
+        if like.zones() != r.zones as u64 || like.zone_bytes() != r.zone_bytes {
             return Err(PoolError::Io(format!(
                 "IDO record: zone table of {} zones of {} bytes does not match the pool ({} of {})",
-                r.zones, r.zone_bytes, ido.zones, ido.zone_bytes
+                r.zones,
+                r.zone_bytes,
+                like.zones(),
+                like.zone_bytes()
             )));
         }
-        if r.table.zone_bytes() != ido.zone_bytes || r.table.capacity() != capacity {
-            return Err(PoolError::Io(format!(
-                "IDO record: its zone table covers {} bytes in zones of {}, the pool {} in zones                  of {}; the record belongs to another geometry",
-                r.table.capacity(),
-                r.table.zone_bytes(),
-                capacity,
-                ido.zone_bytes
-            )));
-        }
-        *ido.table() = r.table;
-        ido.set_phase(r.phase);
+        let core = Core::decode_state(IdoConfig::new(RebuildPolicy::Pr, 0), &like, &r.state)
+            .map_err(|e| {
+                PoolError::Io(format!(
+                    "IDO record: {e}; the record belongs to another geometry"
+                ))
+            })?;
+        let ido = Self::with_core(core, data_per_cycle);
         {
             let mut inner = ido.write_inner();
             inner.seq = r.seq;
-            inner.policy = r.policy;
             inner.surrogate_path = r.surrogate;
-            inner.slots = r.slots;
             if r.dropped {
                 inner.dropped = Some("dropped before the restart".into());
             }
@@ -802,7 +710,7 @@ impl Ido {
         Ok(Some(ido))
     }
 
-    /// Writes the record (the D-Map, flags and popularity) through `main`.
+    /// Writes the record (the core's state and the surrogate's name) through `main`.
     fn persist_locked(&self, inner: &mut Inner, main: &dyn MainPool, uuid: [u8; 16]) -> Result<()> {
         self.persist_with(inner, main, uuid, true)
     }
@@ -859,7 +767,7 @@ impl Ido {
             return Ok(());
         }
         let mut inner = self.write_inner();
-        let sync = self.phase() != Phase::Normal || !inner.slots.is_empty();
+        let sync = self.phase() != Phase::Normal || !inner.core_mut().dmap().is_empty();
         self.persist_with(&mut inner, main, uuid, sync)
     }
 
@@ -883,8 +791,8 @@ impl Ido {
         let Some(want) = want else {
             return Err(PoolError::Usage(
                 "this policy needs a surrogate pool: name one with --surrogate POOL (any \
-                 raidforge pool, e.g. a RAID1 of two members) at `raidforge create` or \
-                 `raidforge rebuild`"
+                 raidforge pool, e.g. a RAID1 of two members, or the nbd:// address of one \
+                 that another process serves) at `raidforge create` or `raidforge rebuild`"
                     .into(),
             ));
         };
@@ -892,7 +800,7 @@ impl Ido {
         if sur.is_some() && inner.surrogate_path.as_deref() == Some(want.as_path()) {
             return Ok(());
         }
-        if sur.is_some() && !inner.slots.is_empty() {
+        if sur.is_some() && !inner.core_mut().dmap().is_empty() {
             return Err(PoolError::Usage(format!(
                 "the surrogate {} still holds redirected data; it cannot be replaced by {} \
                  until it is reclaimed",
@@ -912,9 +820,13 @@ impl Ido {
                 self.zone_bytes
             )));
         }
+        let bytes = p.capacity_bytes();
         *sur = Some(p);
         inner.surrogate_path = Some(canonical_surrogate(&want));
         inner.dropped = None;
+        let core = inner.core_mut();
+        core.set_surrogate_bytes(bytes);
+        core.set_surrogate_available(true);
         Ok(())
     }
 
@@ -940,185 +852,109 @@ impl Ido {
         }
     }
 
-    fn sur_read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
-        let mut g = self.sur();
-        let p = g
-            .as_mut()
-            .ok_or_else(|| sur_err("not attached (it holds redirected data: name it again)"))?;
-        p.read(off, buf)
-    }
-
-    fn sur_write(&self, off: u64, data: &[u8]) -> Result<()> {
-        let mut g = self.sur();
-        let p = g.as_mut().ok_or_else(|| sur_err("not attached"))?;
-        p.write(off, data)
-    }
-
-    fn sur_sync(&self) -> Result<()> {
-        let mut g = self.sur();
-        match g.as_mut() {
-            Some(p) => p.sync(),
-            None => Err(sur_err("not attached")),
-        }
-    }
-
-    fn alloc_slot(&self, inner: &mut Inner) -> Option<u64> {
-        let used: BTreeSet<u64> = inner.slots.values().map(|s| s.index).collect();
-        let total = self.slots_total();
-        (0..total).find(|i| !used.contains(i))
-    }
-
-    /// VDF: frees a slot holding only cached (clean) data, preferring zones already rebuilt
-    /// (their data lives on surviving disks only) over zones still needing the failed disk.
-    fn evict_one(&self, inner: &mut Inner) -> bool {
-        let clean: Vec<u64> = inner
-            .slots
-            .iter()
-            .filter(|(_, s)| !s.migrated && !s.has_dirty())
-            .map(|(&z, _)| z)
-            .collect();
-        let rebuilt = |z: u64| inner.left.get(z as usize).is_none_or(|&l| l == 0);
-        let victim = clean
-            .iter()
-            .copied()
-            .find(|&z| rebuilt(z))
-            .or_else(|| clean.first().copied());
-        match victim {
-            Some(z) => {
-                inner.slots.remove(&z);
-                true
-            }
-            None => false,
-        }
-    }
-
     // ----- requests -----
 
-    /// A routed read (a rebuild or reclaim under way): each piece from where its newest copy
-    /// lives.
+    /// A routed read (a rebuild or reclaim under way): the core cuts it into pieces served
+    /// by the main pool or the surrogate; a copy it asks for (WorkOut's fill of a popular
+    /// read, VDF's admission of a miss) is made after the read, best effort.
     pub(crate) fn read(&self, main: &dyn MainPool, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let mut missed_main = false;
-        let mut want_cache = false;
+        let len = buf.len() as u64;
+        let inner = self.read_inner();
+        // VDF's eviction order needs to know which chunks need reconstruction: asked of
+        // the pool before the core's lock is taken (never the pool mutex under it).
+        let vdf = inner.core().active_policy() == RebuildPolicy::Vdf;
+        let chunk = main.chunk_bytes();
+        let need = (vdf && len > 0).then(|| {
+            let first = offset / VDF_BLOCK * VDF_BLOCK;
+            let end = (offset + len).div_ceil(VDF_BLOCK) * VDF_BLOCK;
+            let r = first / chunk..(end - 1) / chunk + 1;
+            (r.start, main.needs_reconstruction(r))
+        });
+        let on_failed = |c: u64| {
+            need.as_ref()
+                .and_then(|(s, v)| v.get(c.checked_sub(*s)? as usize).copied())
+                .unwrap_or(false)
+        };
+        let route = inner.core().route_read(offset, len, chunk, &on_failed);
+        let mut any_sur = false;
+        let mut result = Ok(());
+        for p in &route.pieces {
+            let part = &mut buf[(p.offset - offset) as usize..(p.offset - offset + p.len) as usize];
+            let r = match p.source {
+                Source::Array => main.read(p.offset, part),
+                Source::Surrogate { s_off } => {
+                    any_sur = true;
+                    self.sur_read(s_off, part).inspect_err(|_| {
+                        self.drain_wanted.store(true, Ordering::Relaxed);
+                    })
+                }
+            };
+            if let Err(e) = r {
+                result = Err(e);
+                break;
+            }
+        }
+        if any_sur {
+            self.redirected_reads.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(job) = route.copy {
+            let ok = result.is_ok() && self.copy_shared(&inner, main, &job, offset, buf);
+            inner.core().copy_done(job.id, ok);
+        }
+        result
+    }
+
+    /// Makes a read's copy (under the shared lock): its data to the surrogate, durable.
+    /// Returns whether it may be mapped.
+    fn copy_shared(
+        &self,
+        inner: &Inner,
+        main: &dyn MainPool,
+        job: &CopyJob,
+        offset: u64,
+        buf: &[u8],
+    ) -> bool {
+        if inner.dropped.is_some() || self.sur().is_none() {
+            return false;
+        }
         {
-            let inner = self.read_inner();
-            let policy = inner.policy;
-            let mut at = 0usize;
-            for (z, rel, len) in self.zone_pieces(offset, buf.len() as u64) {
-                let piece = &mut buf[at..at + len as usize];
-                at += len as usize;
-                let zstart = z * self.zone_bytes;
-                match inner.slots.get(&z) {
-                    Some(s) if s.migrated => {
-                        self.redirected_reads.fetch_add(1, Ordering::Relaxed);
-                        self.sur_read(self.sur_off(s, rel), piece)?;
-                    }
-                    Some(s) => {
-                        let mut p_at = 0usize;
-                        let mut any = false;
-                        for (o, l, on_sur) in s.pieces(rel, len) {
-                            let part = &mut piece[p_at..p_at + l as usize];
-                            p_at += l as usize;
-                            if on_sur {
-                                any = true;
-                                self.sur_read(self.sur_off(s, o), part)?;
-                            } else {
-                                missed_main = true;
-                                main.read(zstart + o, part)?;
-                            }
-                        }
-                        if any {
-                            self.redirected_reads.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    None => {
-                        missed_main = true;
-                        main.read(zstart + rel, piece)?;
-                    }
-                }
-                if self.phase() == Phase::Rebuilding && inner.dropped.is_none() {
-                    want_cache |= match policy {
-                        RebuildPolicy::Vdf => true,
-                        RebuildPolicy::Workout => {
-                            self.during[z as usize].load(Ordering::Relaxed) >= 2
-                        }
-                        _ => false,
-                    };
-                }
+            let core = inner.core();
+            if !self.record_fits(inner, &core, job.targets.len() + 2) {
+                return false;
             }
         }
-        if missed_main && want_cache {
-            // Best effort: a cache that cannot be filled is no error.
-            let _ = self.cache(main, offset, buf.len() as u64);
-        }
-        Ok(())
-    }
-
-    /// WorkOut/VDF: copies the main pool's data of `[offset, offset+len)` to the surrogate as
-    /// clean D-Map ranges (only where nothing newer is there).
-    fn cache(&self, main: &dyn MainPool, offset: u64, len: u64) -> Result<()> {
-        let mut inner = self.write_inner();
-        if inner.dropped.is_some() || self.sur().is_none() || self.phase() != Phase::Rebuilding {
-            return Ok(());
-        }
-        for (z, rel, l) in self.zone_pieces(offset, len) {
-            if !inner.slots.contains_key(&z) {
-                let idx = match self.alloc_slot(&mut inner) {
-                    Some(i) => Some(i),
-                    None if inner.policy == RebuildPolicy::Vdf && self.evict_one(&mut inner) => {
-                        self.alloc_slot(&mut inner)
-                    }
-                    None => None,
-                };
-                let Some(index) = idx else { continue };
-                if !self.record_fits(&inner, 1, 1) {
-                    continue;
+        // A fill copies what the read returned; a cache admission whole blocks of the main
+        // pool (the newest data under VDF, which never redirects writes).
+        let data: std::borrow::Cow<[u8]> = match job.kind {
+            CopyKind::Cache => {
+                let mut b = vec![0u8; job.len as usize];
+                if main.read(job.offset, &mut b).is_err() {
+                    return false;
                 }
-                inner.slots.insert(
-                    z,
-                    Slot {
-                        index,
-                        ..Slot::default()
-                    },
+                b.into()
+            }
+            _ => {
+                debug_assert!(
+                    job.offset >= offset && job.offset + job.len <= offset + buf.len() as u64
                 );
+                buf[(job.offset - offset) as usize..(job.offset - offset + job.len) as usize].into()
             }
-            let s = inner.slots.get(&z).expect("slot").clone();
-            if !self.record_fits(&inner, 4, 0) {
-                continue;
+        };
+        let r = (|| -> Result<()> {
+            for t in &job.targets {
+                let at = (t.d_off - job.offset) as usize;
+                self.sur_write(t.s_off, &data[at..at + t.len as usize])?;
             }
-            let zstart = z * self.zone_bytes;
-            let mut copied = Vec::new();
-            for (o, pl, on_sur) in s.pieces(rel, l) {
-                if on_sur || s.migrated {
-                    continue;
-                }
-                let mut b = vec![0u8; pl as usize];
-                main.read(zstart + o, &mut b)?;
-                if let Err(e) = self.sur_write(self.sur_off(&s, o), &b) {
-                    inner.drain_wanted = true;
-                    return Err(e);
-                }
-                copied.push((o, pl));
-            }
-            // Durable before the D-Map (recorded with the next change) says they are there.
-            if !copied.is_empty() {
-                if let Err(e) = self.sur_sync() {
-                    inner.drain_wanted = true;
-                    return Err(e);
-                }
-            }
-            let slot = inner.slots.get_mut(&z).expect("slot");
-            for (o, pl) in copied {
-                slot.insert(o, pl, false);
-            }
-            if slot.is_empty() && !slot.migrated {
-                inner.slots.remove(&z);
-            }
+            self.sur_sync()
+        })();
+        if r.is_err() {
+            self.drain_wanted.store(true, Ordering::Relaxed);
         }
-        Ok(())
+        r.is_ok()
     }
 
-    /// A routed write: to the surrogate for zones with a slot (and for every zone while the
-    /// policy redirects), else to the main pool. Durable and listed before it returns.
+    /// A routed write: where the core says (the surrogate's log for IDO and WorkOut during
+    /// the rebuild, else the main pool). Durable and recorded before it returns.
     pub(crate) fn write(
         &self,
         main: &dyn MainPool,
@@ -1128,112 +964,63 @@ impl Ido {
     ) -> Result<()> {
         let mut inner = self.write_inner();
         let attached = self.sur().is_some();
-        if inner.drain_wanted || (attached && !self.surrogate_healthy()) {
+        if self.drain_wanted.load(Ordering::Relaxed) || (attached && !self.surrogate_healthy()) {
             self.drain_locked(&mut inner, main, uuid, "the surrogate pool lost a member")?;
         }
-        let redirect = self.phase() == Phase::Rebuilding
-            && inner.policy.uses_surrogate()
-            && inner.dropped.is_none()
-            && self.sur().is_some();
-        let mut to_sur: Vec<(u64, u64, u64, usize)> = Vec::new(); // zone, rel, len, data at
-        let mut to_main: Vec<(u64, usize, usize)> = Vec::new(); // offset, data at, len
-        let mut both: Vec<(u64, u64, u64, usize)> = Vec::new();
-        let mut at = 0usize;
-        let mut new_slots = Vec::new();
-        for (z, rel, len) in self.zone_pieces(offset, data.len() as u64) {
-            let has = inner.slots.contains_key(&z);
-            let slot_ok = has
-                || (redirect && self.record_fits(&inner, 1, 1) && {
-                    match self.alloc_slot(&mut inner) {
-                        Some(index) => {
-                            inner.slots.insert(
-                                z,
-                                Slot {
-                                    index,
-                                    ..Slot::default()
-                                },
-                            );
-                            new_slots.push(z);
-                            true
-                        }
-                        None => {
-                            inner.policy == RebuildPolicy::Vdf
-                                && self.evict_one(&mut inner)
-                                && match self.alloc_slot(&mut inner) {
-                                    Some(index) => {
-                                        inner.slots.insert(
-                                            z,
-                                            Slot {
-                                                index,
-                                                ..Slot::default()
-                                            },
-                                        );
-                                        new_slots.push(z);
-                                        true
-                                    }
-                                    None => false,
-                                }
-                        }
-                    }
-                });
-            if slot_ok {
-                if self.record_fits(&inner, 2, 0) {
-                    to_sur.push((z, rel, len, at));
-                } else {
-                    both.push((z, rel, len, at));
+        let len = data.len() as u64;
+        let usable = attached && inner.dropped.is_none();
+        let fits = {
+            let core = inner.core();
+            self.record_fits(&inner, &core, 2)
+        };
+        let core = inner.core_mut();
+        if !usable && core.surrogate_available() {
+            core.set_surrogate_available(false);
+        }
+        // The state before, to put back if the main pool's write fails after the core
+        // unmapped ranges (only when the write overlaps the D-Map).
+        let mapped = core
+            .dmap()
+            .query(offset, len)
+            .iter()
+            .any(|p| p.source != Source::Array);
+        let saved = mapped.then(|| core.clone());
+        let route = core.route_write_limited(offset, len, fits);
+        // (A write in the reclaim that unmaps the last dirty range ends it.)
+        self.sync_phase(core);
+        let piece = route.pieces[0];
+        if let Source::Surrogate { s_off } = piece.source {
+            debug_assert_eq!(route.pieces.len(), 1);
+            match self.sur_write(s_off, data).and_then(|_| self.sur_sync()) {
+                Ok(()) => {
+                    self.redirected_writes.fetch_add(1, Ordering::Relaxed);
+                    return self.persist_locked(&mut inner, main, uuid);
                 }
-            } else {
-                to_main.push((z * self.zone_bytes + rel, at, len as usize));
+                Err(e) => {
+                    // The surrogate failed: unmap what this write mapped (the core routes
+                    // to the main pool once the surrogate is unavailable), bring the rest
+                    // home, then write here.
+                    let core = inner.core_mut();
+                    core.set_surrogate_available(false);
+                    let again = core.route_write(offset, len);
+                    debug_assert!(again.pieces.iter().all(|p| p.source == Source::Array));
+                    self.drain_locked(&mut inner, main, uuid, &e.to_string())?;
+                    main.write(offset, data)?;
+                    main.sync()?;
+                    return self.persist_locked(&mut inner, main, uuid);
+                }
             }
-            at += len as usize;
         }
-        let result = (|| -> Result<()> {
-            for &(z, rel, len, at) in to_sur.iter().chain(&both) {
-                let s = &inner.slots[&z];
-                self.sur_write(self.sur_off(s, rel), &data[at..at + len as usize])?;
+        if let Err(e) = main.write(offset, data) {
+            if let Some(s) = saved {
+                *inner.core_mut() = s;
             }
-            if !to_sur.is_empty() || !both.is_empty() {
-                self.sur_sync()?;
-            }
-            Ok(())
-        })();
-        if let Err(e) = result {
-            for z in new_slots {
-                inner.slots.remove(&z);
-            }
-            // The surrogate failed: bring its data home, then write here.
-            self.drain_locked(&mut inner, main, uuid, &e.to_string())?;
-            drop(inner);
-            return main.write(offset, data);
+            return Err(e);
         }
-        for &(z, rel, len, _) in &to_sur {
-            inner
-                .slots
-                .get_mut(&z)
-                .expect("slot")
-                .insert(rel, len, true);
-        }
-        if !to_sur.is_empty() {
-            self.redirected_writes.fetch_add(1, Ordering::Relaxed);
+        if mapped {
+            // Durable here before the record forgets the surrogate's older copy.
+            main.sync()?;
             self.persist_locked(&mut inner, main, uuid)?;
-        }
-        for &(z, rel, len, at) in &both {
-            main.write(z * self.zone_bytes + rel, &data[at..at + len as usize])?;
-        }
-        for &(off, at, len) in &to_main {
-            main.write(off, &data[at..at + len])?;
-        }
-        if to_sur.is_empty() {
-            // Slots allocated for nothing (everything went both ways).
-            for z in new_slots {
-                if inner
-                    .slots
-                    .get(&z)
-                    .is_some_and(|s| s.is_empty() && !s.migrated)
-                {
-                    inner.slots.remove(&z);
-                }
-            }
         }
         Ok(())
     }
@@ -1247,24 +1034,29 @@ impl Ido {
         uuid: [u8; 16],
         why: &str,
     ) -> Result<()> {
-        let slots: Vec<(u64, Slot)> = inner.slots.iter().map(|(&z, s)| (z, s.clone())).collect();
-        for (z, s) in &slots {
-            for (o, len) in s.dirty_extents() {
-                let mut b = vec![0u8; len as usize];
-                self.sur_read(self.sur_off(s, o), &mut b).map_err(|err| {
-                    PoolError::Io(format!(
-                        "{err}: redirected data of zone {z} cannot be read back (the surrogate \
-                         lost more members than it tolerates); the pool keeps listing it"
-                    ))
-                })?;
-                main.write(z * self.zone_bytes + o, &b)?;
-                inner.reclaimed_bytes += len;
-            }
+        let core = inner.core_mut();
+        core.set_surrogate_available(false);
+        let dirty: Vec<Extent> = core.dmap().extents().filter(|e| e.dirty).collect();
+        for e in &dirty {
+            let mut b = vec![0u8; e.len as usize];
+            self.sur_read(e.s_off, &mut b).map_err(|err| {
+                PoolError::Io(format!(
+                    "{err}: redirected data of bytes {}..{} cannot be read back (the \
+                     surrogate lost more members than it tolerates); the pool keeps listing it",
+                    e.d_off,
+                    e.d_off + e.len
+                ))
+            })?;
+            main.write(e.d_off, &b)?;
         }
         main.sync()?;
-        self.unmigrate(inner.slots.keys().copied());
-        inner.slots.clear();
-        inner.drain_wanted = false;
+        let core = inner.core_mut();
+        for e in &dirty {
+            core.reclaim_done(e);
+        }
+        self.sync_phase(core);
+        inner.reclaimed_bytes += dirty.iter().map(|e| e.len).sum::<u64>();
+        self.drain_wanted.store(false, Ordering::Relaxed);
         inner.dropped = Some(why.to_string());
         self.persist_locked(inner, main, uuid)?;
         if let Some(p) = self.sur().take() {
@@ -1273,22 +1065,13 @@ impl Ido {
         Ok(())
     }
 
-    /// Zones no longer held by the surrogate go from flag `11` back to `10`.
-    fn unmigrate(&self, zones: impl IntoIterator<Item = u64>) {
-        let mut t = self.table();
-        for z in zones {
-            if t.flag(z) == ZoneFlag::Migrated {
-                t.set_flag(z, ZoneFlag::Rebuilt);
-            }
-        }
-    }
-
     // ----- rebuild and reclaim -----
 
-    /// Starts a policy rebuild: records the policy and phase, and (IDO) picks the hot zones:
-    /// those with popularity, hottest first, that together carry 90 % of all counted
-    /// requests, as many as the surrogate has slots for. `left[z]` = unrebuilt cycles of zone
-    /// `z`.
+    /// Starts (or resumes) a policy rebuild: the core records the policy and phase and picks
+    /// IDO's hot zones (the most popular zones holding 90 % of the popularity, within half
+    /// the surrogate). `left[z]` = unrebuilt cycles of zone `z`; zones with none are flagged
+    /// `10` (a restart may have lost flag changes made after the last record; the cycles
+    /// have not).
     pub(crate) fn begin_rebuild(
         &self,
         policy: RebuildPolicy,
@@ -1297,60 +1080,48 @@ impl Ido {
         uuid: [u8; 16],
     ) -> Result<()> {
         let mut inner = self.write_inner();
-        inner.policy = policy;
+        let usable = self.sur().is_some() && inner.dropped.is_none() && self.surrogate_healthy();
         let resumed = self.phase() == Phase::Rebuilding;
         if !resumed {
-            for c in &self.during {
-                c.store(0, Ordering::Relaxed);
-            }
             inner.rebuilt_order.clear();
-            inner.zones_rebuilt = 0;
             inner.migrated_bytes = 0;
+            inner.reclaimed_bytes = 0;
+            inner.reclaim_steps = 0;
         }
+        let core = inner.core_mut();
+        self.fold(core);
+        core.set_surrogate_available(usable);
+        if !resumed {
+            core.set_policy(policy);
+            core.start_rebuild(false);
+        }
+        for (z, &l) in left.iter().enumerate() {
+            let z = z as u64;
+            if l == 0 && core.zones().flag(z) == ZoneFlag::NotRebuilt {
+                core.zones_mut().set_flag(z, ZoneFlag::Rebuilt);
+            }
+        }
+        if resumed {
+            core.start_rebuild(true);
+        }
+        self.sync_phase(core);
         inner.zones_rebuilt = left.iter().filter(|&&l| l == 0).count() as u64;
         inner.left = left;
-        inner.hot.clear();
-        let slots = self.slots_total();
-        let mut table = self.folded();
-        // The seed's zone flags, from what is known for sure: `11` for zones wholly on the
-        // surrogate, `10` for zones whose cycles are all rebuilt, else `00` (a restart may
-        // have lost flag changes made after the last record; the cycles and slots have not).
-        for z in 0..self.zones {
-            let f = if inner.slots.get(&z).is_some_and(|s| s.migrated) {
-                ZoneFlag::Migrated
-            } else if inner.left.get(z as usize).is_some_and(|&l| l == 0) {
-                ZoneFlag::Rebuilt
-            } else {
-                ZoneFlag::NotRebuilt
-            };
-            table.set_flag(z, f);
-        }
-        if policy == RebuildPolicy::Ido {
-            // The core's choice (the simulator's too): the most popular zones holding 90 % of
-            // the popularity, as many as the surrogate has zone slots for.
-            inner.hot = table.hot_zones(HOT_COVERAGE, slots.saturating_mul(self.zone_bytes));
-        }
-        drop(table);
-        self.set_phase(Phase::Rebuilding);
         self.persist_locked(&mut inner, main, uuid)
     }
 
-    /// The zones in the order to rebuild them now (only zones with cycles left): IDO: hot
-    /// zones hottest first, then the rest in address order; PRO: most requested during the
-    /// rebuild first; others: address order.
+    /// The zones in the order to rebuild them now (only zones with cycles left): the core's
+    /// priority zones (IDO's hot zones, PRO's most read since the failure), then the rest in
+    /// address order.
     pub(crate) fn zone_order(&self) -> Vec<u64> {
         let inner = self.read_inner();
         let left = |z: u64| inner.left.get(z as usize).is_none_or(|&l| l > 0);
-        let during: Vec<u32> = match inner.policy {
-            RebuildPolicy::Pro => self
-                .during
-                .iter()
-                .map(|c| c.load(Ordering::Relaxed))
-                .collect(),
-            _ => Vec::new(),
-        };
-        // The core's priority rule (the simulator's too), then the rest in address order.
-        let mut out = priority_zones(inner.policy, &inner.hot, &during, usize::MAX, left);
+        let mut out: Vec<u64> = inner
+            .core()
+            .priority_zone_list()
+            .into_iter()
+            .filter(|&z| left(z))
+            .collect();
         let mut first = vec![false; self.zones as usize];
         for &z in &out {
             first[z as usize] = true;
@@ -1359,8 +1130,9 @@ impl Ido {
         out
     }
 
-    /// Records rebuilt cycles; returns the zones that became completely rebuilt.
-    pub(crate) fn cycles_rebuilt(&self, cycles: &[u64]) -> Vec<u64> {
+    /// Records rebuilt cycles (their writes durable); returns the migrations the core starts
+    /// for zones that became completely rebuilt (run them with [`Ido::migrate`]).
+    pub(crate) fn cycles_rebuilt(&self, cycles: &[u64]) -> Vec<CopyJob> {
         let mut inner = self.write_inner();
         let mut done = Vec::new();
         for &c in cycles {
@@ -1374,196 +1146,185 @@ impl Ido {
                 }
             }
         }
-        let mut table = self.table();
-        for &z in &done {
-            if table.flag(z) == ZoneFlag::NotRebuilt {
-                table.set_flag(z, ZoneFlag::Rebuilt);
-            }
-        }
-        drop(table);
         for &z in &done {
             inner.zones_rebuilt += 1;
             if inner.rebuilt_order.len() < 256 {
                 inner.rebuilt_order.push(z);
             }
         }
-        done
+        let core = inner.core_mut();
+        done.into_iter()
+            .filter_map(|z| core.zone_rebuilt(z))
+            .collect()
     }
 
-    /// IDO: migrates the rebuilt hot zones among `zones` to the surrogate (their newest
-    /// data: the main pool's where the D-Map has nothing). Persists the flags after the copy
-    /// is durable.
-    pub(crate) fn migrate(&self, main: &dyn MainPool, uuid: [u8; 16], zones: &[u64]) -> Result<()> {
+    /// IDO: copies migrated hot zones to the surrogate where the core placed them (their
+    /// data read from the main pool; ranges a newer redirected write holds stay the
+    /// write's), durable before the core maps them; then records the state.
+    pub(crate) fn migrate(
+        &self,
+        main: &dyn MainPool,
+        uuid: [u8; 16],
+        jobs: Vec<CopyJob>,
+    ) -> Result<()> {
         let mut inner = self.write_inner();
-        if inner.policy != RebuildPolicy::Ido || inner.dropped.is_some() || self.sur().is_none() {
-            return Ok(());
-        }
         let mut any = false;
-        for &z in zones {
-            if !inner.hot.contains(&z) || inner.slots.get(&z).is_some_and(|s| s.migrated) {
+        let mut jobs = jobs.into_iter();
+        while let Some(job) = jobs.next() {
+            let room = {
+                let core = inner.core();
+                let pieces = core.dmap().query(job.offset, job.len).len();
+                self.record_fits(&inner, &core, pieces + 2)
+            };
+            if !room || inner.dropped.is_some() || self.sur().is_none() {
+                inner.core_mut().copy_done(job.id, false);
                 continue;
             }
-            if !inner.slots.contains_key(&z) {
-                if !self.record_fits(&inner, 0, 1) {
-                    continue;
+            let copy = || -> Result<()> {
+                let mut b = vec![0u8; job.len as usize];
+                main.read(job.offset, &mut b)?;
+                for t in &job.targets {
+                    let at = (t.d_off - job.offset) as usize;
+                    self.sur_write(t.s_off, &b[at..at + t.len as usize])?;
                 }
-                let Some(index) = self.alloc_slot(&mut inner) else {
-                    continue;
-                };
-                inner.slots.insert(
-                    z,
-                    Slot {
-                        index,
-                        ..Slot::default()
-                    },
-                );
-            }
-            let s = inner.slots[&z].clone();
-            let zstart = z * self.zone_bytes;
-            let zlen = self.zone_bytes.min(self.capacity - zstart);
-            let copy = || -> Result<u64> {
-                let mut n = 0;
-                for (o, l) in s.not_dirty(0, zlen) {
-                    let mut b = vec![0u8; l as usize];
-                    main.read(zstart + o, &mut b)?;
-                    self.sur_write(self.sur_off(&s, o), &b)?;
-                    n += l;
-                }
-                Ok(n)
+                self.sur_sync()
             };
             match copy() {
-                Ok(n) => {
-                    inner.migrated_bytes += n;
+                Ok(()) => {
+                    inner.core_mut().copy_done(job.id, true);
+                    inner.migrated_bytes += job.bytes();
                     any = true;
-                    self.table().set_flag(z, ZoneFlag::Migrated);
-                    let slot = inner.slots.get_mut(&z).expect("slot");
-                    slot.migrated = true;
-                    // Migrated zones are wholly on the surrogate: clean ranges say nothing more.
-                    slot.dmap.drop_clean();
                 }
                 Err(e) => {
-                    if !s.has_dirty() && !s.migrated {
-                        inner.slots.remove(&z);
+                    let core = inner.core_mut();
+                    core.copy_done(job.id, false);
+                    for j in jobs.by_ref() {
+                        core.copy_done(j.id, false);
                     }
-                    self.drain_locked(&mut inner, main, uuid, &e.to_string())?;
-                    return Ok(());
+                    return self.drain_locked(&mut inner, main, uuid, &e.to_string());
                 }
             }
         }
         if any {
-            self.sur_sync()?;
             self.persist_locked(&mut inner, main, uuid)?;
         }
         Ok(())
     }
 
-    /// The rebuild is over: reclaim from now on.
+    /// The rebuild is over: the core drops clean copies and reclaims dirty ranges from now
+    /// on (or is normal at once when there are none; the surrogate is then closed).
     pub(crate) fn end_rebuild(&self, main: &dyn MainPool, uuid: [u8; 16]) -> Result<()> {
         let mut inner = self.write_inner();
-        self.set_phase(Phase::Reclaiming);
+        let core = inner.core_mut();
+        core.finish_rebuild();
+        self.sync_phase(core);
         inner.left.clear();
-        self.persist_locked(&mut inner, main, uuid)
+        self.persist_locked(&mut inner, main, uuid)?;
+        if self.phase() == Phase::Normal {
+            drop(inner);
+            self.detach()?;
+        }
+        Ok(())
     }
 
-    /// One reclaim step: the dirty ranges of one zone written home, made durable, then the
-    /// zone's slot forgotten (persisted). Returns false when nothing is left (the phase is
-    /// then normal again and the surrogate closed).
+    /// One reclaim step: the core's next dirty range (at most [`RECLAIM_STEP_BYTES`]) read
+    /// from the surrogate, written home, made durable, then unmapped and recorded. Returns
+    /// false when nothing is left (the phase is then normal again and the surrogate closed).
     pub(crate) fn reclaim_step(&self, main: &dyn MainPool, uuid: [u8; 16]) -> Result<bool> {
         let mut inner = self.write_inner();
         if self.phase() != Phase::Reclaiming {
             return Ok(false);
         }
-        let Some((&z, s)) = inner.slots.iter().next() else {
-            self.set_phase(Phase::Normal);
+        let Some(r) = inner.core_mut().next_reclaim(RECLAIM_STEP_BYTES) else {
+            // Nothing dirty is left (the core is normal again once its D-Map is empty).
+            self.sync_phase(inner.core_mut());
             self.persist_locked(&mut inner, main, uuid)?;
             drop(inner);
             self.detach()?;
             return Ok(false);
         };
-        let s = s.clone();
-        let mut n = 0;
-        for (o, len) in s.dirty_extents() {
-            let mut b = vec![0u8; len as usize];
-            self.sur_read(self.sur_off(&s, o), &mut b)?;
-            main.write(z * self.zone_bytes + o, &b)?;
-            n += len;
+        let mut b = vec![0u8; r.len as usize];
+        self.sur_read(r.s_off, &mut b)?;
+        if inner.core_mut().reclaim_valid(&r) {
+            main.write(r.d_off, &b)?;
+            main.sync()?;
         }
-        main.sync()?;
-        inner.slots.remove(&z);
-        self.unmigrate([z]);
-        inner.reclaimed_bytes += n;
-        inner.reclaimed_zones += 1;
+        let core = inner.core_mut();
+        core.reclaim_done(&r);
+        self.sync_phase(core);
+        inner.reclaimed_bytes += r.len;
+        inner.reclaim_steps += 1;
         self.persist_locked(&mut inner, main, uuid)?;
+        if self.phase() == Phase::Normal {
+            drop(inner);
+            self.detach()?;
+        }
         Ok(true)
     }
 
     /// The surrogate must be attached before requests are served (it holds newer data).
     pub(crate) fn needs_surrogate_now(&self) -> bool {
-        !self.read_inner().slots.is_empty()
+        !self.read_inner().core().dmap().is_empty()
     }
 
     pub fn status(&self, zones_rebuilt: u64) -> IdoStatus {
         let inner = self.read_inner();
-        let dmap_entries = inner.slots.values().map(|s| s.dmap.len() as u64).sum();
-        let dmap_bytes = inner.slots.values().map(|s| s.bytes(false)).sum();
-        let dmap_dirty_bytes = inner.slots.values().map(|s| s.bytes(true)).sum();
-        let (popular, epochs, flags) = {
-            let t = self.folded();
-            let mut flags = [0u64; 2];
-            for z in 0..t.zones() {
-                match t.flag(z) {
-                    ZoneFlag::Rebuilt => flags[0] += 1,
-                    ZoneFlag::Migrated => flags[1] += 1,
-                    ZoneFlag::NotRebuilt => {}
-                }
+        let mut core = inner.core();
+        self.fold(&mut core);
+        let t = core.zones();
+        let mut flags = [0u64; 2];
+        for z in 0..t.zones() {
+            match t.flag(z) {
+                ZoneFlag::Rebuilt => flags[0] += 1,
+                ZoneFlag::Migrated => flags[1] += 1,
+                ZoneFlag::NotRebuilt => {}
             }
-            let popular: Vec<(u64, u32)> = t
-                .by_popularity()
-                .into_iter()
-                .take(8)
-                .map(|z| (z, t.popularity(z)))
-                .collect();
-            (popular, t.epochs(), flags)
-        };
-        let attached = self.sur().is_some();
+        }
+        let popular: Vec<(u64, u32)> = t
+            .by_popularity()
+            .into_iter()
+            .take(8)
+            .map(|z| (z, t.popularity(z)))
+            .collect();
+        let epochs = t.epochs();
+        let dm = core.dmap();
+        let attached = self.sur().as_ref().map(Surrogate::capacity_bytes);
         let rr = self.redirected_reads.load(Ordering::Relaxed);
         let rw = self.redirected_writes.load(Ordering::Relaxed);
+        let phase = Phase::of(core.phase());
         IdoStatus {
             tracking: self.tracking.load(Ordering::Relaxed),
-            phase: self.phase().as_str().into(),
-            policy: inner.policy.name().into(),
+            phase: phase.as_str().into(),
+            policy: core.active_policy().name().into(),
             zone_bytes: self.zone_bytes,
             zones_total: self.zones,
-            hot_zones: inner.hot.iter().take(64).copied().collect(),
-            zones_hot: inner.hot.len() as u64,
+            hot_zones: core.hot().iter().take(64).copied().collect(),
+            zones_hot: core.hot().len() as u64,
             zones_rebuilt,
             rebuilt_order: inner.rebuilt_order.iter().take(64).copied().collect(),
-            zones_migrated: inner.slots.values().filter(|s| s.migrated).count() as u64,
+            zones_migrated: flags[1],
             migrated_bytes: inner.migrated_bytes,
             redirected_reads: rr,
             redirected_writes: rw,
             redirected_requests: rr + rw,
-            dmap_entries,
-            dmap_bytes,
-            dmap_dirty_bytes,
-            surrogate_slots_used: inner.slots.len() as u64,
-            surrogate_slots_total: self.slots_total(),
-            reclaim_zones_left: if self.phase() == Phase::Normal {
+            writes_fallback: core.stats().writes_fallback,
+            dmap_entries: dm.len() as u64,
+            dmap_bytes: dm.dirty_bytes() + dm.clean_bytes(),
+            dmap_dirty_bytes: dm.dirty_bytes(),
+            surrogate_used_bytes: core.surrogate_used(),
+            surrogate_bytes: attached.unwrap_or(0),
+            reclaim_ranges_left: if phase == Phase::Normal {
                 0
             } else {
-                inner
-                    .slots
-                    .values()
-                    .filter(|s| s.has_dirty() || s.migrated)
-                    .count() as u64
+                dm.extents().filter(|e| e.dirty).count() as u64
             },
-            reclaimed_zones: inner.reclaimed_zones,
+            reclaim_steps: inner.reclaim_steps,
             reclaimed_bytes: inner.reclaimed_bytes,
             surrogate: inner.surrogate_path.clone(),
             surrogate_state: match (&inner.dropped, attached) {
                 (Some(why), _) => format!("dropped: {why}"),
-                (None, true) => "attached".into(),
-                (None, false) => "closed".into(),
+                (None, Some(_)) => "attached".into(),
+                (None, None) => "closed".into(),
             },
             popular,
             epochs,
@@ -1573,13 +1334,11 @@ impl Ido {
     }
 }
 
-/// True when `b` is a valid-looking version 1 record of the array `uuid` (refused with a
-/// message by [`Ido::restore`]).
-fn old_record_of(b: &[u8], uuid: &[u8; 16]) -> bool {
-    b.len() >= HEADER
-        && &b[..8] == MAGIC
-        && u32::from_le_bytes(b[8..12].try_into().expect("4 bytes")) == 1
-        && &b[16..32] == uuid
+/// The version of a valid-looking record of the array `uuid` that this build does not read
+/// (1 or 2), if `b` is one (refused with a message by [`Ido::restore`]).
+fn old_record_of(b: &[u8], uuid: &[u8; 16]) -> Option<u32> {
+    let v = u32::from_le_bytes(b.get(8..12)?.try_into().ok()?);
+    (b.len() >= HEADER && &b[..8] == MAGIC && (v == 1 || v == 2) && &b[16..32] == uuid).then_some(v)
 }
 
 /// A decoded record.
@@ -1588,12 +1347,10 @@ struct RecordView {
     seq: u64,
     zone_bytes: u64,
     zones: u32,
-    phase: Phase,
-    policy: RebuildPolicy,
     dropped: bool,
     surrogate: Option<PathBuf>,
-    table: ZoneTable,
-    slots: BTreeMap<u64, Slot>,
+    /// The core's state record.
+    state: Vec<u8>,
 }
 
 impl RecordView {
@@ -1607,7 +1364,7 @@ impl RecordView {
             return None;
         }
         let len = u32_at(12)? as usize;
-        if !(HEADER + 6..=IDO_SLOT_BYTES).contains(&len) || len > b.len() {
+        if !(HEADER + 10..=IDO_SLOT_BYTES).contains(&len) || len > b.len() {
             return None;
         }
         if crc32c(&b[..len - 4]) != u32_at(len - 4)? {
@@ -1619,9 +1376,14 @@ impl RecordView {
         let seq = u64_at(32)?;
         let zone_bytes = u64_at(40)?;
         let zones = u32_at(48)?;
-        let phase = Phase::from_code(b[52])?;
-        let policy = policy_from_code(b[53])?;
-        let dropped = b[54] != 0;
+        let dropped = match b[52] {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        if b[53..HEADER].iter().any(|&x| x != 0) {
+            return None;
+        }
         let mut at = HEADER;
         let plen = u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?) as usize;
         at += 2;
@@ -1631,44 +1393,10 @@ impl RecordView {
         if zone_bytes == 0 || zones as u64 > MAX_ZONES {
             return None;
         }
-        let tlen = u32_at(at)? as usize;
+        let slen = u32_at(at)? as usize;
         at += 4;
-        let table = ZoneTable::decode(b.get(at..at + tlen)?).ok()?;
-        at += tlen;
-        if table.zones() != zones as u64 || table.zone_bytes() != zone_bytes {
-            return None;
-        }
-        let nslots = u32_at(at)? as usize;
-        at += 4;
-        let mut slots = BTreeMap::new();
-        for _ in 0..nslots {
-            let z = u64_at(at)?;
-            let index = u64_at(at + 8)?;
-            let migrated = *b.get(at + 16)? != 0;
-            let ne = u32_at(at + 17)? as usize;
-            at += SLOT_HEAD_BYTES;
-            let mut s = Slot {
-                index,
-                migrated,
-                dmap: DMap::new(),
-            };
-            let mut prev_end = 0u64;
-            for _ in 0..ne {
-                let o = u64_at(at)?;
-                let l = u64_at(at + 8)?;
-                let dirty = *b.get(at + 16)? != 0;
-                at += ENTRY_BYTES;
-                if l == 0 || o < prev_end || o.checked_add(l)? > zone_bytes {
-                    return None;
-                }
-                prev_end = o + l;
-                s.insert(o, l, dirty);
-            }
-            if z >= zones as u64 || slots.insert(z, s).is_some() {
-                return None;
-            }
-        }
-        if at != b.len() {
+        let state = b.get(at..at + slen)?.to_vec();
+        if at + slen != b.len() {
             return None;
         }
         Some(RecordView {
@@ -1676,12 +1404,9 @@ impl RecordView {
             seq,
             zone_bytes,
             zones,
-            phase,
-            policy,
             dropped,
             surrogate,
-            table,
-            slots,
+            state,
         })
     }
 }
@@ -1700,71 +1425,6 @@ pub(crate) fn canonical_surrogate(desc: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
-    /// A reference of which bytes of a zone are dirty/clean/absent, against Slot's ranges.
-    #[test]
-    fn slot_ranges_match_a_byte_model_exhaustively_small() {
-        // Every sequence of 3 operations over a 6-byte zone, each (off, len, dirty).
-        let mut ops = Vec::new();
-        for off in 0..6u64 {
-            for len in 1..=(6 - off) {
-                for dirty in [false, true] {
-                    ops.push((off, len, dirty));
-                }
-            }
-        }
-        for &a in &ops {
-            for &b in &ops {
-                for &c in ops.iter().step_by(3) {
-                    let mut s = Slot::default();
-                    let mut model = [0u8; 6]; // 0 none, 1 clean, 2 dirty
-                    for &(o, l, d) in &[a, b, c] {
-                        s.insert(o, l, d);
-                        for m in &mut model[o as usize..(o + l) as usize] {
-                            if d {
-                                *m = 2;
-                            } else if *m == 0 {
-                                *m = 1;
-                            }
-                        }
-                    }
-                    let mut got = [0u8; 6];
-                    let mut prev_end = 0;
-                    for e in s.dmap.extents() {
-                        assert!(e.d_off >= prev_end, "extents overlap: {:?}", s.dmap);
-                        assert_eq!(e.s_off, e.d_off, "slot extents are identity-placed");
-                        prev_end = e.d_off + e.len;
-                        for g in &mut got[e.d_off as usize..(e.d_off + e.len) as usize] {
-                            *g = if e.dirty { 2 } else { 1 };
-                        }
-                    }
-                    assert_eq!(got, model, "ops {a:?} {b:?} {c:?}: {:?}", s.dmap);
-                    // pieces() covers the whole range in order and agrees with the model.
-                    let ps = s.pieces(1, 4);
-                    let mut at = 1;
-                    for (o, l, on_sur) in ps {
-                        assert_eq!(o, at);
-                        for i in o..o + l {
-                            assert_eq!(model[i as usize] != 0, on_sur);
-                        }
-                        at = o + l;
-                    }
-                    assert_eq!(at, 5);
-                    // not_dirty() is exactly the bytes not dirty in the model.
-                    let mut nd = [false; 6];
-                    for (o, l) in s.not_dirty(0, 6) {
-                        for x in &mut nd[o as usize..(o + l) as usize] {
-                            assert!(!*x, "not_dirty pieces overlap");
-                            *x = true;
-                        }
-                    }
-                    for i in 0..6 {
-                        assert_eq!(nd[i], model[i] != 2, "ops {a:?} {b:?} {c:?} byte {i}");
-                    }
-                }
-            }
-        }
-    }
-
     #[test]
     fn record_round_trips_and_rejects_damage() {
         let ido = Ido::new(100 << 20, 768 << 10, DEFAULT_ZONE_BYTES).unwrap();
@@ -1774,27 +1434,37 @@ mod tests {
         ido.note(13 << 20, 4096);
         ido.note(0, 4096);
         let mut inner = ido.write_inner();
-        inner.policy = RebuildPolicy::Ido;
-        inner.surrogate_path = Some("/x/s.json".into());
-        let mut s = Slot {
-            index: 3,
-            migrated: true,
-            ..Slot::default()
-        };
-        s.insert(4096, 8192, true);
-        inner.slots.insert(1, s);
-        let b = ido.encode(&inner, [7; 16], 5).unwrap();
+        inner.surrogate_path = Some("nbd+unix:///s?socket=/x/s.sock".into());
+        let core = inner.core_mut();
+        ido.fold(core);
+        core.set_surrogate_bytes(64 << 20);
+        core.set_policy(RebuildPolicy::Ido);
+        core.start_rebuild(false);
+        assert_eq!(core.hot()[0], 1);
+        let r = core.route_write(5 << 20, 8192);
+        assert!(r.redirected());
+        let b = ido.encode(&mut inner, [7; 16], 5).unwrap();
+        let want = inner.core_mut().encode_state();
         drop(inner);
         let r = Ido::restore(100 << 20, 768 << 10, std::slice::from_ref(&b), &[7; 16])
             .unwrap()
             .unwrap();
         assert_eq!(r.popularity(1), 2);
         assert_eq!(r.popularity(0), 1);
-        let ri = r.read_inner();
+        assert_eq!(r.phase(), Phase::Rebuilding);
+        assert_eq!(r.policy(), RebuildPolicy::Ido);
+        assert!(r.needs_surrogate_now());
+        let mut ri = r.write_inner();
         assert_eq!(ri.seq, 5);
-        assert_eq!(ri.policy, RebuildPolicy::Ido);
-        assert_eq!(ri.slots, ido.read_inner().slots);
-        assert_eq!(ri.surrogate_path.as_deref(), Some(Path::new("/x/s.json")));
+        assert_eq!(
+            ri.core_mut().encode_state(),
+            want,
+            "the core's state comes back whole"
+        );
+        assert_eq!(
+            ri.surrogate_path.as_deref(),
+            Some(Path::new("nbd+unix:///s?socket=/x/s.sock"))
+        );
         drop(ri);
         // Another array's record, or any flipped byte, is not taken.
         assert!(
@@ -1841,8 +1511,8 @@ mod tests {
         assert_eq!(ido.epochs(), 1);
         assert_eq!(ido.popularity(1) as u64, EPOCH_REQUESTS / 2);
         // The epoch count is persisted with the core's zone table.
-        let inner = ido.write_inner();
-        let b = ido.encode(&inner, [1; 16], 1).unwrap();
+        let mut inner = ido.write_inner();
+        let b = ido.encode(&mut inner, [1; 16], 1).unwrap();
         drop(inner);
         let r = Ido::restore(64 << 20, 1 << 20, &[b], &[1; 16])
             .unwrap()
@@ -1852,16 +1522,21 @@ mod tests {
     }
 
     #[test]
-    fn a_version_1_record_is_refused_with_a_way_out() {
+    fn version_1_and_2_records_are_refused_with_a_way_out() {
         let ido = Ido::new(64 << 20, 1 << 20, 4 << 20).unwrap();
-        let inner = ido.write_inner();
-        let mut b = ido.encode(&inner, [1; 16], 1).unwrap();
+        let mut inner = ido.write_inner();
+        let mut b = ido.encode(&mut inner, [1; 16], 1).unwrap();
         drop(inner);
         b[8..12].copy_from_slice(&1u32.to_le_bytes());
         let e = Ido::restore(64 << 20, 1 << 20, &[b.clone()], &[1; 16])
             .err()
             .expect("refused");
         assert!(e.to_string().contains("version 1"), "{e}");
+        b[8..12].copy_from_slice(&2u32.to_le_bytes());
+        let e = Ido::restore(64 << 20, 1 << 20, &[b.clone()], &[1; 16])
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("version 2"), "{e}");
         assert!(e.to_string().contains("zero those bytes"), "{e}");
         // Another array's old record is not this pool's business.
         assert!(Ido::restore(64 << 20, 1 << 20, &[b], &[2; 16])

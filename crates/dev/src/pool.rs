@@ -2537,6 +2537,14 @@ impl Pool {
 struct RecordOnly<'a>(&'a Pool);
 
 impl crate::ido::MainPool for RecordOnly<'_> {
+    fn chunk_bytes(&self) -> u64 {
+        self.0.geo.chunk_bytes()
+    }
+    fn needs_reconstruction(&self, chunks: std::ops::Range<u64>) -> Vec<bool> {
+        chunks
+            .map(|c| raidcore::ido::chunk_needs_reconstruction(&self.0.geo, &self.0.state, c))
+            .collect()
+    }
     fn read(&self, _: u64, _: &mut [u8]) -> Result<()> {
         Err(self.0.ido_busy())
     }

@@ -356,6 +356,18 @@ const IDO_PERSIST_EVERY: Duration = Duration::from_secs(30);
 struct SpMain<'a>(&'a SharedPool);
 
 impl MainPool for SpMain<'_> {
+    fn chunk_bytes(&self) -> u64 {
+        self.0.chunk_bytes
+    }
+    fn needs_reconstruction(&self, chunks: std::ops::Range<u64>) -> Vec<bool> {
+        self.0
+            .with_pool(|p| {
+                Ok(chunks
+                    .map(|c| raidcore::ido::chunk_needs_reconstruction(&p.geo, &p.state, c))
+                    .collect())
+            })
+            .unwrap_or_default()
+    }
     fn read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
         self.0.read_main(off, buf)
     }
@@ -1120,7 +1132,7 @@ impl SharedPool {
         match step {
             Some(pr) => {
                 if !done.is_empty() {
-                    self.ido.migrate(&SpMain(self), self.uuid, &done)?;
+                    self.ido.migrate(&SpMain(self), self.uuid, done)?;
                 }
                 Ok(PolicyStep::Rebuilt(pr))
             }

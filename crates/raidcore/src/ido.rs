@@ -1242,6 +1242,28 @@ impl Ido {
     pub fn zones(&self) -> &ZoneTable {
         &self.zones
     }
+    /// The zone table, to fold counts an executor gathered itself ([`ZoneTable::add_counts`],
+    /// [`ZoneTable::end_epoch`]) or to set flags it knows from its own records.
+    pub fn zones_mut(&mut self) -> &mut ZoneTable {
+        &mut self.zones
+    }
+    /// Whether the surrogate set is in use (see [`Ido::set_surrogate_available`]).
+    pub fn surrogate_available(&self) -> bool {
+        self.surrogate_ok
+    }
+    /// Sets the surrogate space (its size as attached) and the shares derived from it
+    /// ([`IdoConfig::new`]'s rules), between rebuilds or when a rebuild resumes; space already
+    /// allocated stays allocated.
+    pub fn set_surrogate_bytes(&mut self, bytes: u64) {
+        let policy = self.cfg.policy;
+        let keep = self.cfg;
+        self.cfg = IdoConfig {
+            pro_batch_zones: keep.pro_batch_zones,
+            workout_threshold: keep.workout_threshold,
+            hot_coverage: keep.hot_coverage,
+            ..IdoConfig::new(policy, bytes)
+        };
+    }
     /// The D-Map.
     pub fn dmap(&self) -> &DMap {
         &self.dmap
@@ -1322,18 +1344,26 @@ impl Ido {
         if self.phase != Phase::Rebuilding {
             return Vec::new();
         }
-        let zones = priority_zones(
+        self.priority_zone_list()
+            .into_iter()
+            .flat_map(|z| self.zone_cycles(geo, z))
+            .filter(|&c| !state.is_clean(c))
+            .collect()
+    }
+
+    /// The zones to rebuild before the rest, as [`Ido::priority_cycles`] picks them (for an
+    /// executor that schedules by zone).
+    pub fn priority_zone_list(&self) -> Vec<u64> {
+        if self.phase != Phase::Rebuilding {
+            return Vec::new();
+        }
+        priority_zones(
             self.active,
             &self.hot,
             &self.pro,
             self.cfg.pro_batch_zones.max(1),
             |z| self.zones.flag(z) == ZoneFlag::NotRebuilt,
-        );
-        zones
-            .into_iter()
-            .flat_map(|z| self.zone_cycles(geo, z))
-            .filter(|&c| !state.is_clean(c))
-            .collect()
+        )
     }
 
     /// Cycle `c` was rebuilt (its writes are durable and `state` says so): sets the flags of
@@ -1347,20 +1377,30 @@ impl Ido {
         let zs = self.zones.zones_of(c * per, per);
         let mut out = Vec::new();
         for z in zs {
-            if self.zones.flag(z) != ZoneFlag::NotRebuilt
-                || !self.zone_cycles(geo, z).all(|c| state.is_clean(c))
+            if self.zones.flag(z) == ZoneFlag::NotRebuilt
+                && self.zone_cycles(geo, z).all(|c| state.is_clean(c))
             {
-                continue;
-            }
-            self.zones.set_flag(z, ZoneFlag::Rebuilt);
-            if self.active == RebuildPolicy::Ido && self.surrogate_ok && self.hot.contains(&z) {
-                let (offset, len) = self.zones.zone_range(z);
-                if let Some(s_off) = self.alloc(len) {
-                    out.push(self.new_copy(offset, len, s_off, CopyKind::Migrate { zone: z }));
-                }
+                out.extend(self.zone_rebuilt(z));
             }
         }
         out
+    }
+
+    /// Zone `z` is completely rebuilt (every cycle's writes durable): flag `10`, and IDO's
+    /// migration of it if it is hot and the surrogate has room. For an executor that tracks
+    /// rebuilt zones itself; [`Ido::cycle_rebuilt`] calls it.
+    pub fn zone_rebuilt(&mut self, z: u64) -> Option<CopyJob> {
+        if self.phase != Phase::Rebuilding || self.zones.flag(z) != ZoneFlag::NotRebuilt {
+            return None;
+        }
+        self.zones.set_flag(z, ZoneFlag::Rebuilt);
+        if self.active == RebuildPolicy::Ido && self.surrogate_ok && self.hot.contains(&z) {
+            let (offset, len) = self.zones.zone_range(z);
+            if let Some(s_off) = self.alloc(len) {
+                return Some(self.new_copy(offset, len, s_off, CopyKind::Migrate { zone: z }));
+            }
+        }
+        None
     }
 
     fn alloc(&mut self, len: u64) -> Option<u64> {
@@ -1599,6 +1639,13 @@ impl Ido {
     /// WorkOut during a rebuild while it has room; the array otherwise (unmapping the range,
     /// invalidating VDF blocks, spoiling overlapping copies in flight).
     pub fn route_write(&mut self, offset: u64, len: u64) -> Route {
+        self.route_write_limited(offset, len, true)
+    }
+
+    /// [`Ido::route_write`], with `may_redirect` false when the executor cannot take one
+    /// more D-Map entry (its record is full): the write then goes to the array, counted as a
+    /// fallback.
+    pub fn route_write_limited(&mut self, offset: u64, len: u64, may_redirect: bool) -> Route {
         match self.phase {
             Phase::Normal => {
                 self.zones.record(offset, len, 0);
@@ -1606,12 +1653,15 @@ impl Ido {
             }
             Phase::Reclaiming => {
                 self.write_to_array(offset, len);
+                // A write over the last dirty range ends the reclaim.
+                self.maybe_normal();
                 Route::array(offset, len)
             }
             Phase::Rebuilding => {
                 self.stats.writes += 1;
                 let redirect = matches!(self.active, RebuildPolicy::Ido | RebuildPolicy::Workout)
-                    && self.surrogate_ok;
+                    && self.surrogate_ok
+                    && may_redirect;
                 if redirect {
                     if let Some(s_off) = self.alloc(len) {
                         self.dmap.insert(offset, len, s_off, true);
@@ -1835,6 +1885,10 @@ impl Ido {
         let mut ido = Ido::new(cfg, zones);
         ido.phase = phase;
         ido.active = active;
+        if phase != Phase::Normal {
+            // A rebuild (or its reclaim) under way resumes with its own policy.
+            ido.cfg.policy = active;
+        }
         ido.log_next = u64_at(24);
         ido.hot = hot;
         ido.dmap = dmap;

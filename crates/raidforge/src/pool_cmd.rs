@@ -223,7 +223,8 @@ pub fn print_status_of(s: &dev::pool::Status, json: bool) -> anyhow::Result<()> 
         if i.phase != "normal" || i.dmap_entries > 0 {
             println!(
                 "      {} rebuild ({}): zones {}/{} rebuilt, {} hot, {} migrated; {} requests \
-                 redirected; D-Map {} ranges, {} bytes; {} zones left to reclaim; surrogate {}",
+                 redirected; D-Map {} ranges, {} bytes; {} ranges left to reclaim; surrogate \
+                 {} ({} of {} bytes used)",
                 i.policy,
                 i.phase,
                 i.zones_rebuilt,
@@ -233,8 +234,10 @@ pub fn print_status_of(s: &dev::pool::Status, json: bool) -> anyhow::Result<()> 
                 i.redirected_requests,
                 i.dmap_entries,
                 i.dmap_bytes,
-                i.reclaim_zones_left,
-                i.surrogate_state
+                i.reclaim_ranges_left,
+                i.surrogate_state,
+                i.surrogate_used_bytes,
+                i.surrogate_bytes
             );
         } else {
             println!(

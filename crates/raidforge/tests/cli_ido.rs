@@ -217,12 +217,16 @@ fn ido_with_a_surrogate_served_by_another_process() {
     let mut cur = RebuildCursor::new();
     let (mut server_restarted, mut crashed) = (false, false);
     let (mut max_migrated, mut max_dmap) = (0, 0);
+    let mut saw_redirected = (false, false);
     loop {
         rig.workload(&sp, 12);
         let step = sp.policy_step(&ido_rig::opts(), &mut cur).unwrap();
         let s = ido_status(&sp);
         max_migrated = max_migrated.max(s.zones_migrated);
         max_dmap = max_dmap.max(s.dmap_dirty_bytes);
+        // (Request counters start over when the main pool restarts.)
+        saw_redirected.0 |= s.redirected_reads > 0;
+        saw_redirected.1 |= s.redirected_writes > 0;
         if matches!(step, PolicyStep::Done) {
             break;
         }
@@ -253,7 +257,7 @@ fn ido_with_a_surrogate_served_by_another_process() {
     assert_eq!(s.phase, "normal");
     assert_eq!(s.dmap_entries, 0, "{s:?}");
     assert!(max_migrated >= 3 && max_dmap > 0);
-    assert!(s.redirected_reads > 0 && s.redirected_writes > 0, "{s:?}");
+    assert_eq!(saw_redirected, (true, true), "{s:?}");
     assert!(s.reclaimed_bytes > 0, "{s:?}");
     assert_eq!(sp.status().unwrap().state, "clean");
     rig.check_all(&sp);

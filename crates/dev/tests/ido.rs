@@ -268,7 +268,7 @@ fn a_crash_right_after_a_write_keeps_the_newest_data() {
         .unwrap());
     // A zone that is not hot: its write goes to the surrogate's log.
     let at = 3 * ZONE + 8192;
-    let mut put = |rig: &mut Rig, sp: &dev::serve_support::SharedPool, fill: u8| {
+    let put = |rig: &mut Rig, sp: &dev::serve_support::SharedPool, fill: u8| {
         let data = vec![fill; 12288];
         sp.write(at, &data).unwrap();
         rig.reference[at as usize..at as usize + data.len()].copy_from_slice(&data);

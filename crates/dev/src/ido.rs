@@ -1021,6 +1021,11 @@ impl Ido {
             // Durable here before the record forgets the surrogate's older copy.
             main.sync()?;
             self.persist_locked(&mut inner, main, uuid)?;
+            if self.phase() == Phase::Normal {
+                // This write ended the reclaim: the surrogate holds nothing any more.
+                drop(inner);
+                self.detach()?;
+            }
         }
         Ok(())
     }

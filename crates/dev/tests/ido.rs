@@ -287,6 +287,15 @@ fn a_crash_right_after_a_write_keeps_the_newest_data() {
     assert_eq!(s.phase, "reclaiming");
     assert!(s.dmap_dirty_bytes > 0, "{s:?}");
     put(&mut rig, &sp, 0xB2);
+    let s = ido_status(&sp);
+    if s.phase == "normal" {
+        // The write ended the reclaim: nothing is left on the surrogate, which is closed.
+        assert_eq!(
+            (s.dmap_entries, s.surrogate_state.as_str()),
+            (0, "closed"),
+            "{s:?}"
+        );
+    }
     sp = crash(&rig, sp);
     rig.check_all(&sp);
     // (The write may have unmapped the last dirty range: the reclaim is then over.)

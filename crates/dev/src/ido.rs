@@ -148,7 +148,6 @@ struct Inner {
     left: Vec<u32>,
     /// Zones in the order they became fully rebuilt (the first 256).
     rebuilt_order: Vec<u64>,
-    zones_rebuilt: u64,
     migrated_bytes: u64,
     reclaimed_bytes: u64,
     reclaim_steps: u64,
@@ -450,7 +449,6 @@ impl Ido {
                 seq: 0,
                 left: Vec::new(),
                 rebuilt_order: Vec::new(),
-                zones_rebuilt: 0,
                 migrated_bytes: 0,
                 reclaimed_bytes: 0,
                 reclaim_steps: 0,
@@ -526,8 +524,8 @@ impl Ido {
     /// the epoch's request count is kept per thread and added to the shared one every
     /// [`REQUEST_BATCH`] requests, so workers do not all write one cache line; every
     /// [`EPOCH_REQUESTS`] requests the core's table ends an epoch). Returns true when the
-    /// request must be routed (a rebuild or reclaim is under way, or data lives on the
-    /// surrogate).
+    /// request must be routed: a rebuild or reclaim is under way (in normal state the core's
+    /// D-Map is empty).
     #[inline]
     pub fn note(&self, offset: u64, len: u64) -> bool {
         let phase = self.phase.load(Ordering::Relaxed);
@@ -977,8 +975,9 @@ impl Ido {
         if !usable && core.surrogate_available() {
             core.set_surrogate_available(false);
         }
-        // The state before, to put back if the main pool's write fails after the core
-        // unmapped ranges (only when the write overlaps the D-Map).
+        // The state before, to put back if this write fails after the core changed the
+        // D-Map over its range (needed only when the range was mapped: otherwise unmapping
+        // the range restores it).
         let mapped = core
             .dmap()
             .query(offset, len)
@@ -988,8 +987,7 @@ impl Ido {
         let route = core.route_write_limited(offset, len, fits);
         // (A write in the reclaim that unmaps the last dirty range ends it.)
         self.sync_phase(core);
-        let piece = route.pieces[0];
-        if let Source::Surrogate { s_off } = piece.source {
+        if let Source::Surrogate { s_off } = route.pieces[0].source {
             debug_assert_eq!(route.pieces.len(), 1);
             match self.sur_write(s_off, data).and_then(|_| self.sur_sync()) {
                 Ok(()) => {
@@ -997,23 +995,32 @@ impl Ido {
                     return self.persist_locked(&mut inner, main, uuid);
                 }
                 Err(e) => {
-                    // The surrogate failed: unmap what this write mapped (the core routes
-                    // to the main pool once the surrogate is unavailable), bring the rest
-                    // home, then write here.
+                    // The surrogate failed. Undo this write's mapping (what the range held
+                    // before, e.g. an older redirected write, stays mapped), bring every
+                    // dirty range home (recorded), then write here: a crash before this
+                    // write lands reads the older, acknowledged data.
                     let core = inner.core_mut();
-                    core.set_surrogate_available(false);
+                    match saved {
+                        Some(s) => *core = s,
+                        None => {
+                            core.set_surrogate_available(false);
+                            core.route_write(offset, len);
+                        }
+                    }
+                    self.drain_locked(&mut inner, main, uuid, &e.to_string())?;
+                    let core = inner.core_mut();
                     let again = core.route_write(offset, len);
                     debug_assert!(again.pieces.iter().all(|p| p.source == Source::Array));
-                    self.drain_locked(&mut inner, main, uuid, &e.to_string())?;
-                    main.write(offset, data)?;
-                    main.sync()?;
-                    return self.persist_locked(&mut inner, main, uuid);
+                    self.sync_phase(core);
+                    return main.write(offset, data);
                 }
             }
         }
         if let Err(e) = main.write(offset, data) {
             if let Some(s) = saved {
-                *inner.core_mut() = s;
+                let core = inner.core_mut();
+                *core = s;
+                self.sync_phase(core);
             }
             return Err(e);
         }
@@ -1110,7 +1117,6 @@ impl Ido {
             core.start_rebuild(true);
         }
         self.sync_phase(core);
-        inner.zones_rebuilt = left.iter().filter(|&&l| l == 0).count() as u64;
         inner.left = left;
         self.persist_locked(&mut inner, main, uuid)
     }
@@ -1152,7 +1158,6 @@ impl Ido {
             }
         }
         for &z in &done {
-            inner.zones_rebuilt += 1;
             if inner.rebuilt_order.len() < 256 {
                 inner.rebuilt_order.push(z);
             }
@@ -1414,6 +1419,18 @@ impl RecordView {
             state,
         })
     }
+}
+
+/// For each logical chunk of `chunks`, whether reading it needs reconstruction now (the
+/// [`MainPool::needs_reconstruction`] of both pool forms).
+pub(crate) fn chunks_needing_reconstruction(
+    geo: &raidcore::Geometry,
+    state: &raidcore::ArrayState,
+    chunks: std::ops::Range<u64>,
+) -> Vec<bool> {
+    chunks
+        .map(|c| raidcore::ido::chunk_needs_reconstruction(geo, state, c))
+        .collect()
 }
 
 /// How a surrogate is recorded: a pool descriptor by its canonical path (so that another

@@ -2541,9 +2541,7 @@ impl crate::ido::MainPool for RecordOnly<'_> {
         self.0.geo.chunk_bytes()
     }
     fn needs_reconstruction(&self, chunks: std::ops::Range<u64>) -> Vec<bool> {
-        chunks
-            .map(|c| raidcore::ido::chunk_needs_reconstruction(&self.0.geo, &self.0.state, c))
-            .collect()
+        crate::ido::chunks_needing_reconstruction(&self.0.geo, &self.0.state, chunks)
     }
     fn read(&self, _: u64, _: &mut [u8]) -> Result<()> {
         Err(self.0.ido_busy())

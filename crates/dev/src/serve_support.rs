@@ -362,9 +362,9 @@ impl MainPool for SpMain<'_> {
     fn needs_reconstruction(&self, chunks: std::ops::Range<u64>) -> Vec<bool> {
         self.0
             .with_pool(|p| {
-                Ok(chunks
-                    .map(|c| raidcore::ido::chunk_needs_reconstruction(&p.geo, &p.state, c))
-                    .collect())
+                Ok(crate::ido::chunks_needing_reconstruction(
+                    &p.geo, &p.state, chunks,
+                ))
             })
             .unwrap_or_default()
     }

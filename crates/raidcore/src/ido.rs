@@ -1255,13 +1255,12 @@ impl Ido {
     /// ([`IdoConfig::new`]'s rules), between rebuilds or when a rebuild resumes; space already
     /// allocated stays allocated.
     pub fn set_surrogate_bytes(&mut self, bytes: u64) {
-        let policy = self.cfg.policy;
         let keep = self.cfg;
         self.cfg = IdoConfig {
             pro_batch_zones: keep.pro_batch_zones,
             workout_threshold: keep.workout_threshold,
             hot_coverage: keep.hot_coverage,
-            ..IdoConfig::new(policy, bytes)
+            ..IdoConfig::new(keep.policy, bytes)
         };
     }
     /// The D-Map.

@@ -848,3 +848,37 @@ fn idocore_ranking_and_priority_zones_are_one_rule() {
         assert!(priority_zones(p, &hot, &pro, 9, |_| true).is_empty());
     }
 }
+
+/// Executors that save and restore the controller: a rebuild resumed from its record keeps
+/// its own policy (whatever the configuration it is decoded with), and a user write over the
+/// last dirty range during the reclaim ends the reclaim (the phase is normal, nothing is left
+/// to write back).
+#[test]
+fn a_resumed_rebuild_keeps_its_policy_and_a_write_can_end_the_reclaim() {
+    let mut w = World::new(RebuildPolicy::Workout, 4096);
+    w.state.fail(&w.geo, 1).unwrap();
+    w.state.replace(&w.geo, 1).unwrap();
+    w.ido.start_rebuild(false);
+    w.write(1024, 2048);
+    assert_eq!(w.ido.stats().writes_redirected, 1);
+    let rec = w.ido.encode_state();
+    let like = w.ido.zones().clone();
+    let mut back =
+        Ido::decode_state(IdoConfig::new(RebuildPolicy::Pr, 4096 * 512), &like, &rec).unwrap();
+    back.start_rebuild(true);
+    assert_eq!(back.active_policy(), RebuildPolicy::Workout);
+    assert_eq!(back.dmap().dirty_bytes(), 2048);
+    while w.ido.phase() == Phase::Rebuilding {
+        w.rebuild_step();
+        while !w.copies.is_empty() {
+            w.finish_copy(0, true);
+        }
+    }
+    assert_eq!(w.ido.phase(), Phase::Reclaiming);
+    assert_eq!(w.ido.dmap().dirty_bytes(), 2048);
+    w.write(0, 4096);
+    assert_eq!(w.ido.phase(), Phase::Normal);
+    assert!(w.ido.dmap().is_empty());
+    assert_eq!(w.ido.next_reclaim(1 << 20), None);
+    assert_eq!(w.array, w.reference);
+}

@@ -263,11 +263,21 @@ fn ido_with_a_surrogate_served_by_another_process() {
     rig.check_all(&sp);
     assert!(sp.verify().unwrap().inconsistent.is_empty());
     sp.close().unwrap();
-    // An unreachable surrogate is refused with what to do.
+    // An address without its socket is refused saying what it must look like; with its
+    // server gone, the surrogate is refused saying what to check.
     drop(server);
     let e = dev::pool::Pool::open(&rig.main())
         .unwrap()
         .configure_ido(None, Some(Path::new("nbd+unix:///s")))
         .unwrap_err();
     assert!(e.to_string().contains("not an NBD address"), "{e}");
+    let sp = reopen(&rig);
+    let e = sp
+        .begin_policy_rebuild(Some(RebuildPolicy::Ido), Some(Path::new(&uri)))
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("is `raidforge serve` running"),
+        "{e}"
+    );
+    sp.close().unwrap();
 }

@@ -15,8 +15,10 @@ use crate::fxhash::FxHashMap;
 ///
 /// Stored per cycle as a bitset over the cycle's stripe indices (a rebuild plan locks every
 /// stripe of its cycle, thousands for RAID+ over 59 disks: setting bits is far cheaper than
-/// hashing each stripe), keyed by cycle in a map with a cheap hasher. Bitsets of cycles that
-/// become free are kept for reuse, so a steady state allocates nothing.
+/// hashing each stripe), keyed by cycle in a map with a cheap hasher; a plan's locks cost one
+/// map look-up to take and one to release. The first 64 stripes of a cycle are stored inline;
+/// the vectors of larger cycles that become free are kept for reuse, so a steady state
+/// allocates nothing.
 #[derive(Clone, Debug, Default)]
 pub struct StripeLocks {
     cycles: FxHashMap<u64, CycleBits>,
@@ -24,17 +26,60 @@ pub struct StripeLocks {
     spare: Vec<Vec<u64>>,
 }
 
-#[derive(Clone, Debug)]
+/// The held stripes of one cycle: stripes 0 to 63 in `first` (all of them in a cycle of a
+/// classic layout, so taking and releasing its locks touches no other memory), the rest in
+/// `rest` (bit `s - 64`), grown on demand.
+#[derive(Clone, Debug, Default)]
 struct CycleBits {
-    words: Vec<u64>,
+    first: u64,
+    rest: Vec<u64>,
     count: usize,
 }
 
 impl CycleBits {
     fn get(&self, stripe: usize) -> bool {
-        self.words
-            .get(stripe / 64)
-            .is_some_and(|w| w & (1 << (stripe % 64)) != 0)
+        if stripe < 64 {
+            return self.first & (1 << stripe) != 0;
+        }
+        let s = stripe - 64;
+        self.rest
+            .get(s / 64)
+            .is_some_and(|w| w & (1 << (s % 64)) != 0)
+    }
+
+    /// The word and bit of `stripe`, growing `rest` to hold it.
+    #[inline]
+    fn word(&mut self, stripe: usize) -> (&mut u64, u64) {
+        if stripe < 64 {
+            return (&mut self.first, 1 << stripe);
+        }
+        let s = stripe - 64;
+        if self.rest.len() <= s / 64 {
+            self.rest.resize(s / 64 + 1, 0);
+        }
+        (&mut self.rest[s / 64], 1 << (s % 64))
+    }
+
+    /// Takes `stripe`; panics if it is held (a plan listed it twice).
+    #[inline]
+    fn take(&mut self, cycle: u64, stripe: usize) {
+        let (w, m) = self.word(stripe);
+        assert!(*w & m == 0, "stripe {stripe} of cycle {cycle} listed twice");
+        *w |= m;
+        self.count += 1;
+    }
+
+    /// Releases `stripe`; panics if it is not held.
+    #[inline]
+    fn release(&mut self, cycle: u64, stripe: usize) {
+        assert!(
+            self.get(stripe),
+            "unlocking stripe {:?}, which is not held",
+            StripeId { cycle, stripe }
+        );
+        let (w, m) = self.word(stripe);
+        *w &= !m;
+        self.count -= 1;
     }
 }
 
@@ -42,6 +87,15 @@ impl StripeLocks {
     /// An empty table.
     pub fn new() -> StripeLocks {
         StripeLocks::default()
+    }
+
+    /// A free cycle's bitset (with a spare `rest` vector if one is kept).
+    fn fresh(spare: &mut Vec<Vec<u64>>) -> CycleBits {
+        CycleBits {
+            first: 0,
+            rest: spare.pop().unwrap_or_default(),
+            count: 0,
+        }
     }
 
     /// Takes every stripe of `stripes` if none is held; otherwise takes nothing and returns
@@ -59,28 +113,12 @@ impl StripeLocks {
             }
             seen = Some((s.cycle, bits));
         }
-        let mut last: Option<(u64, &mut CycleBits)> = None;
-        for s in stripes {
-            let bits = match last {
-                Some((c, bits)) if c == s.cycle => bits,
-                _ => {
-                    let spare = &mut self.spare;
-                    let bits = self.cycles.entry(s.cycle).or_insert_with(|| CycleBits {
-                        words: spare.pop().unwrap_or_default(),
-                        count: 0,
-                    });
-                    bits
-                }
-            };
-            let (w, m) = (s.stripe / 64, 1u64 << (s.stripe % 64));
-            if bits.words.len() <= w {
-                bits.words.resize(w + 1, 0);
-            }
-            assert!(bits.words[w] & m == 0, "stripe {s:?} listed twice");
-            bits.words[w] |= m;
-            bits.count += 1;
-            self.held += 1;
-            last = Some((s.cycle, bits));
+        let mut rest = stripes;
+        while let Some(first) = rest.first() {
+            let run = rest.iter().take_while(|s| s.cycle == first.cycle).count();
+            let taken = self.try_lock_in(first.cycle, rest[..run].iter().map(|s| s.stripe));
+            debug_assert!(taken, "stripes checked free were refused");
+            rest = &rest[run..];
         }
         true
     }
@@ -94,29 +132,27 @@ impl StripeLocks {
         if stripes.clone().next().is_none() {
             return true;
         }
-        if let Some(bits) = self.cycles.get(&cycle) {
-            if stripes.clone().any(|s| bits.get(s)) {
-                return false;
+        let n = match self.cycles.entry(cycle) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                let bits = e.get_mut();
+                if stripes.clone().any(|s| bits.get(s)) {
+                    return false;
+                }
+                let before = bits.count;
+                for s in stripes {
+                    bits.take(cycle, s);
+                }
+                bits.count - before
             }
-        }
-        let spare = &mut self.spare;
-        let bits = self.cycles.entry(cycle).or_insert_with(|| CycleBits {
-            words: spare.pop().unwrap_or_default(),
-            count: 0,
-        });
-        for s in stripes {
-            let (w, m) = (s / 64, 1u64 << (s % 64));
-            if bits.words.len() <= w {
-                bits.words.resize(w + 1, 0);
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let bits = v.insert(Self::fresh(&mut self.spare));
+                for s in stripes {
+                    bits.take(cycle, s);
+                }
+                bits.count
             }
-            assert!(
-                bits.words[w] & m == 0,
-                "stripe {s} of cycle {cycle} listed twice"
-            );
-            bits.words[w] |= m;
-            bits.count += 1;
-            self.held += 1;
-        }
+        };
+        self.held += n;
         true
     }
 
@@ -137,34 +173,29 @@ impl StripeLocks {
     /// [`StripeLocks::try_lock_in`] (or [`StripeLocks::try_lock`]).
     pub fn unlock_in(&mut self, cycle: u64, stripes: impl Iterator<Item = usize>) {
         let mut stripes = stripes.peekable();
-        if stripes.peek().is_none() {
+        let Some(&first) = stripes.peek() else {
             return;
-        }
+        };
         let std::collections::hash_map::Entry::Occupied(mut entry) = self.cycles.entry(cycle)
         else {
             panic!(
                 "unlocking stripe {:?}, which is not held",
                 StripeId {
                     cycle,
-                    stripe: *stripes.peek().expect("one stripe")
+                    stripe: first
                 }
             );
         };
         let bits = entry.get_mut();
+        let before = bits.count;
         for stripe in stripes {
-            assert!(
-                bits.get(stripe),
-                "unlocking stripe {:?}, which is not held",
-                StripeId { cycle, stripe }
-            );
-            bits.words[stripe / 64] &= !(1u64 << (stripe % 64));
-            bits.count -= 1;
-            self.held -= 1;
+            bits.release(cycle, stripe);
         }
+        self.held -= before - bits.count;
         if bits.count == 0 {
-            let mut words = entry.remove().words;
+            let mut words = entry.remove().rest;
             debug_assert!(words.iter().all(|&w| w == 0));
-            if self.spare.len() < 64 {
+            if words.capacity() > 0 && self.spare.len() < 64 {
                 words.fill(0);
                 self.spare.push(words);
             }

@@ -780,6 +780,8 @@ pub struct Simulator {
     ido: Option<ido::IdoRun>,
     /// Latent sector errors (`exec/lse.rs`); `None` without any.
     lse: Option<lse::LseRun>,
+    /// [`volume_base`] of volumes 0 to 1023, once known.
+    volume_bases: Vec<Option<u64>>,
 }
 
 /// Base offset of a volume on the array: 0 for volume 0, otherwise a pseudo-random sector
@@ -794,6 +796,15 @@ fn volume_base(volume: u32, capacity_bytes: u64) -> u64 {
 }
 
 impl Simulator {
+    /// [`volume_base`] of `volume` on this array, remembered for the first volumes (a trace
+    /// names a few; the hash and its 64-bit division ran on every request).
+    fn volume_base(&mut self, volume: u32) -> u64 {
+        let Some(slot) = self.volume_bases.get_mut(volume as usize) else {
+            return volume_base(volume, self.capacity_bytes);
+        };
+        *slot.get_or_insert_with(|| volume_base(volume, self.capacity_bytes))
+    }
+
     /// A simulator for the array `geo` (healthy) with `cfg`.
     pub fn new(geo: Geometry, cfg: SimConfig) -> Result<Simulator, SimError> {
         let used = geo.member_bytes_used();
@@ -907,6 +918,7 @@ impl Simulator {
             enabled: cfg.plan_memo && cfg.parity != raidcore::ParityPolicy::Lazy,
         };
         Ok(Simulator {
+            volume_bases: vec![None; 1024],
             memo,
             waiters_spare: VecDeque::new(),
             released_spare: Vec::new(),
@@ -1087,7 +1099,7 @@ impl Simulator {
             }
             // Fold onto the array: volume base plus offset, modulo the capacity, sector
             // aligned, moved down if it would run past the end.
-            let base = volume_base(r.volume, cap);
+            let base = self.volume_base(r.volume);
             // (In u64 when the sum cannot overflow: u128 division is a slow library call.)
             let mut off = match r.offset_bytes.checked_add(base) {
                 // (Most offsets of a trace replayed on a large enough array are on it already:
@@ -1584,7 +1596,7 @@ impl Simulator {
                 refused = true;
                 continue;
             }
-            slot.queue.push_back(QueuedIo {
+            let io = QueuedIo {
                 plan: id,
                 index: i as u32,
                 offset_bytes,
@@ -1592,10 +1604,17 @@ impl Simulator {
                 write,
                 rebuild,
                 enqueued_ns: now,
-            });
+            };
             queued += 1;
-            if slot.current.is_none() {
-                self.dispatch(member);
+            if slot.current.is_none() && slot.queue.is_empty() {
+                // An idle disk with nothing queued: every scheduler picks this I/O, so it
+                // starts without passing through the queue.
+                self.start_io(member, io);
+            } else {
+                slot.queue.push_back(io);
+                if slot.current.is_none() {
+                    self.dispatch(member);
+                }
             }
         }
         let run = self.plans.get_mut(id);
@@ -1610,7 +1629,12 @@ impl Simulator {
         let slot = &mut self.disks[member as usize];
         debug_assert!(slot.current.is_none() && !slot.failed);
         let pick = match self.cfg.scheduler {
-            Scheduler::Fifo => 0,
+            Scheduler::Fifo => {
+                if let Some(io) = slot.queue.pop_front() {
+                    self.start_io(member, io);
+                }
+                return;
+            }
             Scheduler::Sptf { window, age_max_ns } => {
                 let oldest = slot.queue.front().map(|q| q.enqueued_ns);
                 match oldest {
@@ -1629,9 +1653,16 @@ impl Simulator {
                 }
             }
         };
-        let Some(io) = slot.queue.remove(pick) else {
-            return;
-        };
+        if let Some(io) = slot.queue.remove(pick) {
+            self.start_io(member, io);
+        }
+    }
+
+    /// Starts `io` on idle disk `member` and schedules its completion.
+    fn start_io(&mut self, member: Disk, io: QueuedIo) {
+        let now = self.now_ns;
+        let slot = &mut self.disks[member as usize];
+        debug_assert!(slot.current.is_none() && !slot.failed);
         let s = slot.model.submit(now, disk_io(&io));
         // A disk starts a command at once unless its own resources are still busy: an HDD is
         // idle when it has no command, but an SSD's channel stays occupied after it completes
@@ -1873,10 +1904,8 @@ impl Simulator {
         }
         self.completed += 1;
         self.last_completion_ns = self.now_ns;
-        let phase_index = Phase::ALL
-            .iter()
-            .position(|&p| p == req.phase)
-            .expect("a phase");
+        let phase_index = req.phase as usize;
+        debug_assert_eq!(Phase::ALL[phase_index], req.phase);
         self.phase_hist[phase_index].record(self.now_ns - req.arrival_ns);
         self.timeline
             .record(req.arrival_ns, self.now_ns - req.arrival_ns);

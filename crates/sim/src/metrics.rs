@@ -560,6 +560,13 @@ impl Timeline {
 
     /// Records a request that arrived at `arrival_ns` and took `response_ns`.
     pub fn record(&mut self, arrival_ns: u64, response_ns: u64) {
+        // (One division when the bucket exists already, as nearly always: a 64-bit division
+        // is one of the slower instructions a replay runs per request.)
+        let i = (arrival_ns / self.width_ns) as usize;
+        if i < self.buckets.len() {
+            self.buckets[i].record(response_ns);
+            return;
+        }
         self.extend_to(arrival_ns);
         let i = (arrival_ns / self.width_ns) as usize;
         self.buckets[i].record(response_ns);

@@ -169,6 +169,9 @@ struct HddState {
     /// `(start, reachable end)` of each segment, in the same order: the cache look-up scans
     /// this compact copy (16 bytes a segment instead of 48) because every read scans it.
     bounds: Vec<(u64, u64)>,
+    /// `last_used` of each segment, in the same order (the replacement scans this compact copy
+    /// on every read miss).
+    used: Vec<u64>,
     /// The segment reading ahead, if any (at most one is).
     active: Option<usize>,
     lru_clock: u64,
@@ -210,6 +213,7 @@ impl Clone for HddState {
             rng: self.rng.clone(),
             segments: self.segments.clone(),
             bounds: self.bounds.clone(),
+            used: self.used.clone(),
             active: self.active,
             lru_clock: self.lru_clock,
         }
@@ -223,6 +227,7 @@ impl Clone for HddState {
         self.rng = o.rng.clone();
         self.segments.clone_from(&o.segments);
         self.bounds.clone_from(&o.bounds);
+        self.used.clone_from(&o.used);
         self.active = o.active;
         self.lru_clock = o.lru_clock;
     }
@@ -240,6 +245,8 @@ impl HddState {
         if cfg!(debug_assertions) {
             let b: Vec<(u64, u64)> = self.segments.iter().map(Segment::bounds).collect();
             assert_eq!(b, self.bounds, "cache bounds out of date");
+            let u: Vec<u64> = self.segments.iter().map(|s| s.last_used).collect();
+            assert_eq!(u, self.used, "cache use times out of date");
             for s in &self.segments {
                 assert_eq!(
                     s.filled_x.to_bits(),
@@ -267,6 +274,7 @@ impl Hdd {
             rng: SplitMix64::new(seed),
             segments: Vec::with_capacity(model.params.cache_segments as usize),
             bounds: Vec::with_capacity(model.params.cache_segments as usize),
+            used: Vec::with_capacity(model.params.cache_segments as usize),
             active: None,
             lru_clock: 0,
         };
@@ -473,6 +481,8 @@ impl HddModel {
                 .retain(|s| s.start >= end || s.filled_end.max(s.limit_end) <= io.offset_bytes);
             st.bounds.clear();
             st.bounds.extend(st.segments.iter().map(Segment::bounds));
+            st.used.clear();
+            st.used.extend(st.segments.iter().map(|s| s.last_used));
             debug_assert!(st.segments.iter().all(|s| !s.active));
         }
 
@@ -485,8 +495,8 @@ impl HddModel {
         } else {
             // `as u64` truncates, which is `floor` here (saturating at 0 below: the same u64);
             // it avoids a libm call per I/O.
-            let from = st.head_x as u64;
-            let to = x_start as u64;
+            let from = u64_of(st.head_x);
+            let to = u64_of(x_start);
             let distance = from.abs_diff(to);
             let mut seek_ns = round_u64(self.seek.at(distance));
             if io.op == Op::Write && distance > 0 {
@@ -495,9 +505,9 @@ impl HddModel {
             let ready_ns = start_ns + self.overhead_ns + seek_ns;
             let rotation_ns = match self.params.rotation {
                 Rotation::Angular => {
-                    let platter = (ready_ns as f64 / self.rev_ns).fract();
-                    let target = (x_start.fract() * f64::from(self.params.heads)).fract();
-                    round_u64((target - platter).rem_euclid(1.0) * self.rev_ns)
+                    let platter = fract_nonneg(f64_of(ready_ns) / self.rev_ns);
+                    let target = fract_nonneg(fract_nonneg(x_start) * f64::from(self.params.heads));
+                    round_u64(wrap_unit(target - platter) * self.rev_ns)
                 }
                 Rotation::Random => round_u64(st.rng.next_f64() * self.rev_ns),
                 Rotation::Expected => round_u64(self.rev_ns / 2.0),
@@ -535,7 +545,7 @@ impl HddModel {
             return seg.filled_end;
         }
         let g = &self.geometry;
-        let x = seg.filled_x + (t_ns - seg.fill_ns) as f64 / self.cylinder_ns;
+        let x = seg.filled_x + f64_of(t_ns - seg.fill_ns) / self.cylinder_ns;
         g.offset_at_floor(x).clamp(seg.filled_end, seg.limit_end)
     }
 
@@ -579,9 +589,9 @@ impl HddModel {
             start_ns
         } else {
             let to_read = g.x_of(end) - seg.filled_x;
-            seg.fill_ns + (to_read * self.cylinder_ns).ceil() as u64
+            seg.fill_ns + ceil_u64(to_read * self.cylinder_ns)
         };
-        let host_ns = round_u64(io.len_bytes as f64 * self.interface_ns_per_byte);
+        let host_ns = round_u64(f64_of(io.len_bytes) * self.interface_ns_per_byte);
         let completion_ns = (start_ns + self.overhead_ns + host_ns).max(ready_ns);
         if seg.active {
             // Sequential reading continues: keep reading ahead of it.
@@ -592,6 +602,7 @@ impl HddModel {
         st.bounds[index] = seg.bounds();
         st.lru_clock += 1;
         seg.last_used = st.lru_clock;
+        st.used[index] = st.lru_clock;
         st.busy_until_ns = completion_ns;
         Some(Service {
             arrival_ns: now_ns,
@@ -675,13 +686,21 @@ impl HddModel {
         let index = if st.segments.len() < self.params.cache_segments as usize {
             st.segments.push(seg);
             st.bounds.push(bounds);
+            st.used.push(st.lru_clock);
             st.segments.len() - 1
         } else {
-            let lru = (0..st.segments.len())
-                .min_by_key(|&i| st.segments[i].last_used)
-                .unwrap();
+            // The first least recently used (`min_by_key` order), over the compact copy.
+            let (lru, _) = st
+                .used
+                .iter()
+                .enumerate()
+                .fold(
+                    (0, u64::MAX),
+                    |best, (i, &u)| if u < best.1 { (i, u) } else { best },
+                );
             st.segments[lru] = seg;
             st.bounds[lru] = bounds;
+            st.used[lru] = st.lru_clock;
             lru
         };
         if active {
@@ -690,13 +709,71 @@ impl HddModel {
     }
 }
 
+/// `x.fract()` for `x >= +0`, without the libm `trunc` call `f64::fract` is on a baseline x86-64
+/// target (no SSE4.1 rounding instruction): the model takes two or three per positioned I/O.
+/// Bit for bit: below 2^63 the integer part converts exactly both ways, above 2^52 `x` is an
+/// integer already.
+fn fract_nonneg(x: f64) -> f64 {
+    debug_assert!(x >= 0.0, "fract_nonneg({x})");
+    if x < 9.2e18 {
+        x - (x as i64) as f64
+    } else {
+        x.fract()
+    }
+}
+
+/// `x.rem_euclid(1.0)` for `-1 < x < 1` (the difference of two fractions), without the libm
+/// `fmod` call: there `x % 1.0` is `x` itself, so only a negative `x` moves up by one.
+fn wrap_unit(x: f64) -> f64 {
+    debug_assert!(x > -1.0 && x < 1.0, "wrap_unit({x})");
+    if x < 0.0 {
+        x + 1.0
+    } else {
+        x
+    }
+}
+
+/// `x.ceil() as u64` for `x >= 0`, without the libm `ceil` call (as [`fract_nonneg`]).
+fn ceil_u64(x: f64) -> u64 {
+    if (0.0..9.2e18).contains(&x) {
+        let i = x as i64;
+        (i + i64::from((i as f64) < x)) as u64
+    } else {
+        x.ceil() as u64
+    }
+}
+
+/// `v as f64` for `v < 2^63` (every offset, time and length the model sees) through the signed
+/// conversion, a single instruction: the unsigned one is a sequence of several on x86-64
+/// without AVX-512, and the model converts a dozen times per I/O. Exact alike.
+#[inline]
+fn f64_of(v: u64) -> f64 {
+    debug_assert!(v < 1 << 63, "f64_of({v})");
+    v as i64 as f64
+}
+
+/// `x as u64` for `x < 2^63` through the signed conversion (as [`f64_of`]); negatives and NaN
+/// give 0, as `as u64` does.
+#[inline]
+fn u64_of(x: f64) -> u64 {
+    debug_assert!(x < 9.2e18 || x.is_nan(), "u64_of({x})");
+    (x as i64).max(0) as u64
+}
+
 /// `x.round() as u64`, bit for bit (round half away from zero; negatives and NaN give 0,
 /// values past `u64::MAX` saturate), without the libm call `f64::round` is on a baseline
 /// x86-64 target (no SSE4.1 rounding instruction): the model rounds several times per I/O.
 fn round_u64(x: f64) -> u64 {
+    if x < 9.2e18 {
+        // In signed arithmetic (one conversion instruction each way, see [`f64_of`]); a
+        // negative `x` gives 0 through the `max`. Exact: for |x| < 2^52, `i as f64` and the
+        // difference are exact; above, x is an integer. Branch-free: the fraction is as good
+        // as random, a branch on it would mispredict.
+        let i = x as i64;
+        return (i + i64::from(x - i as f64 >= 0.5)).max(0) as u64;
+    }
+    // Huge, infinite or NaN (never in the model): the unsigned conversion saturates.
     let i = x as u64;
-    // Exact: for x < 2^52, `i as f64` and the difference are exact; above, x is an integer.
-    // Branch-free: the fraction is as good as random, a branch on it would mispredict.
     i.saturating_add(u64::from(x - i as f64 >= 0.5))
 }
 
@@ -705,6 +782,8 @@ fn round_u64(x: f64) -> u64 {
 struct Geometry {
     capacity_bytes: u64,
     cylinders: u64,
+    /// `cylinders as f64`.
+    cylinders_f: f64,
     zoning: Zoning,
 }
 
@@ -778,13 +857,14 @@ impl Geometry {
         Geometry {
             capacity_bytes: params.capacity_bytes,
             cylinders,
+            cylinders_f: cylinders as f64,
             zoning,
         }
     }
 
     /// Continuous cylinder position of byte `offset`.
     fn x_of(&self, offset: u64) -> f64 {
-        let b = offset.min(self.capacity_bytes) as f64;
+        let b = f64_of(offset.min(self.capacity_bytes));
         let x = match &self.zoning {
             Zoning::Linear { alpha, beta } => {
                 // Root of alpha x^2 - beta x + b = 0 in [0, c], in the cancellation-free form.
@@ -799,12 +879,12 @@ impl Geometry {
                 z.start_x + (b - z.start_bytes) / z.bytes_per_cylinder
             }
         };
-        x.clamp(0.0, self.cylinders as f64)
+        x.clamp(0.0, self.cylinders_f)
     }
 
     /// Bytes before position `x`, not rounded.
     fn bytes_before(&self, x: f64) -> f64 {
-        let x = x.clamp(0.0, self.cylinders as f64);
+        let x = x.clamp(0.0, self.cylinders_f);
         match &self.zoning {
             Zoning::Linear { alpha, beta } => beta * x - alpha * x * x,
             Zoning::Stepped {
@@ -820,7 +900,7 @@ impl Geometry {
 
     fn offset_at_floor(&self, x: f64) -> u64 {
         // Truncation is `floor` for the u64 result (negatives saturate to 0 either way).
-        (self.bytes_before(x) as u64).min(self.capacity_bytes)
+        u64_of(self.bytes_before(x)).min(self.capacity_bytes)
     }
 
     fn offset_at_ceil(&self, x: f64) -> u64 {
@@ -886,7 +966,7 @@ impl SeekCurve {
         if distance == 0 {
             return 0.0;
         }
-        let u = (distance - 1) as f64;
+        let u = f64_of(distance - 1);
         self.a_ns * u.sqrt() + self.b_ns * u + self.c_ns
     }
 }
@@ -983,6 +1063,50 @@ mod tests {
         for x in xs {
             assert_eq!(round_u64(x), x.round() as u64, "{x:e}");
         }
+    }
+
+    #[test]
+    fn libm_free_helpers_match_libm() {
+        let mut r = crate::rng::SplitMix64::new(11);
+        // (Not -0.0: `fract_nonneg` keeps its sign, libm gives +0.0; the model never has it.)
+        let mut xs = vec![
+            0.0,
+            0.5,
+            1.0,
+            2.0 - f64::EPSILON,
+            4503599627370495.5,
+            4503599627370497.0,
+            9.19e18,
+            9.3e18,
+            1e300,
+            f64::MIN_POSITIVE,
+        ];
+        for _ in 0..100_000 {
+            let u = r.next_f64();
+            xs.extend([u, u * 1e9, u * 16_666_666.7, (u * 1e6).floor(), u * 2e12]);
+        }
+        for &x in &xs {
+            assert_eq!(
+                fract_nonneg(x).to_bits(),
+                x.fract().to_bits(),
+                "fract {x:e}"
+            );
+            assert_eq!(ceil_u64(x), x.ceil() as u64, "ceil {x:e}");
+        }
+        for w in xs.windows(2) {
+            let d = fract_nonneg(w[0]) - fract_nonneg(w[1]);
+            assert_eq!(
+                wrap_unit(d).to_bits(),
+                d.rem_euclid(1.0).to_bits(),
+                "wrap {d:e}"
+            );
+        }
+        assert_eq!(
+            wrap_unit(-0.0).to_bits(),
+            (-0.0f64).rem_euclid(1.0).to_bits()
+        );
+        assert_eq!(wrap_unit(-1e-300), (-1e-300f64).rem_euclid(1.0));
+        assert_eq!(ceil_u64(f64::INFINITY), u64::MAX);
     }
 
     #[test]

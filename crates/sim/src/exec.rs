@@ -743,7 +743,10 @@ pub struct Simulator {
     waiting_cycles: FxHashMap<u64, u32>,
     /// The next request, admitted at its arrival event (or when a slot frees, if stalled).
     held: Option<Request>,
-    held_scheduled: bool,
+    /// The held request's arrival event, `(time, seq)`, once scheduled. It is kept out of the
+    /// heap (`run` takes it when it is earlier than the heap's first event, in the same
+    /// `(time, seq)` order): one push and one pop fewer per request.
+    arrival_at: Option<(u64, u64)>,
     workload_done: bool,
     closed_loop: Option<u32>,
     request_cap: usize,
@@ -939,7 +942,7 @@ impl Simulator {
             lock_waiters: VecDeque::new(),
             waiting_cycles: FxHashMap::default(),
             held: None,
-            held_scheduled: false,
+            arrival_at: None,
             workload_done: false,
             closed_loop: None,
             request_cap: 0,
@@ -985,6 +988,14 @@ impl Simulator {
         }));
     }
 
+    /// Schedules the held request's arrival at `time_ns` (see `arrival_at`).
+    fn schedule_arrival(&mut self, time_ns: u64) {
+        debug_assert!(time_ns >= self.now_ns, "scheduling into the past");
+        debug_assert!(self.arrival_at.is_none(), "one arrival at a time");
+        self.seq += 1;
+        self.arrival_at = Some((time_ns, self.seq));
+    }
+
     /// Runs the whole workload (and the failure and rebuild, if configured) to the end.
     pub fn run<W: Workload + ?Sized>(mut self, workload: &mut W) -> Result<Report, SimError> {
         self.closed_loop = workload.closed_loop_depth();
@@ -996,13 +1007,27 @@ impl Simulator {
             self.schedule(f.at_ns, Kind::Fail);
         }
         self.pull(workload)?;
-        while let Some(Reverse(ev)) = self.events.pop() {
+        loop {
+            let ev = match (self.arrival_at, self.events.peek()) {
+                (Some(a), Some(Reverse(top))) if (top.time_ns, top.seq) < a => {
+                    self.events.pop().expect("peeked").0
+                }
+                (Some((time_ns, seq)), _) => {
+                    self.arrival_at = None;
+                    Event {
+                        time_ns,
+                        seq,
+                        kind: Kind::Arrival,
+                    }
+                }
+                (None, Some(_)) => self.events.pop().expect("peeked").0,
+                (None, None) => break,
+            };
             debug_assert!(ev.time_ns >= self.now_ns, "time went backwards");
             self.now_ns = ev.time_ns;
             self.event_count += 1;
             match ev.kind {
                 Kind::Arrival => {
-                    self.held_scheduled = false;
                     let r = self.held.take().expect("an arrival holds a request");
                     self.admit(r);
                     self.pull(workload)?;
@@ -1033,11 +1058,12 @@ impl Simulator {
                 Kind::SurrogateDone { disk } => self.sur_disk_done(disk),
             }
             // A stalled arrival (in-flight limit) is re-armed when a request completes.
-            if !self.held_scheduled && self.held.is_some() && self.requests.len() < self.request_cap
+            if self.arrival_at.is_none()
+                && self.held.is_some()
+                && self.requests.len() < self.request_cap
             {
                 let t = self.arrival_time(self.held.as_ref().expect("held"));
-                self.held_scheduled = true;
-                self.schedule(t, Kind::Arrival);
+                self.schedule_arrival(t);
             }
         }
         assert_eq!(self.plans.len(), 0, "plans left when the events ran out");
@@ -1119,8 +1145,7 @@ impl Simulator {
             self.held = Some(mapped);
             if self.requests.len() < self.request_cap {
                 let t = self.arrival_time(&mapped);
-                self.held_scheduled = true;
-                self.schedule(t, Kind::Arrival);
+                self.schedule_arrival(t);
             }
             return Ok(());
         }

@@ -15,16 +15,24 @@ use crate::fxhash::FxHashMap;
 ///
 /// Stored per cycle as a bitset over the cycle's stripe indices (a rebuild plan locks every
 /// stripe of its cycle, thousands for RAID+ over 59 disks: setting bits is far cheaper than
-/// hashing each stripe), keyed by cycle in a map with a cheap hasher; a plan's locks cost one
-/// map look-up to take and one to release. The first 64 stripes of a cycle are stored inline;
-/// the vectors of larger cycles that become free are kept for reuse, so a steady state
-/// allocates nothing.
+/// hashing each stripe). A cycle whose held stripes are all below 64 sits in `small`, a short
+/// list searched linearly (most runs lock a few cycles at a time, and comparing a few numbers
+/// is cheaper than hashing and inserting into a map: the simulator takes and releases locks
+/// for every request); the others, and all of them once `small` is full, are in a map keyed by
+/// cycle with a cheap hasher. A cycle is in one of the two, never both. The first 64 stripes of
+/// a mapped cycle are stored inline; the vectors of larger cycles that become free are kept for
+/// reuse, so a steady state allocates nothing.
 #[derive(Clone, Debug, Default)]
 pub struct StripeLocks {
+    /// `(cycle, bits)` with `bits != 0`: stripe `s < 64` of `cycle` is held if bit `s` is set.
+    small: Vec<(u64, u64)>,
     cycles: FxHashMap<u64, CycleBits>,
     held: usize,
     spare: Vec<Vec<u64>>,
 }
+
+/// Most cycles [`StripeLocks`] keeps in its linear list.
+const SMALL_MAX: usize = 8;
 
 /// The held stripes of one cycle: stripes 0 to 63 in `first` (all of them in a cycle of a
 /// classic layout, so taking and releasing its locks touches no other memory), the rest in
@@ -101,17 +109,14 @@ impl StripeLocks {
     /// Takes every stripe of `stripes` if none is held; otherwise takes nothing and returns
     /// false. `stripes` must not repeat a stripe.
     pub fn try_lock(&mut self, stripes: &[StripeId]) -> bool {
-        // One map look-up per run of stripes of the same cycle (plans list theirs sorted).
-        let mut seen: Option<(u64, Option<&CycleBits>)> = None;
-        for s in stripes {
-            let bits = match seen {
-                Some((c, bits)) if c == s.cycle => bits,
-                _ => self.cycles.get(&s.cycle),
-            };
-            if bits.is_some_and(|b| b.get(s.stripe)) {
+        // One look-up per run of stripes of the same cycle (plans list theirs sorted).
+        let mut rest = stripes;
+        while let Some(first) = rest.first() {
+            let run = rest.iter().take_while(|s| s.cycle == first.cycle).count();
+            if self.any_held(first.cycle, rest[..run].iter().map(|s| s.stripe)) {
                 return false;
             }
-            seen = Some((s.cycle, bits));
+            rest = &rest[run..];
         }
         let mut rest = stripes;
         while let Some(first) = rest.first() {
@@ -123,14 +128,77 @@ impl StripeLocks {
         true
     }
 
+    /// Whether any of `stripes` of `cycle` is held.
+    fn any_held(&self, cycle: u64, mut stripes: impl Iterator<Item = usize>) -> bool {
+        if let Some(&(_, bits)) = self.small.iter().find(|&&(c, _)| c == cycle) {
+            return stripes.any(|s| s < 64 && bits & (1 << s) != 0);
+        }
+        match self.cycles.get(&cycle) {
+            Some(b) => stripes.any(|s| b.get(s)),
+            None => false,
+        }
+    }
+
     /// [`StripeLocks::try_lock`] of stripes (indices) of one cycle, without building
-    /// [`StripeId`]s: one map look-up for the whole plan. `stripes` must not repeat a stripe.
+    /// [`StripeId`]s: one look-up for the whole plan. `stripes` must not repeat a stripe.
+    #[inline]
     pub fn try_lock_in<I>(&mut self, cycle: u64, stripes: I) -> bool
+    where
+        I: Iterator<Item = usize> + Clone,
+    {
+        // The common case, kept small enough to inline: stripes below 64 of a cycle in (or
+        // joining) the linear list.
+        let mut add = 0u64;
+        for s in stripes.clone() {
+            if s >= 64 {
+                return self.try_lock_in_general(cycle, stripes);
+            }
+            let m = 1u64 << s;
+            assert!(add & m == 0, "stripe {s} of cycle {cycle} listed twice");
+            add |= m;
+        }
+        if add == 0 {
+            return true;
+        }
+        if let Some(e) = self.small.iter_mut().find(|e| e.0 == cycle) {
+            if e.1 & add != 0 {
+                return false;
+            }
+            e.1 |= add;
+            self.held += add.count_ones() as usize;
+            return true;
+        }
+        if self.small.len() < SMALL_MAX
+            && (self.cycles.is_empty() || !self.cycles.contains_key(&cycle))
+        {
+            self.small.push((cycle, add));
+            self.held += add.count_ones() as usize;
+            return true;
+        }
+        self.try_lock_in_general(cycle, stripes)
+    }
+
+    /// [`StripeLocks::try_lock_in`] in every case (the map, a cycle moving from the list to
+    /// the map).
+    #[inline(never)]
+    fn try_lock_in_general<I>(&mut self, cycle: u64, stripes: I) -> bool
     where
         I: Iterator<Item = usize> + Clone,
     {
         if stripes.clone().next().is_none() {
             return true;
+        }
+        if let Some(k) = self.small.iter().position(|&(c, _)| c == cycle) {
+            let bits = self.small[k].1;
+            if stripes.clone().any(|s| s < 64 && bits & (1 << s) != 0) {
+                return false;
+            }
+            // A stripe past 63 (or a full list): the cycle moves to the map.
+            self.small.swap_remove(k);
+            let mut moved = Self::fresh(&mut self.spare);
+            moved.first = bits;
+            moved.count = bits.count_ones() as usize;
+            self.cycles.insert(cycle, moved);
         }
         let n = match self.cycles.entry(cycle) {
             std::collections::hash_map::Entry::Occupied(mut e) => {
@@ -171,7 +239,30 @@ impl StripeLocks {
 
     /// [`StripeLocks::unlock`] of stripes (indices) of one cycle, taken by one successful
     /// [`StripeLocks::try_lock_in`] (or [`StripeLocks::try_lock`]).
+    #[inline]
     pub fn unlock_in(&mut self, cycle: u64, stripes: impl Iterator<Item = usize>) {
+        if let Some(k) = self.small.iter().position(|&(c, _)| c == cycle) {
+            let bits = &mut self.small[k].1;
+            for stripe in stripes {
+                assert!(
+                    stripe < 64 && *bits & (1 << stripe) != 0,
+                    "unlocking stripe {:?}, which is not held",
+                    StripeId { cycle, stripe }
+                );
+                *bits &= !(1 << stripe);
+                self.held -= 1;
+            }
+            if *bits == 0 {
+                self.small.swap_remove(k);
+            }
+            return;
+        }
+        self.unlock_in_map(cycle, stripes);
+    }
+
+    /// [`StripeLocks::unlock_in`] of a cycle in the map.
+    #[inline(never)]
+    fn unlock_in_map(&mut self, cycle: u64, stripes: impl Iterator<Item = usize>) {
         let mut stripes = stripes.peekable();
         let Some(&first) = stripes.peek() else {
             return;
@@ -204,6 +295,9 @@ impl StripeLocks {
 
     /// Whether stripe `s` is held.
     pub fn is_locked(&self, s: StripeId) -> bool {
+        if let Some(&(_, bits)) = self.small.iter().find(|&&(c, _)| c == s.cycle) {
+            return s.stripe < 64 && bits & (1 << s.stripe) != 0;
+        }
         self.cycles.get(&s.cycle).is_some_and(|b| b.get(s.stripe))
     }
 
@@ -257,8 +351,12 @@ mod tests {
     #[test]
     fn per_cycle_calls_match_the_general_ones() {
         // The same random plans (stripes of one cycle each) through try_lock/unlock and
-        // through try_lock_in/unlock_in: the same answers and the same stripes held, always.
+        // through try_lock_in/unlock_in: the same answers and the same stripes held, always,
+        // and those of a plain set of held stripes. Twelve cycles (more than the linear list
+        // holds) and stripes up to 150 (past the inline word) move cycles between the list and
+        // the map both ways.
         let (mut a, mut b) = (StripeLocks::new(), StripeLocks::new());
+        let mut model: std::collections::HashSet<StripeId> = std::collections::HashSet::new();
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         let mut rnd = |m: u64| {
             x ^= x << 13;
@@ -269,8 +367,11 @@ mod tests {
         let mut held: Vec<(u64, Vec<usize>)> = Vec::new();
         for _ in 0..4000 {
             if rnd(3) > 0 || held.is_empty() {
-                let cycle = rnd(4);
-                let mut stripes: Vec<usize> = (0..rnd(5)).map(|_| rnd(150) as usize).collect();
+                let cycle = rnd(12);
+                let wide = rnd(4) == 0;
+                let mut stripes: Vec<usize> = (0..rnd(5))
+                    .map(|_| rnd(if wide { 150 } else { 64 }) as usize)
+                    .collect();
                 stripes.sort_unstable();
                 stripes.dedup();
                 let ids: Vec<StripeId> = stripes
@@ -279,7 +380,9 @@ mod tests {
                     .collect();
                 let got = a.try_lock(&ids);
                 assert_eq!(got, b.try_lock_in(cycle, stripes.iter().copied()));
+                assert_eq!(got, ids.iter().all(|s| !model.contains(s)));
                 if got {
+                    model.extend(ids.iter().copied());
                     held.push((cycle, stripes));
                 }
             } else {
@@ -290,12 +393,17 @@ mod tests {
                     .collect();
                 a.unlock(&ids);
                 b.unlock_in(cycle, stripes.into_iter());
+                for s in &ids {
+                    model.remove(s);
+                }
             }
             assert_eq!(a.held(), b.held());
-            for cycle in 0..4 {
+            assert_eq!(a.held(), model.len());
+            for cycle in 0..12 {
                 for stripe in 0..150 {
                     let s = StripeId { cycle, stripe };
                     assert_eq!(a.is_locked(s), b.is_locked(s));
+                    assert_eq!(a.is_locked(s), model.contains(&s));
                 }
             }
         }

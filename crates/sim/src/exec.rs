@@ -308,8 +308,10 @@ impl<T> Slab<T> {
         self.live += 1;
         match self.free.pop() {
             Some(i) => {
-                debug_assert!(self.slots[i as usize].is_none());
-                self.slots[i as usize] = Some(v);
+                let slot = &mut self.slots[i as usize];
+                // (Also tells the compiler there is nothing to drop.)
+                assert!(slot.is_none(), "a free slab slot is empty");
+                *slot = Some(v);
                 i
             }
             None => {
@@ -323,6 +325,14 @@ impl<T> Slab<T> {
         self.free.push(i);
         self.live -= 1;
         v
+    }
+    /// Drops the value in slot `i` where it is (no move out, unlike [`Slab::remove`]).
+    fn free(&mut self, i: u32) {
+        let slot = &mut self.slots[i as usize];
+        assert!(slot.is_some(), "slab slot is live");
+        *slot = None;
+        self.free.push(i);
+        self.live -= 1;
     }
     fn get(&self, i: u32) -> &T {
         self.slots[i as usize].as_ref().expect("slab slot is live")
@@ -1465,16 +1475,24 @@ impl Simulator {
     /// waiter waits for stripes of its own cycle held by another plan, and only an unlock can
     /// free them, so trying the others would fail as before (and cost a lock look-up each,
     /// thousands per completion while a rebuild holds whole cycles).
+    #[inline]
     fn retry_waiters(&mut self) {
-        // A pass started from within a pass (a plan it started failed at once) tries every
-        // waiter, as all passes once did; it leaves `released` to the outer pass.
-        let nested = self.retrying;
+        // (Inline: nearly always nothing waits.)
         if self.lock_waiters.is_empty() {
-            if !nested {
+            if !self.retrying {
                 self.released.clear();
             }
             return;
         }
+        self.retry_waiting_plans();
+    }
+
+    /// [`Simulator::retry_waiters`] with waiters.
+    #[inline(never)]
+    fn retry_waiting_plans(&mut self) {
+        // A pass started from within a pass (a plan it started failed at once) tries every
+        // waiter, as all passes once did; it leaves `released` to the outer pass.
+        let nested = self.retrying;
         if !nested && self.released.is_empty() {
             return;
         }
@@ -1576,6 +1594,10 @@ impl Simulator {
             run.stage = Stage::Ops;
             let t = self.now_ns + self.cfg.ops_ns;
             self.schedule(t, Kind::OpsDone { plan: id });
+        } else if run.io_count(true) == 0 && self.mem.is_none() {
+            // Nothing to write (a read): what `start_writes` would come to.
+            run.stage = Stage::Writing;
+            self.plan_done(id);
         } else {
             self.start_writes(id);
         }
@@ -1840,6 +1862,19 @@ impl Simulator {
 
     fn plan_done(&mut self, id: u32) {
         self.unlock_run(id);
+        // A request's plan with nothing else to account for (no lazy-parity tag, no checker,
+        // no latent sector errors): the general path below does just this, after moving the
+        // whole run out of its slot.
+        let run = self.plans.get(id);
+        if let (Owner::Request(rid), lazy::PlanLazy::None, None, None) =
+            (run.owner, &run.lazy, &self.mem, &self.lse)
+        {
+            self.plans.free(id);
+            self.fg_plans_in_flight -= 1;
+            self.request_part_done(rid);
+            self.retry_waiters();
+            return;
+        }
         let run = self.plans.remove(id);
         self.lazy_plan_ended(&run, true);
         if let Some(m) = self.mem.as_mut() {

@@ -345,6 +345,7 @@ impl ArrayState {
     }
 
     /// Members currently missing, in failure order.
+    #[inline]
     pub fn failed(&self) -> &[Disk] {
         &self.failed
     }
@@ -362,10 +363,12 @@ impl ArrayState {
     }
     /// The event counter (bumped on every failure and replacement), for superblocks and for
     /// detecting stale plans.
+    #[inline]
     pub fn generation(&self) -> u64 {
         self.generation
     }
     /// The generation cycle `c` is laid out in.
+    #[inline]
     pub fn cycle_generation(&self, c: u64) -> u32 {
         self.cycle_gen[c as usize]
     }
@@ -430,6 +433,7 @@ impl ArrayState {
     /// True when `plan` was made against the current state of its cycle: no event since, and
     /// the cycle still in the same layout generation. Executors check this (under the plan's
     /// locks) before starting a plan, and re-plan otherwise.
+    #[inline]
     pub fn plan_is_current(&self, plan: &Plan) -> bool {
         plan.state_generation == self.generation
             && self.cycle_gen[plan.cycle as usize] == plan.layout_generation

@@ -884,11 +884,13 @@ impl IdleDetector {
         self.idle_after_ns
     }
     /// A foreground request started at `now`.
+    #[inline]
     pub fn foreground_start(&mut self, now_ns: u64) {
         self.in_flight += 1;
         self.last_activity_ns = self.last_activity_ns.max(now_ns);
     }
     /// A foreground request finished at `now`.
+    #[inline]
     pub fn foreground_end(&mut self, now_ns: u64) {
         debug_assert!(self.in_flight > 0, "foreground_end without a start");
         self.in_flight = self.in_flight.saturating_sub(1);

@@ -277,7 +277,7 @@ struct Event {
 /// Why not just a binary heap: a replay has three or four events pending on average, and a
 /// pop from a heap that size cost about a hundred instructions. Up to [`EventQueue::SMALL`]
 /// events are kept in a vector sorted latest first, so a pop is a `Vec::pop` and a push a
-/// binary search and a short shift. Past that (a declustered rebuild keeps dozens of disks
+/// short shift. Past that (a declustered rebuild keeps dozens of disks
 /// busy, and each push would shift most of the vector) every event moves to a binary heap,
 /// which serves until it is empty again. Either way the order is the same.
 #[derive(Default)]
@@ -322,9 +322,17 @@ impl EventQueue {
             self.heap.push(Reverse(EventKey(ev)));
             return;
         }
+        // Insertion sort's step: in at the end, then moved up past every event due earlier
+        // (a few moves of a few events, cheaper than a binary search and a `memmove` call).
         let key = (ev.time_ns, ev.seq);
-        let at = self.sorted.partition_point(|e| (e.time_ns, e.seq) > key);
-        self.sorted.insert(at, ev);
+        self.sorted.push(ev);
+        let v = &mut self.sorted;
+        let mut i = v.len() - 1;
+        while i > 0 && (v[i - 1].time_ns, v[i - 1].seq) < key {
+            v[i] = v[i - 1];
+            i -= 1;
+        }
+        v[i] = ev;
     }
 
     /// `(time, seq)` of the next event.
@@ -1264,6 +1272,13 @@ impl Simulator {
             );
             return;
         }
+        self.admit_planned(r, arrival_ns);
+    }
+
+    /// [`Simulator::admit`] of a request the memo does not hold: plan it (and memoise a single
+    /// plan). Apart so that the memo hit, nearly every request, runs in a small function.
+    #[inline(never)]
+    fn admit_planned(&mut self, r: Request, arrival_ns: u64) {
         let planned = match r.op {
             Op::Read => plan_read(&self.geo, &self.state, r.offset_bytes, r.len_bytes),
             Op::Write => self.plan_write_tagged(r.offset_bytes, r.len_bytes),

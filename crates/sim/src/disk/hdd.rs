@@ -632,11 +632,15 @@ impl HddModel {
 
         self.stop_read_ahead(st, start_ns);
         if io.op == Op::Write {
+            let before = st.segments.len();
             st.segments
                 .retain(|s| s.start >= end || s.filled_end.max(s.limit_end) <= io.offset_bytes);
-            st.bounds.rebuild(st.segments.iter().map(Segment::bounds));
-            st.used.clear();
-            st.used.extend(st.segments.iter().map(|s| s.last_used));
+            // (Most writes overlap no segment: then the copies stand as they are.)
+            if st.segments.len() != before {
+                st.bounds.rebuild(st.segments.iter().map(Segment::bounds));
+                st.used.clear();
+                st.used.extend(st.segments.iter().map(|s| s.last_used));
+            }
             debug_assert!(st.segments.iter().all(|s| !s.active));
         }
 

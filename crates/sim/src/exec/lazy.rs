@@ -36,7 +36,7 @@ pub(super) enum PlanLazy {
 
 /// The simulator's lazy-parity state.
 pub(super) struct LazyRun {
-    idle: IdleDetector,
+    pub(super) idle: IdleDetector,
     /// Cycles with a flush plan in flight.
     flushing: BTreeSet<u64>,
     /// A `FlushWake` is scheduled at this time.

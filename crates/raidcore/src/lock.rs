@@ -196,7 +196,7 @@ impl StripeLocks {
             if stripes.clone().any(|s| s < 64 && bits & (1 << s) != 0) {
                 return false;
             }
-            // A stripe past 63 (or a full list): the cycle moves to the map.
+            // A stripe past 63 (the fast path took all others): the cycle moves to the map.
             self.small.swap_remove(k);
             let mut moved = Self::fresh(&mut self.spare);
             moved.first = bits;

@@ -1293,10 +1293,7 @@ impl Simulator {
                     serial: self.serial,
                     touches_array: true,
                 });
-                self.lazy.idle.foreground_start(self.now_ns);
                 self.memo.hits += 1;
-                self.fg_plans_in_flight += 1;
-                self.plan_count += 1;
                 let id = self.plans.vacant();
                 let slot = self.plans.fill(id);
                 *slot = Some(PlanRun {
@@ -1318,6 +1315,8 @@ impl Simulator {
                 if let Some(run) = slot {
                     run.flat = e.flat;
                 }
+                self.foreground_started();
+                self.count_plan(Owner::Request(rid));
                 if cfg!(debug_assertions) {
                     self.memo_check(r.op, r.offset_bytes, r.len_bytes, id);
                 }
@@ -1512,10 +1511,7 @@ impl Simulator {
         replanned: bool,
         settles: bool,
     ) {
-        if let Owner::Request(_) = owner {
-            self.fg_plans_in_flight += 1;
-        }
-        self.plan_count += 1;
+        self.count_plan(owner);
         let id = self.plans.insert(PlanRun {
             plan,
             flat,
@@ -1531,6 +1527,14 @@ impl Simulator {
             lazy: std::mem::take(&mut self.lazy.next),
         });
         self.submitted(id, cycle, replanned);
+    }
+
+    /// Counts a plan submitted for `owner`.
+    fn count_plan(&mut self, owner: Owner) {
+        if let Owner::Request(_) = owner {
+            self.fg_plans_in_flight += 1;
+        }
+        self.plan_count += 1;
     }
 
     /// The rest of [`Simulator::submit_run`] once run `id` is in its slot: check it, then

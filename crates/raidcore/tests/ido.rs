@@ -435,6 +435,19 @@ impl World {
         }
     }
 
+    /// Runs the rebuild to its end, every copy it starts completing at once.
+    fn rebuild_to_end(&mut self) {
+        let mut guard = 0;
+        while self.ido.phase() == Phase::Rebuilding {
+            self.rebuild_step();
+            while !self.copies.is_empty() {
+                self.finish_copy(0, true);
+            }
+            guard += 1;
+            assert!(guard < 1000, "rebuild does not end");
+        }
+    }
+
     fn reclaim_step(&mut self) {
         let Some(r) = self.ido.next_reclaim(3 * SECTOR) else {
             return;
@@ -521,15 +534,8 @@ fn run_property(policy: RebuildPolicy, surrogate: u64, warm: &[Op], ops: &[Op]) 
     while !w.copies.is_empty() {
         w.finish_copy(0, true);
     }
+    w.rebuild_to_end();
     let mut guard = 0;
-    while w.ido.phase() == Phase::Rebuilding {
-        w.rebuild_step();
-        while !w.copies.is_empty() {
-            w.finish_copy(0, true);
-        }
-        guard += 1;
-        assert!(guard < 1000, "rebuild does not end");
-    }
     while w.ido.phase() == Phase::Reclaiming {
         w.reclaim_step();
         guard += 1;
@@ -599,12 +605,7 @@ fn ido_rebuilds_hot_zones_first_and_migrates_them() {
     assert_eq!(s.writes_redirected - before.writes_redirected, 1);
     // The split read: 1024 bytes from the surrogate, the rest from the degraded set.
     assert_eq!(s.reads_split - before.reads_split, 1);
-    while w.ido.phase() == Phase::Rebuilding {
-        w.rebuild_step();
-        while !w.copies.is_empty() {
-            w.finish_copy(0, true);
-        }
-    }
+    w.rebuild_to_end();
     assert_eq!(w.ido.phase(), Phase::Reclaiming);
     assert_eq!(w.ido.dmap().clean_bytes(), 0);
     assert_eq!(w.ido.dmap().dirty_bytes(), 1024);
@@ -868,12 +869,7 @@ fn a_resumed_rebuild_keeps_its_policy_and_a_write_can_end_the_reclaim() {
     back.start_rebuild(true);
     assert_eq!(back.active_policy(), RebuildPolicy::Workout);
     assert_eq!(back.dmap().dirty_bytes(), 2048);
-    while w.ido.phase() == Phase::Rebuilding {
-        w.rebuild_step();
-        while !w.copies.is_empty() {
-            w.finish_copy(0, true);
-        }
-    }
+    w.rebuild_to_end();
     assert_eq!(w.ido.phase(), Phase::Reclaiming);
     assert_eq!(w.ido.dmap().dirty_bytes(), 2048);
     w.write(0, 4096);

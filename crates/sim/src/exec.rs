@@ -389,26 +389,21 @@ impl<T> Slab<T> {
         self.live -= 1;
         v
     }
-    /// A free slot for [`Slab::fill`], counted live already.
+    /// A free slot, counted live already, and its index: the caller fills it in place (a large
+    /// value written straight into it rather than built aside and moved in).
     #[inline(always)]
-    fn vacant(&mut self) -> u32 {
+    fn vacant(&mut self) -> (u32, &mut Option<T>) {
         self.live += 1;
-        match self.free.pop() {
+        let i = match self.free.pop() {
             Some(i) => i,
             None => {
                 self.slots.push(None);
                 (self.slots.len() - 1) as u32
             }
-        }
-    }
-
-    /// The slot of [`Slab::vacant`] `i`, to be filled in place (a large value written straight
-    /// into it rather than built aside and moved in).
-    #[inline(always)]
-    fn fill(&mut self, i: u32) -> &mut Option<T> {
+        };
         let slot = &mut self.slots[i as usize];
         assert!(slot.is_none(), "a free slab slot is empty");
-        slot
+        (i, slot)
     }
 
     /// Drops the value in slot `i` where it is (no move out, unlike [`Slab::remove`]).
@@ -1294,8 +1289,7 @@ impl Simulator {
                     touches_array: true,
                 });
                 self.memo.hits += 1;
-                let id = self.plans.vacant();
-                let slot = self.plans.fill(id);
+                let (id, slot) = self.plans.vacant();
                 *slot = Some(PlanRun {
                     plan,
                     flat: None,

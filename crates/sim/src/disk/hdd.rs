@@ -169,12 +169,123 @@ struct HddState {
     /// `(start, reachable end)` of each segment, in the same order: the cache look-up scans
     /// this compact copy (16 bytes a segment instead of 48) because every read scans it.
     bounds: Bounds,
-    /// `last_used` of each segment, in the same order (the replacement scans this compact copy
-    /// on every read miss).
-    used: Vec<u64>,
+    /// The segments in order of last use (`last_used`), for the replacement on a read miss.
+    recency: Recency,
     /// The segment reading ahead, if any (at most one is).
     active: Option<usize>,
     lru_clock: u64,
+}
+
+/// The cache segments in order of last use, as a doubly linked list over their indices: the
+/// least recently used is at the head, the newest at the tail.
+///
+/// Why not a scan for the smallest use time: a read miss with a full cache replaced the least
+/// recently used segment, found by comparing all sixteen use times, and where the minimum lies
+/// is random, so the comparisons mispredicted about one and a half times per miss. Here
+/// finding it is reading the head, and renewing a segment relinks two or three nodes. Use
+/// times are all different (the clock ticks before each use), so the order is total and the
+/// segment chosen is the one the scan chose. A write that invalidates segments renumbers
+/// them: the list is then rebuilt from the use times (rare).
+#[derive(Clone, Debug, Default)]
+struct Recency {
+    prev: Vec<u16>,
+    next: Vec<u16>,
+    head: u16,
+    tail: u16,
+}
+
+/// No segment (the end of the [`Recency`] list).
+const NIL: u16 = u16::MAX;
+
+impl Recency {
+    /// Appends segment `prev.len()` (a new one) as the newest.
+    fn push(&mut self) {
+        let i = self.prev.len() as u16;
+        debug_assert!(i < NIL);
+        if i == 0 {
+            self.head = 0;
+        } else {
+            self.next[usize::from(self.tail)] = i;
+        }
+        self.prev.push(if i == 0 { NIL } else { self.tail });
+        self.next.push(NIL);
+        self.tail = i;
+    }
+
+    /// Makes segment `i` the newest.
+    #[inline]
+    fn touch(&mut self, i: usize) {
+        let i16 = i as u16;
+        if i16 == self.tail {
+            return;
+        }
+        let (p, n) = (self.prev[i], self.next[i]);
+        // Not the tail: it has a successor.
+        self.prev[usize::from(n)] = p;
+        if p == NIL {
+            self.head = n;
+        } else {
+            self.next[usize::from(p)] = n;
+        }
+        self.link_last(i16);
+    }
+
+    /// The least recently used segment, made the newest (it is about to be replaced).
+    #[inline]
+    fn renew_oldest(&mut self) -> usize {
+        let i = self.head;
+        if i != self.tail {
+            let n = self.next[usize::from(i)];
+            self.prev[usize::from(n)] = NIL;
+            self.head = n;
+            self.link_last(i);
+        }
+        usize::from(i)
+    }
+
+    /// Puts `i` (unlinked) after the tail.
+    #[inline]
+    fn link_last(&mut self, i: u16) {
+        self.prev[usize::from(i)] = self.tail;
+        self.next[usize::from(i)] = NIL;
+        self.next[usize::from(self.tail)] = i;
+        self.tail = i;
+    }
+
+    /// The list for segments whose use times are `last_used`, in their order.
+    fn rebuild(&mut self, last_used: impl Iterator<Item = u64>) {
+        let mut by_use: Vec<(u64, usize)> = last_used.enumerate().map(|(i, u)| (u, i)).collect();
+        by_use.sort_unstable();
+        self.prev.clear();
+        self.next.clear();
+        self.prev.resize(by_use.len(), NIL);
+        self.next.resize(by_use.len(), NIL);
+        for w in by_use.windows(2) {
+            let (a, b) = (w[0].1, w[1].1);
+            self.next[a] = b as u16;
+            self.prev[b] = a as u16;
+        }
+        if let (Some(first), Some(last)) = (by_use.first(), by_use.last()) {
+            self.head = first.1 as u16;
+            self.tail = last.1 as u16;
+        }
+    }
+
+    /// The segments from the least recently used to the newest (debug checks).
+    fn order(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut i = if self.prev.is_empty() { NIL } else { self.head };
+        while i != NIL && out.len() <= self.prev.len() {
+            let back = out.last().map_or(NIL, |&p| p as u16);
+            assert_eq!(self.prev[usize::from(i)], back, "recency links disagree");
+            out.push(usize::from(i));
+            i = self.next[usize::from(i)];
+        }
+        if let Some(&last) = out.last() {
+            assert_eq!(usize::from(self.tail), last, "the recency list's tail");
+        }
+        out
+    }
 }
 
 /// One cache segment: bytes `start..filled_end` were in the cache at `fill_ns`; while `active`,
@@ -367,7 +478,7 @@ impl Clone for HddState {
             rng: self.rng.clone(),
             segments: self.segments.clone(),
             bounds: self.bounds.clone(),
-            used: self.used.clone(),
+            recency: self.recency.clone(),
             active: self.active,
             lru_clock: self.lru_clock,
         }
@@ -381,7 +492,7 @@ impl Clone for HddState {
         self.rng = o.rng.clone();
         self.segments.clone_from(&o.segments);
         self.bounds.clone_from(&o.bounds);
-        self.used.clone_from(&o.used);
+        self.recency.clone_from(&o.recency);
         self.active = o.active;
         self.lru_clock = o.lru_clock;
     }
@@ -400,8 +511,19 @@ impl HddState {
             let b: Vec<(u64, u64)> = self.segments.iter().map(Segment::bounds).collect();
             assert_eq!(b, self.bounds.exact, "cache bounds out of date");
             self.bounds.assert_coarse();
-            let u: Vec<u64> = self.segments.iter().map(|s| s.last_used).collect();
-            assert_eq!(u, self.used, "cache use times out of date");
+            let order = self.recency.order();
+            let mut all = order.clone();
+            all.sort_unstable();
+            assert!(
+                all.iter().copied().eq(0..self.segments.len()),
+                "the recency list holds every segment once: {order:?}"
+            );
+            assert!(
+                order
+                    .windows(2)
+                    .all(|w| self.segments[w[0]].last_used < self.segments[w[1]].last_used),
+                "the recency list is in order of last use"
+            );
             for s in &self.segments {
                 assert_eq!(
                     s.filled_x.to_bits(),
@@ -429,7 +551,7 @@ impl Hdd {
             rng: SplitMix64::new(seed),
             segments: Vec::with_capacity(model.params.cache_segments as usize),
             bounds: Bounds::new(model.params.capacity_bytes),
-            used: Vec::with_capacity(model.params.cache_segments as usize),
+            recency: Recency::default(),
             active: None,
             lru_clock: 0,
         };
@@ -638,8 +760,7 @@ impl HddModel {
             // (Most writes overlap no segment: then the copies stand as they are.)
             if st.segments.len() != before {
                 st.bounds.rebuild(st.segments.iter().map(Segment::bounds));
-                st.used.clear();
-                st.used.extend(st.segments.iter().map(|s| s.last_used));
+                st.recency.rebuild(st.segments.iter().map(|s| s.last_used));
             }
             debug_assert!(st.segments.iter().all(|s| !s.active));
         }
@@ -743,7 +864,7 @@ impl HddModel {
         st.bounds.set(index, seg.bounds());
         st.lru_clock += 1;
         seg.last_used = st.lru_clock;
-        st.used[index] = st.lru_clock;
+        st.recency.touch(index);
         st.busy_until_ns = completion_ns;
         Some(Service {
             arrival_ns: now_ns,
@@ -827,21 +948,13 @@ impl HddModel {
         let index = if st.segments.len() < self.params.cache_segments as usize {
             st.segments.push(seg);
             st.bounds.push(bounds);
-            st.used.push(st.lru_clock);
+            st.recency.push();
             st.segments.len() - 1
         } else {
-            // The first least recently used (`min_by_key` order), over the compact copy.
-            let (lru, _) = st
-                .used
-                .iter()
-                .enumerate()
-                .fold(
-                    (0, u64::MAX),
-                    |best, (i, &u)| if u < best.1 { (i, u) } else { best },
-                );
+            // The least recently used (use times are all different) becomes the newest.
+            let lru = st.recency.renew_oldest();
             st.segments[lru] = seg;
             st.bounds.set(lru, bounds);
-            st.used[lru] = st.lru_clock;
             lru
         };
         if active {

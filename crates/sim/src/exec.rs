@@ -594,6 +594,10 @@ const FLAT_LOCKS: usize = 4;
 struct Flat {
     ios: [FlatIo; FLAT_IOS],
     locks: [u32; FLAT_LOCKS],
+    /// `locks` as a bit set (bit `s` for stripe `s`) when every one is below 64, which
+    /// `locks_in_bits` says: then the locks are taken and released without a loop over them.
+    lock_bits: u64,
+    locks_in_bits: bool,
     reads: u8,
     writes: u8,
     locks_len: u8,
@@ -614,6 +618,8 @@ impl Flat {
         let mut f = Flat {
             ios: [FlatIo::default(); FLAT_IOS],
             locks: [0; FLAT_LOCKS],
+            lock_bits: 0,
+            locks_in_bits: plan.locks.iter().all(|l| l.stripe < 64),
             reads: plan.reads.len() as u8,
             writes: plan.writes.len() as u8,
             locks_len: plan.locks.len() as u8,
@@ -636,6 +642,9 @@ impl Flat {
                 "a plan locks stripes of its cycle only"
             );
             *slot = u32::try_from(l.stripe).ok()?;
+            if f.locks_in_bits {
+                f.lock_bits |= 1 << l.stripe;
+            }
         }
         Some(f)
     }
@@ -1428,6 +1437,10 @@ impl Simulator {
     fn lock_run(&mut self, id: u32) -> bool {
         let run = self.plans.get(id);
         match &run.flat {
+            Some(f) if f.locks_in_bits => {
+                self.locks
+                    .try_lock_bits(run.cycle, f.lock_bits, usize::from(f.locks_len))
+            }
             Some(f) => self.locks.try_lock_in(
                 run.cycle,
                 f.locks[..usize::from(f.locks_len)]
@@ -1451,6 +1464,10 @@ impl Simulator {
             self.released.push(run.cycle);
         }
         match &run.flat {
+            Some(f) if f.locks_in_bits => {
+                self.locks
+                    .unlock_bits(run.cycle, f.lock_bits, usize::from(f.locks_len))
+            }
             Some(f) => self.locks.unlock_in(
                 run.cycle,
                 f.locks[..usize::from(f.locks_len)]

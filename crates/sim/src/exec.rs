@@ -1881,6 +1881,7 @@ impl Simulator {
     }
 
     /// One I/O of plan `id` finished (or failed).
+    #[inline]
     fn io_finished(&mut self, id: u32, error: bool) {
         let run = self.plans.get_mut(id);
         run.errored |= error;

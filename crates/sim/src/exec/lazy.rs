@@ -139,10 +139,18 @@ impl Simulator {
 
     /// Starts flush plans when the idle detector (or a failure) says so; otherwise arranges to
     /// look again when the array would become idle.
+    #[inline]
     pub(super) fn maybe_flush(&mut self) {
+        // (Inline: runs on every completion, and nothing is deferred unless parity is lazy.)
         if self.state.bpgl().is_empty() || self.lazy.blocked {
             return;
         }
+        self.flush_some();
+    }
+
+    /// [`Simulator::maybe_flush`] with deferred parities.
+    #[inline(never)]
+    fn flush_some(&mut self) {
         let now = self.now_ns;
         let (len, cap) = (self.state.bpgl().len(), self.state.bpgl().capacity());
         let advice = self.lazy.idle.advise(now, len, cap);

@@ -16,7 +16,7 @@ use crate::fxhash::FxHashMap;
 /// Stored per cycle as a bitset over the cycle's stripe indices (a rebuild plan locks every
 /// stripe of its cycle, thousands for RAID+ over 59 disks: setting bits is far cheaper than
 /// hashing each stripe). A cycle whose held stripes are all below 64 sits in `small`, a small
-/// direct-mapped table where cycle `c` may take slot `c % SMALL_SLOTS` only, if that slot is
+/// direct-mapped table where a cycle may take one slot only ([`small_index`]), if that slot is
 /// free (most runs lock a few cycles at a time, and one comparison is cheaper than hashing and
 /// inserting into a map: the simulator takes and releases locks for every request; a linear
 /// list, searched until its cycle, mispredicted about once per look-up); the others, and
@@ -24,9 +24,9 @@ use crate::fxhash::FxHashMap;
 /// one of the two, never both. The first 64 stripes of a mapped cycle are stored inline; the
 /// vectors of larger cycles that become free are kept for reuse, so a steady state allocates
 /// nothing.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StripeLocks {
-    /// `(cycle, bits)` in slot `cycle % SMALL_SLOTS`: stripe `s < 64` of `cycle` is held if bit
+    /// `(cycle, bits)` in slot `small_index(cycle)`: stripe `s < 64` of `cycle` is held if bit
     /// `s` is set. A slot with no bit set is free.
     small: [(u64, u64); SMALL_SLOTS],
     cycles: FxHashMap<u64, CycleBits>,
@@ -50,8 +50,30 @@ impl Iterator for BitStripes {
     }
 }
 
-/// Slots of [`StripeLocks`]'s direct-mapped table.
-const SMALL_SLOTS: usize = 32;
+/// Slots of [`StripeLocks`]'s direct-mapped table (a power of two).
+const SMALL_SLOTS: usize = 256;
+
+/// The slot a cycle may take in [`StripeLocks`]'s direct-mapped table: the top bits of the
+/// cycle times 2^64 / golden ratio (Fibonacci hashing). A trace's cycles are not spread evenly
+/// (aligned offsets), and a replay holds dozens at a time: with 32 slots taken by the cycle's
+/// low bits, one lock in twelve of the WebSearch replay found its slot taken by another cycle
+/// and went to the map; with this hash, one in twenty-five at 64 slots, one in a hundred at
+/// 256 (4 KiB).
+#[inline]
+fn small_index(cycle: u64) -> usize {
+    (cycle.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SMALL_SLOTS.trailing_zeros())) as usize
+}
+
+impl Default for StripeLocks {
+    fn default() -> StripeLocks {
+        StripeLocks {
+            small: [(0, 0); SMALL_SLOTS],
+            cycles: FxHashMap::default(),
+            held: 0,
+            spare: Vec::new(),
+        }
+    }
+}
 
 /// The held stripes of one cycle: stripes 0 to 63 in `first` (all of them in a cycle of a
 /// classic layout, so taking and releasing its locks touches no other memory), the rest in
@@ -114,7 +136,7 @@ impl StripeLocks {
     /// The slot of `cycle` in `small`, if the cycle is there.
     #[inline]
     fn small_slot(&self, cycle: u64) -> Option<usize> {
-        let k = (cycle % SMALL_SLOTS as u64) as usize;
+        let k = small_index(cycle);
         let (c, bits) = self.small[k];
         (bits != 0 && c == cycle).then_some(k)
     }
@@ -201,7 +223,7 @@ impl StripeLocks {
         if bits == 0 {
             return true;
         }
-        let e = &mut self.small[(cycle % SMALL_SLOTS as u64) as usize];
+        let e = &mut self.small[small_index(cycle)];
         if e.1 != 0 && e.0 == cycle {
             if e.1 & bits != 0 {
                 return false;
@@ -419,9 +441,16 @@ mod tests {
         // a plain set of held stripes. Twelve cycles, four of them on each of three slots of
         // the direct-mapped table (so that cycles find their slot taken), and stripes up to
         // 150 (past the inline word) move cycles between the table and the map both ways.
-        let cycles: Vec<u64> = (0..12)
-            .map(|i| (i % 3) + (i / 3) * SMALL_SLOTS as u64)
+        let mut by_slot: std::collections::BTreeMap<usize, Vec<u64>> = Default::default();
+        for c in 0..10_000u64 {
+            by_slot.entry(small_index(c)).or_default().push(c);
+        }
+        let cycles: Vec<u64> = by_slot
+            .values()
+            .take(3)
+            .flat_map(|v| v[..4].iter().copied())
             .collect();
+        assert_eq!(cycles.len(), 12);
         let (mut a, mut b, mut c) = (StripeLocks::new(), StripeLocks::new(), StripeLocks::new());
         // The bits and count of stripes all below 64, if they are.
         let bits = |stripes: &[usize]| {

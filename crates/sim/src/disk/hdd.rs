@@ -186,12 +186,30 @@ struct HddState {
 /// times are all different (the clock ticks before each use), so the order is total and the
 /// segment chosen is the one the scan chose. A write that invalidates segments renumbers
 /// them: the list is then rebuilt from the use times (rare).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 struct Recency {
     prev: Vec<u16>,
     next: Vec<u16>,
     head: u16,
     tail: u16,
+}
+
+impl Clone for Recency {
+    fn clone(&self) -> Recency {
+        Recency {
+            prev: self.prev.clone(),
+            next: self.next.clone(),
+            head: self.head,
+            tail: self.tail,
+        }
+    }
+    /// Reuses the vectors (see `HddState::clone_from`; a derived `clone_from` would allocate).
+    fn clone_from(&mut self, o: &Recency) {
+        self.prev.clone_from(&o.prev);
+        self.next.clone_from(&o.next);
+        self.head = o.head;
+        self.tail = o.tail;
+    }
 }
 
 /// No segment (the end of the [`Recency`] list).
@@ -1340,6 +1358,50 @@ mod tests {
         }
         for x in xs {
             assert_eq!(round_u64(x), x.round() as u64, "{x:e}");
+        }
+    }
+
+    #[test]
+    fn the_recency_list_replaces_what_a_scan_of_use_times_would() {
+        // Random uses, new segments, replacements and rebuilds, against the plain model: a
+        // use time per segment, the replacement taking the smallest.
+        let mut r = crate::rng::SplitMix64::new(5);
+        let (mut list, mut used, mut clock) = (Recency::default(), Vec::<u64>::new(), 0u64);
+        for step in 0..20_000 {
+            clock += 1;
+            match r.next_u64() % 8 {
+                0 if used.len() < 16 => {
+                    list.push();
+                    used.push(clock);
+                }
+                1..=3 if !used.is_empty() => {
+                    let oldest = (0..used.len()).min_by_key(|&i| used[i]).unwrap();
+                    assert_eq!(list.renew_oldest(), oldest, "step {step}");
+                    used[oldest] = clock;
+                }
+                4 if !used.is_empty() => {
+                    // A write drops some segments; the rest are renumbered in order.
+                    let keep = r.next_u64();
+                    let mut i = 0;
+                    used.retain(|_| {
+                        i += 1;
+                        keep >> (i % 64) & 1 == 1
+                    });
+                    list.rebuild(used.iter().copied());
+                }
+                _ if !used.is_empty() => {
+                    let i = (r.next_u64() % used.len() as u64) as usize;
+                    list.touch(i);
+                    used[i] = clock;
+                }
+                _ => {}
+            }
+            let mut by_use: Vec<usize> = (0..used.len()).collect();
+            by_use.sort_by_key(|&i| used[i]);
+            assert_eq!(list.order(), by_use, "step {step}");
+            let mut copy = Recency::default();
+            copy.clone_from(&list);
+            assert_eq!(copy.order(), by_use);
         }
     }
 

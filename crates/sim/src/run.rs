@@ -334,18 +334,20 @@ impl Workload for Source {
             match &mut self.kind {
                 SourceKind::None => return None,
                 // Replaying the cached first pass (every pass after the first of a looped
-                // trace): what the arm below does with a request from the cache, field by
-                // field. (Through the arm below, the request was copied into a temporary and
-                // read back at other widths, which the processor cannot forward from the
-                // stores just made: a stall of a dozen cycles or more on every request.)
+                // trace), field by field; the arm below reads the file, and ends every pass.
+                // (Through that arm, a cached request was copied into a temporary and read
+                // back at other widths, which the processor cannot forward from the stores
+                // just made: a stall of a dozen cycles or more on every request.)
                 SourceKind::Trace {
                     first_pass,
                     replay: Some(i),
                     last_ns,
                     in_pass,
                     offset_ns,
+                    caching,
                     ..
                 } if *i < first_pass.len() => {
+                    debug_assert!(!*caching, "a replayed pass is not cached again");
                     let q = &first_pass[*i];
                     *i += 1;
                     *last_ns = (*last_ns).max(q.time_ns);
@@ -372,11 +374,8 @@ impl Workload for Source {
                     caching,
                     replay,
                 } => match match replay {
-                    Some(i) => {
-                        let r = first_pass.get(*i).copied();
-                        *i += 1;
-                        r.map(Ok)
-                    }
+                    // The arm above replayed every cached request: the pass is over.
+                    Some(_) => None,
                     None => reader.next(),
                 } {
                     Some(Ok(mut r)) => {

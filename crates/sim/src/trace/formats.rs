@@ -503,17 +503,26 @@ pub(crate) fn detect(path: Option<&Path>, head: &[u8]) -> Option<TraceFormat> {
     if first.starts_with("Timestamp,Hostname") {
         return Some(TraceFormat::Msr);
     }
-    let reads_all = |format: TraceFormat| {
+    // (requests, malformed lines) among the sniffed lines, read as `format`.
+    let tally = |format: TraceFormat| {
         let mut parser = Parser::new(format);
-        let mut requests = 0;
+        let (mut requests, mut bad) = (0usize, 0usize);
         for line in &lines {
             match parser.parse(line) {
                 Ok(Some(_)) => requests += 1,
                 Ok(None) => {}
-                Err(_) => return false,
+                Err(_) => bad += 1,
             }
         }
-        requests > 0
+        (requests, bad)
+    };
+    let reads_all = |format: TraceFormat| matches!(tally(format), (r, 0) if r > 0);
+    // A malformed line among the first ones should not hide the format: the reader then names
+    // that line (or skips it under `--lenient`) instead of failing to detect anything. So when
+    // no format reads every line, one that reads all but at most a quarter of them still counts.
+    let reads_most = |format: TraceFormat| {
+        let (requests, bad) = tally(format);
+        requests >= 2 && bad * 4 <= lines.len()
     };
     let blkparse_like = {
         let events = lines
@@ -525,17 +534,21 @@ pub(crate) fn detect(path: Option<&Path>, head: &[u8]) -> Option<TraceFormat> {
             .count();
         events * 2 >= lines.len()
     };
-    let candidates: Vec<TraceFormat> = [
+    let by_content = [
         TraceFormat::Msr,
         TraceFormat::Spc,
         TraceFormat::Tencent,
         TraceFormat::Systor,
         TraceFormat::MqSim,
-    ]
-    .into_iter()
-    .filter(|&f| reads_all(f))
-    .chain(blkparse_like.then_some(TraceFormat::Blkparse(BlkEvent::Queue)))
-    .collect();
+    ];
+    let mut candidates: Vec<TraceFormat> = by_content
+        .into_iter()
+        .filter(|&f| reads_all(f))
+        .chain(blkparse_like.then_some(TraceFormat::Blkparse(BlkEvent::Queue)))
+        .collect();
+    if candidates.is_empty() {
+        candidates = by_content.into_iter().filter(|&f| reads_most(f)).collect();
+    }
     let extension = path
         .and_then(|p| p.extension())
         .and_then(|e| e.to_str())
@@ -716,6 +729,13 @@ mod tests {
             assert_eq!(detect(None, text.as_bytes()), Some(format), "{text}");
         }
         assert_eq!(detect(None, b"hello world\n"), None);
+        // One malformed line among the first ones still leaves the format recognisable (the
+        // reader then names that line); a file of mostly unreadable lines is not recognised.
+        let one_bad = "938513000 4 264719034 16 0\n938828000 3 197570570 16 0\ngarbage here\n\
+                       939000000 3 197570578 16 1\n939100000 3 197570586 16 0\n";
+        assert_eq!(detect(None, one_bad.as_bytes()), Some(TraceFormat::MqSim));
+        let mostly_bad = "938513000 4 264719034 16 0\nnot a trace\nnor this\nnor that\n";
+        assert_eq!(detect(None, mostly_bad.as_bytes()), None);
         assert_eq!(detect(None, b""), None);
     }
 }

@@ -105,6 +105,20 @@ fn every_shared_trace_replays_on_raid5_and_raidplus() {
     }
 }
 
+/// A trace file (format named or detected) on an 8 MiB-member RAID5 with 64 KiB chunks.
+fn small_raid5(
+    path: &Path,
+    format: Option<sim::TraceFormat>,
+    cfg: SimConfig,
+    opts: &SourceOptions,
+) -> Result<Report, SimError> {
+    let spec = WorkloadSpec::Trace {
+        path: path.to_path_buf(),
+        format,
+    };
+    simulate(raid5(), 64 << 10, 8 << 20, cfg, &spec, opts)
+}
+
 fn write_trace(name: &str, text: &str) -> PathBuf {
     let path = std::env::temp_dir().join(format!("raidforge-sim-{}-{name}", std::process::id()));
     std::fs::write(&path, text).unwrap();
@@ -120,20 +134,8 @@ fn malformed_line_names_file_and_line_or_is_skipped_when_lenient() {
     // Named, and detected from the content: the bad line is among the ones format detection
     // reads, and must not hide the format.
     for format in [Some(sim::TraceFormat::Spc), None] {
-        let spec = WorkloadSpec::Trace {
-            path: path.clone(),
-            format,
-        };
         let cfg = SimConfig::new(Drive::SeagateSt3500320as.params());
-        let err = simulate(
-            raid5(),
-            64 << 10,
-            8 << 20,
-            cfg.clone(),
-            &spec,
-            &SourceOptions::default(),
-        )
-        .unwrap_err();
+        let err = small_raid5(&path, format, cfg.clone(), &SourceOptions::default()).unwrap_err();
         let msg = err.to_string();
         assert!(
             msg.contains(&format!("{}:3", path.display())),
@@ -145,7 +147,7 @@ fn malformed_line_names_file_and_line_or_is_skipped_when_lenient() {
             lenient: true,
             ..SourceOptions::default()
         };
-        let r = simulate(raid5(), 64 << 10, 8 << 20, cfg, &spec, &lenient).unwrap();
+        let r = small_raid5(&path, format, cfg, &lenient).unwrap();
         assert_eq!((r.requests, r.requests_skipped), (3, 1), "{format:?}");
     }
     std::fs::remove_file(path).unwrap();
@@ -157,26 +159,12 @@ fn looped_traces_replay_every_pass_later_in_time() {
         "loop.spc",
         "0,0,4096,r,0.000\n0,64,4096,w,0.010\n0,128,8192,r,0.020\n",
     );
-    let spec = WorkloadSpec::Trace {
-        path: path.clone(),
-        format: None,
-    };
     let cfg = SimConfig::new(Drive::IntelX25e64gb.params());
-    let once = simulate(
-        raid5(),
-        64 << 10,
-        8 << 20,
-        cfg.clone(),
-        &spec,
-        &SourceOptions::default(),
-    )
-    .unwrap();
-    let looped = simulate(
-        raid5(),
-        64 << 10,
-        8 << 20,
+    let once = small_raid5(&path, None, cfg.clone(), &SourceOptions::default()).unwrap();
+    let looped = small_raid5(
+        &path,
+        None,
         cfg,
-        &spec,
         &SourceOptions {
             loops: 4,
             ..SourceOptions::default()

@@ -516,14 +516,6 @@ pub(crate) fn detect(path: Option<&Path>, head: &[u8]) -> Option<TraceFormat> {
         }
         (requests, bad)
     };
-    let reads_all = |format: TraceFormat| matches!(tally(format), (r, 0) if r > 0);
-    // A malformed line among the first ones should not hide the format: the reader then names
-    // that line (or skips it under `--lenient`) instead of failing to detect anything. So when
-    // no format reads every line, one that reads all but at most a quarter of them still counts.
-    let reads_most = |format: TraceFormat| {
-        let (requests, bad) = tally(format);
-        requests >= 2 && bad * 4 <= lines.len()
-    };
     let blkparse_like = {
         let events = lines
             .iter()
@@ -534,20 +526,29 @@ pub(crate) fn detect(path: Option<&Path>, head: &[u8]) -> Option<TraceFormat> {
             .count();
         events * 2 >= lines.len()
     };
-    let by_content = [
+    let tallies = [
         TraceFormat::Msr,
         TraceFormat::Spc,
         TraceFormat::Tencent,
         TraceFormat::Systor,
         TraceFormat::MqSim,
-    ];
-    let mut candidates: Vec<TraceFormat> = by_content
-        .into_iter()
-        .filter(|&f| reads_all(f))
+    ]
+    .map(|f| (f, tally(f)));
+    let mut candidates: Vec<TraceFormat> = tallies
+        .iter()
+        .filter(|&&(_, (requests, bad))| requests > 0 && bad == 0)
+        .map(|&(f, _)| f)
         .chain(blkparse_like.then_some(TraceFormat::Blkparse(BlkEvent::Queue)))
         .collect();
+    // A malformed line among the first ones should not hide the format: the reader then names
+    // that line (or skips it under `--lenient`) instead of failing to detect anything. So when
+    // no format reads every line, one that reads all but at most a quarter of them still counts.
     if candidates.is_empty() {
-        candidates = by_content.into_iter().filter(|&f| reads_most(f)).collect();
+        candidates = tallies
+            .iter()
+            .filter(|&&(_, (requests, bad))| requests >= 2 && bad * 4 <= lines.len())
+            .map(|&(f, _)| f)
+            .collect();
     }
     let extension = path
         .and_then(|p| p.extension())

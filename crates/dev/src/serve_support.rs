@@ -1414,24 +1414,21 @@ mod tests {
         let cap = shared.capacity_bytes();
         let blocks = (cap / 4096).min(512);
         let threads = 4u64;
-        let phase = |round: u64| {
-            std::thread::scope(|s| {
-                for t in 0..threads {
-                    let shared = &shared;
-                    s.spawn(move || {
-                        for k in (t..blocks).step_by(threads as usize) {
-                            // Unaligned writes across blocks of other threads' neighbours are
-                            // avoided: each thread owns whole blocks.
-                            let data = bytes(round * 1_000_000 + k, 4096);
-                            shared.write(k * 4096, &data).unwrap();
-                            let mut back = vec![0u8; 4096];
-                            shared.read(k * 4096, &mut back).unwrap();
-                            assert!(back == data, "block {k} round {round}");
-                        }
-                    });
-                }
-            });
+        // One pass of thread `t` over its blocks (each written, read back and compared);
+        // `count` is called after each block.
+        let pass = |t: u64, round: u64, count: &dyn Fn()| {
+            for k in (t..blocks).step_by(threads as usize) {
+                // Unaligned writes across blocks of other threads' neighbours are avoided: each
+                // thread owns whole blocks.
+                let data = bytes(round * 1_000_000 + k, 4096);
+                shared.write(k * 4096, &data).unwrap();
+                let mut back = vec![0u8; 4096];
+                shared.read(k * 4096, &mut back).unwrap();
+                assert!(back == data, "block {k} round {round}");
+                count();
+            }
         };
+        let pass = &pass;
         let check = |round: u64| {
             for k in 0..blocks {
                 let mut back = vec![0u8; 4096];
@@ -1442,30 +1439,77 @@ mod tests {
                 );
             }
         };
-        phase(1);
-        check(1);
-        // Fail member 1 while writes run.
         std::thread::scope(|s| {
-            s.spawn(|| phase(2));
-            std::thread::sleep(Duration::from_millis(5));
-            shared.fail(1).unwrap();
+            for t in 0..threads {
+                s.spawn(move || pass(t, 1, &|| {}));
+            }
         });
+        check(1);
+        // Fail member 1 while writes run: the threads write without pause, pass after pass
+        // (the same bytes), until each has made a whole pass that began after the failure;
+        // the failure comes once they have written a first few blocks.
+        let failed = AtomicBool::new(false);
+        let (before, after) = (AtomicU64::new(0), AtomicU64::new(0));
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let (failed, before, after) = (&failed, &before, &after);
+                s.spawn(move || loop {
+                    let last = failed.load(Ordering::SeqCst);
+                    pass(t, 2, &|| {
+                        let c = if failed.load(Ordering::SeqCst) {
+                            after
+                        } else {
+                            before
+                        };
+                        c.fetch_add(1, Ordering::SeqCst);
+                    });
+                    if last {
+                        break;
+                    }
+                });
+            }
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while before.load(Ordering::SeqCst) < 2 * threads {
+                assert!(Instant::now() < deadline, "the writers did not start");
+                std::thread::yield_now();
+            }
+            shared.fail(1).unwrap();
+            failed.store(true, Ordering::SeqCst);
+        });
+        let (before, after) = (before.into_inner(), after.into_inner());
+        assert!(before >= 2 * threads && after >= blocks, "{before} {after}");
         check(2);
         assert_eq!(shared.status().unwrap().state, "degraded");
         shared.replace(1, &dir.0.join("new1.img")).unwrap();
+        // A rebuild in the background, slowed (6 MiB members at 8 MiB/s) so that the writers,
+        // who go on until it ends, overlap it; blocks written while it runs are counted.
         let info = shared
             .start_rebuild(RebuildOpts {
                 parallel_cycles: 2,
+                speed_max_bytes_per_sec: Some(8 << 20),
                 ..RebuildOpts::default()
             })
             .unwrap();
         assert!(info.running);
-        phase(3);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while shared.rebuild_info().running {
-            assert!(Instant::now() < deadline, "rebuild did not finish");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let during = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let during = &during;
+                let shared = &shared;
+                s.spawn(move || loop {
+                    pass(t, 3, &|| {
+                        if shared.rebuild_info().running {
+                            during.fetch_add(1, Ordering::SeqCst);
+                        }
+                    });
+                    if !shared.rebuild_info().running {
+                        break;
+                    }
+                });
+            }
+        });
+        let during = during.into_inner();
+        assert!(during > 0, "no block was written while the rebuild ran");
         let info = shared.rebuild_info();
         assert!(info.finished, "{info:?}");
         check(3);

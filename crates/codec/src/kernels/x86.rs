@@ -495,10 +495,10 @@ impl<C: Copy> Coef<C> {
 
 /// [`PqOut`] with its constants prepared for `S`.
 enum Finish<S: Simd> {
-    Gen {
-        p: *mut u8,
-        q: *mut u8,
-    },
+    /// Encode: both outputs present.
+    Both { p: *mut u8, q: *mut u8 },
+    /// One output may be null (Q-only regeneration).
+    Gen { p: *mut u8, q: *mut u8 },
     Combine {
         p_in: *const u8,
         q_in: *const u8,
@@ -512,6 +512,7 @@ impl<S: Simd> Finish<S> {
     #[inline(always)]
     unsafe fn new(out: &PqOut) -> Self {
         match *out {
+            PqOut::Gen { p, q } if !p.is_null() && !q.is_null() => Finish::Both { p, q },
             PqOut::Gen { p, q } => Finish::Gen { p, q },
             PqOut::Combine {
                 p_in,
@@ -538,8 +539,35 @@ impl<S: Simd> Finish<S> {
     #[inline(always)]
     fn outputs(&self) -> [*mut u8; 2] {
         match *self {
-            Finish::Gen { p, q } => [p, q],
+            Finish::Both { p, q } | Finish::Gen { p, q } => [p, q],
             Finish::Combine { out1, out2, .. } => [out1, out2],
+        }
+    }
+
+    /// Writes the outputs for the `U` vectors at `off`, given their
+    /// syndromes.
+    #[inline(always)]
+    unsafe fn store_block<const NT: bool, const U: usize>(
+        &self,
+        p: [S::V; U],
+        q: [S::V; U],
+        off: usize,
+    ) {
+        let lanes = S::LANES;
+        match *self {
+            Finish::Both { p: p_out, q: q_out } => {
+                for (u, &p) in p.iter().enumerate() {
+                    put::<S, NT>(p_out.add(off + u * lanes), p);
+                }
+                for (u, &q) in q.iter().enumerate() {
+                    put::<S, NT>(q_out.add(off + u * lanes), q);
+                }
+            }
+            _ => {
+                for u in 0..U {
+                    self.store::<NT>(p[u], q[u], off + u * lanes);
+                }
+            }
         }
     }
 
@@ -547,6 +575,10 @@ impl<S: Simd> Finish<S> {
     #[inline(always)]
     unsafe fn store<const NT: bool>(&self, p: S::V, q: S::V, off: usize) {
         match *self {
+            Finish::Both { p: p_out, q: q_out } => {
+                put::<S, NT>(p_out.add(off), p);
+                put::<S, NT>(q_out.add(off), q);
+            }
             Finish::Gen { p: p_out, q: q_out } => {
                 if !p_out.is_null() {
                     put::<S, NT>(p_out.add(off), p);
@@ -636,18 +668,14 @@ unsafe fn pq_kernel<S: Simd>(job: &PqJob<'_>) {
     if use_streaming::<S>(job.len, job.srcs, &finish.outputs()) {
         while off + UNROLL * lanes <= vec_end {
             let (p, q) = syndromes::<S, UNROLL>(&sources, off);
-            for u in 0..UNROLL {
-                finish.store::<true>(p[u], q[u], off + u * lanes);
-            }
+            finish.store_block::<true, UNROLL>(p, q, off);
             off += UNROLL * lanes;
         }
         _mm_sfence();
     }
     while off + UNROLL * lanes <= vec_end {
         let (p, q) = syndromes::<S, UNROLL>(&sources, off);
-        for u in 0..UNROLL {
-            finish.store::<false>(p[u], q[u], off + u * lanes);
-        }
+        finish.store_block::<false, UNROLL>(p, q, off);
         off += UNROLL * lanes;
     }
     while off < vec_end {

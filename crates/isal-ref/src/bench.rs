@@ -43,7 +43,7 @@ pub struct BenchConfig {
 impl Default for BenchConfig {
     /// 4+1, 8+1, 8+2, 16+2 with 4 KiB, 64 KiB, 1 MiB and 4 MiB chunks,
     /// 0.25 s per figure, best of 40 (short repetitions find the quiet moments
-    /// of a shared machine): about 25 s in all.
+    /// of a shared machine): about 20 s in all.
     fn default() -> Self {
         BenchConfig {
             shapes: vec![(4, 1), (8, 1), (8, 2), (16, 2)],

@@ -9,7 +9,7 @@ pub enum BenchCommand {
     /// Parity math speed on one core: XOR and P+Q encode, one- and two-erasure decode, each encode
     /// beside ISA-L's xor_gen / pq_gen on the same buffers when libisal.so.2 is installed, for k+p
     /// in {4+1, 8+1, 8+2, 16+2} and 4 KiB, 64 KiB, 1 MiB and 4 MiB chunks. Each line names the
-    /// instruction-set path that ran (scalar, sse2, avx2, avx512, gfni). Takes about 25 seconds;
+    /// instruction-set path that ran (scalar, sse2, avx2, avx512, gfni). Takes about 20 seconds;
     /// on a busy machine compare the ratios, which are measured side by side.
     Parity {
         /// Print one JSON object: {"cpu", "isa", "isal", "cases": [{"op", "k", "p", "chunk", "isa",
@@ -54,7 +54,7 @@ pub fn run(c: BenchCommand) -> anyhow::Result<()> {
                 }
             }
             if !json {
-                eprintln!("measuring parity speed on one core (about 25 seconds)...");
+                eprintln!("measuring parity speed on one core (about 20 seconds)...");
             }
             let report = run_parity_bench(&cfg);
             if json {

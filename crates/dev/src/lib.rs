@@ -22,6 +22,7 @@ pub mod crash;
 pub mod csum;
 pub mod exec;
 pub mod faultsim;
+pub mod faultsim_served;
 pub mod ido;
 pub mod journal;
 pub mod pool;

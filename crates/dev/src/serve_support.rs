@@ -1319,6 +1319,60 @@ impl SharedPool {
         p.close()?;
         Ok(status)
     }
+
+    /// Fault-injection support: the process dies now. Stops the rebuild and flusher threads
+    /// and drops the pool without flushing or recording anything, so that the members hold
+    /// what a killed process would have left. Later requests fail. (Requests running outside
+    /// the pool mutex finish on the members they hold; the harness stops its clients first.)
+    pub fn abandon(&self) {
+        self.stop_rebuild();
+        self.stop_flusher.store(true, Ordering::SeqCst);
+        let h = self
+            .flusher_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(h) = h {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+        let mut g = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        drop(g.take());
+    }
+}
+
+/// A served pool as an NBD export's backend (what `raidforge serve` exports, and what the
+/// served fault-injection harness, `crate::faultsim_served`, talks to through real NBD
+/// connections).
+pub struct PoolBackend(pub Arc<SharedPool>);
+
+/// A pool error as the I/O error an NBD reply carries (a usage error is the client's
+/// fault: `EINVAL`; everything else `EIO`).
+pub fn pool_io_error(e: PoolError) -> std::io::Error {
+    let kind = match &e {
+        PoolError::Usage(_) => std::io::ErrorKind::InvalidInput,
+        _ => std::io::ErrorKind::Other,
+    };
+    std::io::Error::new(kind, e.to_string())
+}
+
+impl nbd::Backend for PoolBackend {
+    fn size(&self) -> u64 {
+        self.0.capacity_bytes()
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.0.read(offset, buf).map_err(pool_io_error)
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.0.write(offset, data).map_err(pool_io_error)
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        self.0.flush().map_err(pool_io_error)
+    }
+    fn write_zeroes(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.0.write_zeroes(offset, len).map_err(pool_io_error)
+    }
 }
 
 #[cfg(test)]

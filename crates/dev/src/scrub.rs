@@ -230,6 +230,7 @@ impl Pool {
     /// Fails with [`PoolError::Lost`] when `[offset, offset + len)` overlaps a lost range.
     pub(crate) fn check_lost(&self, offset: u64, len: u64) -> Result<()> {
         let hit: Vec<LostRange> = self
+            .file
             .desc
             .lost
             .iter()
@@ -245,8 +246,8 @@ impl Pool {
 
     /// A write covered `[offset, offset + len)`: lost ranges inside it hold data again.
     pub(crate) fn clear_lost(&mut self, offset: u64, len: u64) {
-        if !self.desc.lost.is_empty() {
-            self.desc.lost.retain(|l| {
+        if !self.file.desc.lost.is_empty() {
+            self.file.desc.lost.retain(|l| {
                 !(offset <= l.logical_offset && l.logical_offset + l.length <= offset + len)
             });
         }
@@ -255,12 +256,13 @@ impl Pool {
     pub(crate) fn note_lost(&mut self, ranges: &[LostRange]) {
         for r in ranges {
             if !self
+                .file
                 .desc
                 .lost
                 .iter()
                 .any(|l| l.logical_offset == r.logical_offset && l.length == r.length)
             {
-                self.desc.lost.push(r.clone());
+                self.file.desc.lost.push(r.clone());
             }
         }
     }
@@ -271,9 +273,9 @@ impl Pool {
         for (member, off, len, checksum) in pieces(bad) {
             let blocks = len.div_ceil(BLOCK_BYTES).max(1);
             if checksum {
-                self.desc.repairs.checksum_mismatches += blocks;
+                self.file.desc.repairs.checksum_mismatches += blocks;
             } else {
-                self.desc.repairs.read_errors += blocks;
+                self.file.desc.repairs.read_errors += blocks;
             }
             let Some((c, p, in_chunk)) =
                 locate_member_byte(&self.geo, &self.state, member as layout::Disk, off)
@@ -337,9 +339,9 @@ impl Pool {
                     for (member, off, len, checksum) in pieces(&e.bad) {
                         let n = len.div_ceil(BLOCK_BYTES).max(1);
                         if checksum {
-                            self.desc.repairs.checksum_mismatches += n;
+                            self.file.desc.repairs.checksum_mismatches += n;
                         } else {
-                            self.desc.repairs.read_errors += n;
+                            self.file.desc.repairs.read_errors += n;
                         }
                         if let Some((cc, p, _)) =
                             locate_member_byte(&self.geo, &self.state, member as layout::Disk, off)
@@ -357,7 +359,7 @@ impl Pool {
                     continue;
                 }
             };
-            if let (true, Some(cs)) = (checked, self.checksums.clone()) {
+            if let (true, Some(cs)) = (checked, self.integrity.checksums.clone()) {
                 for w in &plan.writes {
                     let Some((_, p, _)) =
                         locate_member_byte(&self.geo, &self.state, w.member, w.offset_bytes)
@@ -404,12 +406,12 @@ impl Pool {
                 .iter()
                 .map(|w| MemberRange {
                     member: w.member as usize,
-                    offset: self.data_offset_bytes + w.offset_bytes,
+                    offset: self.map.data_offset_bytes + w.offset_bytes,
                     length: w.data.len as u64,
                     kind: kind.to_string(),
                 })
                 .collect();
-            self.desc.repairs.repaired_blocks += written
+            self.file.desc.repairs.repaired_blocks += written
                 .iter()
                 .map(|r| r.length.div_ceil(BLOCK_BYTES))
                 .sum::<u64>();
@@ -445,14 +447,14 @@ impl Pool {
         &mut self,
         pages: &BTreeSet<(u32, u64)>,
     ) -> Result<u64> {
-        let Some(cs) = self.checksums.clone() else {
+        let Some(cs) = self.integrity.checksums.clone() else {
             return Ok(0);
         };
         let per_page = crate::csum::ENTRIES_PER_PAGE;
         let blocks = self.geo.member_bytes_used() / BLOCK_BYTES;
         let mut cycles: BTreeSet<u64> = BTreeSet::new();
         for &(member, page) in pages {
-            let Some(m) = self.members[member as usize].clone() else {
+            let Some(m) = self.members.handles[member as usize].clone() else {
                 continue;
             };
             let first = page * per_page;
@@ -461,7 +463,7 @@ impl Pool {
                 continue;
             }
             let mut buf = vec![0u8; ((end - first) * BLOCK_BYTES) as usize];
-            if m.read_at(&mut buf, self.data_offset_bytes + first * BLOCK_BYTES)
+            if m.read_at(&mut buf, self.map.data_offset_bytes + first * BLOCK_BYTES)
                 .is_err()
             {
                 continue; // read errors are for the usual repair
@@ -497,7 +499,7 @@ impl Pool {
         c: u64,
         suspect: &BTreeSet<(u32, u64)>,
     ) -> Result<Option<Vec<MemberRange>>> {
-        let Some(cs) = self.checksums.clone() else {
+        let Some(cs) = self.integrity.checksums.clone() else {
             return Ok(None);
         };
         // A listed stripe's background parity is stale by design: not a witness.
@@ -540,25 +542,25 @@ impl Pool {
             ));
         }
         for (member, off, bytes) in pieces_ok {
-            if self.members[member as usize].is_none() {
+            if self.members.handles[member as usize].is_none() {
                 return Ok(None);
             }
             cs.record(member as usize, off, &bytes);
             let end = off + bytes.len() as u64;
             if let Err(e) = cs.write_pages(
                 member as usize,
-                &self.members,
+                &self.members.handles,
                 off / BLOCK_BYTES,
                 end.div_ceil(BLOCK_BYTES),
             ) {
                 self.fail_members(&[e.member as u32])?;
                 return Ok(None);
             }
-            self.desc.repairs.checksum_entries_rewritten +=
+            self.file.desc.repairs.checksum_entries_rewritten +=
                 bytes.len().div_ceil(BLOCK_BYTES as usize) as u64;
             fixed.push(MemberRange {
                 member: member as usize,
-                offset: self.data_offset_bytes + off,
+                offset: self.map.data_offset_bytes + off,
                 length: bytes.len() as u64,
                 kind: "checksum-entry".into(),
             });
@@ -571,16 +573,17 @@ impl Pool {
     fn reread_repaired(&self, plan: &raidcore::Plan, bufs: &[Vec<u8>]) -> Vec<u32> {
         let mut bad: Vec<u32> = Vec::new();
         for w in &plan.writes {
-            let Some(m) = self.members[w.member as usize].as_ref() else {
+            let Some(m) = self.members.handles[w.member as usize].as_ref() else {
                 continue;
             };
             let want = &bufs[w.data.buf][w.data.off..w.data.end()];
             let mut got = vec![0u8; want.len()];
             let ok = m
-                .read_at(&mut got, self.data_offset_bytes + w.offset_bytes)
+                .read_at(&mut got, self.map.data_offset_bytes + w.offset_bytes)
                 .is_ok()
                 && got == want
                 && self
+                    .integrity
                     .checksums
                     .as_ref()
                     .is_none_or(|cs| cs.matches(w.member as usize, w.offset_bytes, &got));
@@ -604,7 +607,7 @@ impl Pool {
                  {tolerance} failure(s) the layout survives: replace the failed members first"
             )));
         }
-        self.desc.repairs.members_failed_by_repair += members.len() as u64;
+        self.file.desc.repairs.members_failed_by_repair += members.len() as u64;
         self.fail_members(members)
     }
 
@@ -643,7 +646,7 @@ impl Pool {
             self.note_lost(&g.ranges);
             for &p in &g.unreadable {
                 let (loc, valid) = place_loc(&self.geo, &self.state, g.cycle, p);
-                let Some(m) = self.members[loc.disk as usize].clone() else {
+                let Some(m) = self.members.handles[loc.disk as usize].clone() else {
                     continue;
                 };
                 if !valid {
@@ -652,13 +655,13 @@ impl Pool {
                 let off = self.geo.member_offset(g.cycle, loc, g.ra);
                 let zeros = vec![0u8; (g.rb - g.ra) as usize];
                 let r = m
-                    .write_at(&zeros, self.data_offset_bytes + off)
+                    .write_at(&zeros, self.map.data_offset_bytes + off)
                     .and_then(|_| {
-                        if let Some(cs) = &self.checksums {
+                        if let Some(cs) = &self.integrity.checksums {
                             cs.record(loc.disk as usize, off, &zeros);
                             cs.write_pages(
                                 loc.disk as usize,
-                                &self.members,
+                                &self.members.handles,
                                 off / BLOCK_BYTES,
                                 (off + zeros.len() as u64) / BLOCK_BYTES,
                             )?;
@@ -673,8 +676,10 @@ impl Pool {
                 // block still cannot be read, the rebuild cannot go past it: stop and say so
                 // (failing the member would lose every other unit it still holds).
                 let mut back = vec![0u8; zeros.len()];
-                if m.read_at(&mut back, self.data_offset_bytes + off).is_err() {
-                    self.lost_pending.push(g.clone());
+                if m.read_at(&mut back, self.map.data_offset_bytes + off)
+                    .is_err()
+                {
+                    self.integrity.lost_pending.push(g.clone());
                     self.poison_pending()?;
                     return Err(PoolError::Io(format!(
                         "rebuild stopped: member {} bytes {}..{} cannot be read even after \
@@ -682,14 +687,14 @@ impl Pool {
                          lost at logical bytes {}); the progress so far is recorded: replace \
                          member {} too",
                         loc.disk,
-                        self.data_offset_bytes + off,
-                        self.data_offset_bytes + off + zeros.len() as u64,
+                        self.map.data_offset_bytes + off,
+                        self.map.data_offset_bytes + off + zeros.len() as u64,
                         describe_ranges(&g.ranges),
                         loc.disk
                     )));
                 }
             }
-            self.lost_pending.push(g);
+            self.integrity.lost_pending.push(g);
         }
         Ok(())
     }
@@ -697,8 +702,8 @@ impl Pool {
     /// Marks the blocks lost during the rebuild on the members (a poisoned checksum), so that
     /// reads of them fail even without the descriptor's list.
     pub(crate) fn poison_pending(&mut self) -> Result<()> {
-        let pending = std::mem::take(&mut self.lost_pending);
-        let Some(cs) = self.checksums.clone() else {
+        let pending = std::mem::take(&mut self.integrity.lost_pending);
+        let Some(cs) = self.integrity.checksums.clone() else {
             return Ok(());
         };
         for g in pending {
@@ -707,13 +712,13 @@ impl Pool {
                     continue;
                 }
                 let (loc, valid) = place_loc(&self.geo, &self.state, g.cycle, p);
-                if self.members[loc.disk as usize].is_none() || !valid {
+                if self.members.handles[loc.disk as usize].is_none() || !valid {
                     continue;
                 }
                 let off = self.geo.member_offset(g.cycle, loc, g.ra);
                 let mut b = off;
                 while b < off + (g.rb - g.ra) {
-                    cs.poison(loc.disk as usize, &self.members, b)
+                    cs.poison(loc.disk as usize, &self.members.handles, b)
                         .map_err(|e| PoolError::Io(format!("marking lost blocks: {e}")))?;
                     b += BLOCK_BYTES;
                 }
@@ -738,7 +743,7 @@ impl Pool {
             max_bytes_per_sec: opts.speed_max_bytes_per_sec.unwrap_or(0),
         });
         let mut r = ScrubReport {
-            checksums: self.checksums.is_some(),
+            checksums: self.integrity.checksums.is_some(),
             ..ScrubReport::default()
         };
         let total = self.geo.cycles();
@@ -812,7 +817,7 @@ impl Pool {
                 if self.stripe_touches(c, s, &lost) {
                     continue; // already reported unrecoverable
                 }
-                let repair = self.checksums.is_some() || opts.rewrite_parity;
+                let repair = self.integrity.checksums.is_some() || opts.rewrite_parity;
                 let repaired = if repair {
                     self.rewrite_parity(c, s, r)?
                 } else {
@@ -875,7 +880,7 @@ impl Pool {
         let cb = self.geo.chunk_bytes();
         match self.repair_group(c, targets, 0, cb, false, "parity")? {
             Ok(written) => {
-                self.desc.repairs.parity_rewrites += 1;
+                self.file.desc.repairs.parity_rewrites += 1;
                 r.repaired.extend(written);
                 Ok(true)
             }

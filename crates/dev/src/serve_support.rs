@@ -112,7 +112,7 @@ impl Pool {
     /// Makes every completed member write durable (`sync_data` on every present member, in
     /// parallel).
     pub fn sync_members(&self) -> Result<()> {
-        flush_all(&self.members)
+        flush_all(&self.members.handles)
             .map_err(|(i, e)| PoolError::Io(format!("flush of member {i}: {e}")))
     }
 
@@ -380,7 +380,7 @@ impl MainPool for SpMain<'_> {
     fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
         // The members are taken under the pool mutex, written outside it: a sync must not
         // stall every request's planning (records are serialized by the IDO lock).
-        let members = self.0.with_pool(|p| Ok(p.members.clone()))?;
+        let members = self.0.with_pool(|p| Ok(p.members.handles.clone()))?;
         Pool::write_ido_record(
             &members,
             &self.0.counters,
@@ -475,7 +475,7 @@ impl SharedPool {
     /// list is full.
     pub fn new(mut pool: Pool, mode: Concurrency) -> Result<Arc<SharedPool>> {
         pool.mark_in_use()?;
-        let n = pool.members.len();
+        let n = pool.members.handles.len();
         let ido = Arc::clone(&pool.ido);
         if ido.needs_surrogate_now() || ido.phase() != Phase::Normal {
             // Redirected data lives there: reads need it.
@@ -486,8 +486,8 @@ impl SharedPool {
             uuid: pool.uuid(),
             ido_persisted: Mutex::new(Instant::now()),
             counters: (0..n).map(|_| Counters::default()).collect(),
-            data_offset_bytes: pool.data_offset_bytes,
-            checksums: pool.checksums.clone(),
+            data_offset_bytes: pool.map.data_offset_bytes,
+            checksums: pool.integrity.checksums.clone(),
             capacity: pool.capacity_bytes(),
             chunk_bytes: pool.geo.chunk_bytes(),
             mode,
@@ -501,7 +501,7 @@ impl SharedPool {
             idle: Mutex::new(IdleDetector::new(BPGL_IDLE_AFTER.as_nanos() as u64)),
             stop_flusher: AtomicBool::new(false),
             flusher_thread: Mutex::new(None),
-            journal: pool.journal.clone(),
+            journal: pool.wh.journal.clone(),
             pool: Mutex::new(Some(pool)),
         });
         let weak = Arc::downgrade(&sp);
@@ -683,7 +683,7 @@ impl SharedPool {
                     owner: self,
                     stripes,
                 };
-                let members = p.members.clone();
+                let members = p.members.handles.clone();
                 return Ok((extra, Some((plans, guard, members))));
             }
             (plans, extra, stripes)
@@ -699,7 +699,7 @@ impl SharedPool {
         let g = self.lock()?;
         let p = g.as_ref().ok_or_else(closed)?;
         if plans.iter().all(|pl| p.state.plan_is_current(pl)) {
-            Ok(Some(p.members.clone()))
+            Ok(Some(p.members.handles.clone()))
         } else {
             Ok(None)
         }
@@ -827,7 +827,7 @@ impl SharedPool {
         for _ in 0..MAX_ATTEMPTS {
             let (deferred, run) = self.plan_locked(|p| {
                 p.check_range(offset, data.len() as u64)?;
-                if p.parity == ParityPolicy::Eager {
+                if p.lazy.parity == ParityPolicy::Eager {
                     let plans = plan_write(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
                     return Ok((plans, Vec::new()));
                 }
@@ -923,7 +923,7 @@ impl SharedPool {
     /// Makes every write completed so far durable on every present member. A member whose
     /// flush fails is failed (its data may be lost), like a member whose write fails.
     pub fn flush(&self) -> Result<()> {
-        let members = self.with_pool(|p| Ok(p.members.clone()))?;
+        let members = self.with_pool(|p| Ok(p.members.handles.clone()))?;
         if let Err((i, e)) = flush_all(&members) {
             self.with_pool(|p| {
                 p.fail_members(&[i as u32])?;
@@ -931,7 +931,7 @@ impl SharedPool {
                     return Err(PoolError::Io(format!("flush of member {i}: {e}")));
                 }
                 // The others are durable; try them again without the failed one.
-                flush_all(&p.members)
+                flush_all(&p.members.handles)
                     .map_err(|(j, e)| PoolError::Io(format!("flush of member {j}: {e}")))
             })?;
         }
@@ -939,7 +939,7 @@ impl SharedPool {
     }
 
     fn fold_counters(&self, p: &Pool) {
-        for (mine, theirs) in self.counters.iter().zip(&p.counters) {
+        for (mine, theirs) in self.counters.iter().zip(&p.members.counters) {
             mine.drain_into(theirs);
         }
     }
@@ -1699,7 +1699,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(50));
             assert!(!done.load(Ordering::SeqCst), "read ran on a held stripe");
             // What the holder writes (under its locks) is what the reader then sees.
-            let members = shared.with_pool(|p| Ok(p.members.clone())).unwrap();
+            let members = shared.with_pool(|p| Ok(p.members.handles.clone())).unwrap();
             let plans = shared
                 .with_pool(|p| Ok(plan_write(&p.geo, &p.state, 0, 4096, &p.policy)?))
                 .unwrap();

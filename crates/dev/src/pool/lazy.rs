@@ -1,0 +1,175 @@
+//! Lazy parity: the policy switch, the deferred-parity list (BPGL) on the members and its
+//! flushes.
+
+use super::*;
+
+/// The newest valid deferred-parity record of array `uuid` on any of `members` (both slots of
+/// each are read).
+pub(super) fn newest_bpgl(
+    members: &[Option<Arc<dyn Member>>],
+    uuid: &[u8; 16],
+) -> Option<BpglRecord> {
+    let mut best: Option<BpglRecord> = None;
+    for m in members.iter().flatten() {
+        for slot in 0..2u64 {
+            let at = BPGL_OFFSET_BYTES + slot * BPGL_SLOT_BYTES as u64;
+            let mut head = vec![0u8; 4096];
+            if m.read_at(&mut head, at).is_err() {
+                continue;
+            }
+            let Some(len) = BpglRecord::encoded_len(&head) else {
+                continue;
+            };
+            let mut buf = vec![0u8; len];
+            if m.read_at(&mut buf, at).is_err() {
+                continue;
+            }
+            if let Some(r) = BpglRecord::decode(&buf) {
+                if &r.uuid == uuid && best.as_ref().is_none_or(|b| r.sequence > b.sequence) {
+                    best = Some(r);
+                }
+            }
+        }
+    }
+    best
+}
+
+impl Pool {
+    /// The parity policy writes use.
+    pub fn parity(&self) -> ParityPolicy {
+        self.lazy.parity
+    }
+
+    /// Changes the parity policy (recorded in the superblocks when the pool is closed). Going
+    /// eager does not flush: deferred updates stay listed until flushed.
+    pub fn set_parity(&mut self, parity: ParityPolicy) -> Result<()> {
+        if parity == ParityPolicy::Lazy && !self.state.lazy_groups().supported() {
+            return Err(PoolError::Usage(format!(
+                "--parity lazy needs a two-parity layout (rm2, raid6, or raidplus/random/hash \
+                 with --level 6); this pool is {}",
+                self.sb.kind.name()
+            )));
+        }
+        self.lazy.parity = parity;
+        Ok(())
+    }
+
+    /// Writes the deferred-parity list to the first two present members (alternating between
+    /// the two slots after the superblock, sequence-numbered, checksummed) and makes it
+    /// durable. Called before a lazy write that lists new stripes runs its member writes.
+    pub(crate) fn persist_bpgl_if_dirty(&mut self) -> Result<()> {
+        if self.lazy.dirty
+            || !self
+                .state
+                .bpgl()
+                .stripes()
+                .eq(self.lazy.on_disk.iter().copied())
+        {
+            self.persist_bpgl()?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn persist_bpgl(&mut self) -> Result<()> {
+        let seq = self.lazy.seq + 1;
+        let bytes = self.state.bpgl().record(self.sb.uuid, seq).encode();
+        debug_assert!(bytes.len() <= BPGL_SLOT_BYTES);
+        let at = BPGL_OFFSET_BYTES + (seq % 2) * BPGL_SLOT_BYTES as u64;
+        debug_assert!(at + BPGL_SLOT_BYTES as u64 <= self.map.data_offset_bytes);
+        let mut copies = 0;
+        for (i, m) in self.members.handles.iter().enumerate() {
+            let Some(m) = m else { continue };
+            m.write_at(&bytes, at)
+                .and_then(|_| m.flush())
+                .map_err(|e| PoolError::Io(format!("deferred-parity list on member {i}: {e}")))?;
+            self.members.counters[i]
+                .meta_writes
+                .fetch_add(1, Ordering::Relaxed);
+            copies += 1;
+            if copies == 2 {
+                break;
+            }
+        }
+        self.lazy.seq = seq;
+        self.lazy.dirty = false;
+        self.lazy.on_disk = self.state.bpgl().stripes().collect();
+        Ok(())
+    }
+
+    /// Plans flushes of up to `max_cycles` cycles of the deferred-parity list.
+    pub(crate) fn plan_flush_batch(&self, max_cycles: usize) -> Result<Vec<raidcore::FlushPlan>> {
+        let mut fps = Vec::new();
+        for c in self.state.bpgl().flushable_cycles(max_cycles) {
+            if let Some(f) = plan_flush_cycle(&self.geo, &self.state, c)? {
+                fps.push(f);
+            }
+        }
+        Ok(fps)
+    }
+
+    /// Records the outcome of running flush plans: on success the recomputed parities are
+    /// made durable and their entries dropped (returns how many); on member errors the members
+    /// are failed (returns `None`: plan again).
+    pub(crate) fn end_flush(
+        &mut self,
+        fps: &[raidcore::FlushPlan],
+        outcome: std::result::Result<(), crate::exec::BatchErrors>,
+    ) -> Result<Option<usize>> {
+        match outcome {
+            Ok(()) => {
+                // The recomputed parities are durable before the list forgets them.
+                self.flush_members()?;
+                let mut n = 0;
+                for f in fps {
+                    n += self.state.flush_done(&f.entries);
+                }
+                self.lazy.dirty = true;
+                Ok(Some(n))
+            }
+            Err(e) => {
+                if !e.bad.is_empty() {
+                    // Blocks the flush read wrong: repaired (or recorded lost), then planned
+                    // again.
+                    self.repair_ranges(&e.bad)?;
+                }
+                let failed = e.failed_members();
+                if !failed.is_empty() {
+                    self.fail_members(&failed)?;
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// Recomputes deferred background parities until at most `down_to` stripes are listed
+    /// (0: all), a batch of cycles at a time; then records the shorter list. Returns the
+    /// number of stripes flushed. Only for exclusive use of the pool (the CLI); a served pool
+    /// flushes through [`crate::serve_support::SharedPool`], which takes stripe locks.
+    pub fn flush_bpgl(&mut self, down_to: usize) -> Result<usize> {
+        let mut flushed = 0;
+        let mut attempts = 0;
+        while self.state.bpgl().len() > down_to {
+            let fps = self.plan_flush_batch(16)?;
+            if fps.is_empty() {
+                break;
+            }
+            let plans: Vec<raidcore::Plan> = fps.iter().map(|f| f.plan.clone()).collect();
+            let mut empty: Vec<Vec<u8>> = plans.iter().map(|_| Vec::new()).collect();
+            let mut users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
+            let outcome = run_plans(&plans, &mut users, &self.members_view());
+            match self.end_flush(&fps, outcome)? {
+                Some(n) => flushed += n,
+                None => {
+                    attempts += 1;
+                    if attempts > 8 {
+                        return Err(PoolError::Io(
+                            "flushing deferred parity: members keep failing".into(),
+                        ));
+                    }
+                }
+            }
+        }
+        self.persist_bpgl_if_dirty()?;
+        Ok(flushed)
+    }
+}

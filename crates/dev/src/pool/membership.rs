@@ -1,0 +1,212 @@
+//! Members: opening them, failing, replacing, rewrapping, changing their emulated speed.
+
+use super::*;
+
+/// Opens a member (creating or growing a file to `create` bytes), locked against other
+/// raidforge processes when `lock` (every pool that does I/O; only a status peek does not).
+pub(super) fn open_member(
+    path: &Path,
+    emulate: &Option<String>,
+    create: Option<u64>,
+    lock: bool,
+    direct: bool,
+) -> std::io::Result<Arc<dyn Member>> {
+    let f = FileMember::open(
+        path,
+        OpenOpts {
+            direct,
+            create_bytes: create,
+        },
+    )?;
+    if lock {
+        f.lock_exclusive()?;
+    }
+    Ok(match emulate {
+        Some(spec) => {
+            let speed = Speed::parse(spec).map_err(|e| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
+            })?;
+            Arc::new(Emulated::new(f, speed))
+        }
+        None => Arc::new(f),
+    })
+}
+
+impl Pool {
+    /// Changes (or removes, with `None`) the emulated speed of every member, now and in the
+    /// descriptor.
+    pub fn set_emulation(&mut self, spec: Option<String>) -> Result<()> {
+        let direct = self.file.desc.direct;
+        if let Some(s) = &spec {
+            Speed::parse(s).map_err(|e| PoolError::Usage(e.to_string()))?;
+        }
+        for (i, md) in self.file.desc.members.iter_mut().enumerate() {
+            md.emulate = spec.clone();
+            // The old handle goes first: it holds the member's lock.
+            if let Some(old) = self.members.handles[i].take() {
+                drop(old);
+                match open_member(&md.path, &spec, None, true, direct) {
+                    Ok(m) => self.members.handles[i] = Some(m),
+                    Err(e) => {
+                        let reason = e.to_string();
+                        // Put the member back as it was (without emulation) if possible.
+                        self.members.handles[i] =
+                            open_member(&md.path, &None, None, true, direct).ok();
+                        return Err(PoolError::Member {
+                            index: i,
+                            path: md.path.clone(),
+                            reason,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces member `i`'s handle with `f(handle)`, for fault injection (wrap it in
+    /// [`crate::Faulty`]); nothing on disk changes. No-op for a failed member.
+    pub fn wrap_member(&mut self, i: usize, f: impl FnOnce(Arc<dyn Member>) -> Arc<dyn Member>) {
+        if let Some(m) = self.members.handles[i].take() {
+            self.members.handles[i] = Some(f(m));
+        }
+    }
+
+    /// Test support: replaces every present member handle with `f(index, handle)` (a
+    /// [`crate::crash::CrashSim`] wrapper, say). The pool does not notice.
+    pub fn wrap_members(&mut self, mut f: impl FnMut(usize, Arc<dyn Member>) -> Arc<dyn Member>) {
+        for (i, m) in self.members.handles.iter_mut().enumerate() {
+            if let Some(h) = m.take() {
+                *m = Some(f(i, h));
+            }
+        }
+    }
+
+    pub(crate) fn fail_members(&mut self, which: &[u32]) -> Result<()> {
+        for &d in which {
+            if self.members.handles[d as usize].is_some() {
+                self.members.handles[d as usize] = None;
+                self.state.fail(&self.geo, d)?;
+                self.sb.events.push(Event::Fail(d));
+            }
+        }
+        let tag = self.tag();
+        self.persist(tag)
+    }
+
+    /// Marks member `i` failed (as if it had died), then flushes the deferred parity.
+    pub fn fail(&mut self, i: usize) -> Result<()> {
+        self.fail_no_flush(i)?;
+        // Deferred parity before anything else: then a second failure is survived again.
+        self.flush_bpgl(0)?;
+        Ok(())
+    }
+
+    /// [`Pool::fail`] without the flush (a served pool flushes under stripe locks itself).
+    pub(crate) fn fail_no_flush(&mut self, i: usize) -> Result<()> {
+        if i >= self.members.handles.len() {
+            return Err(PoolError::Usage(format!(
+                "member {i} does not exist (the pool has members 0..{})",
+                self.members.handles.len() - 1
+            )));
+        }
+        let outcome = self.state.fail(&self.geo, i as Disk)?;
+        self.members.handles[i] = None;
+        self.sb.events.push(Event::Fail(i as u32));
+        let tag = self.tag();
+        self.persist(tag)?;
+        if self.state.data_lost(&self.geo) {
+            return Err(PoolError::Usage(format!(
+                "member {i} failed and the pool has lost data ({outcome:?})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Replaces failed member `i` with a new (empty) member at `path`.
+    pub fn replace(&mut self, i: usize, path: &Path) -> Result<()> {
+        if i >= self.members.handles.len() {
+            return Err(PoolError::Usage(format!("member {i} does not exist")));
+        }
+        if self.members.handles[i].is_some() {
+            return Err(PoolError::Usage(format!(
+                "member {i} has not failed: fail it first with `raidforge fail`"
+            )));
+        }
+        let size = self.map.data_offset_bytes + self.map.data_bytes;
+        if let Ok(existing) = FileMember::open(path, OpenOpts::default()) {
+            // Any raidforge member (another pool's, or a stale copy of this one) is refused:
+            // a replacement starts from empty space.
+            if let Ok(sb) = read_superblock(&existing) {
+                return Err(PoolError::Member {
+                    index: i,
+                    path: path.to_path_buf(),
+                    reason: format!(
+                        "already holds a raidforge superblock (pool {}); wipe it first",
+                        hex(&sb.uuid)
+                    ),
+                });
+            }
+        }
+        let emulate = self.file.desc.members[i].emulate.clone();
+        let m =
+            open_member(path, &emulate, Some(size), true, self.file.desc.direct).map_err(|e| {
+                PoolError::Member {
+                    index: i,
+                    path: path.to_path_buf(),
+                    reason: e.to_string(),
+                }
+            })?;
+        if m.size_bytes() < size {
+            return Err(PoolError::Member {
+                index: i,
+                path: path.to_path_buf(),
+                reason: format!("holds {} bytes, need {size}", m.size_bytes()),
+            });
+        }
+        let m = match &self.members.wrap {
+            Some(w) => w(i, m),
+            None => m,
+        };
+        if let Some(c) = self.integrity.checksums.clone() {
+            // A replacement holds nothing valid until rebuilt; its checksums start as those of
+            // zeros and the rebuild writes the real ones with the data.
+            // The copies of its entries on other members are rewritten too, and its region
+            // gets the copies of other members' entries it holds.
+            // A copy's holder that fails meanwhile is failed (as a failing write fails its
+            // member) and the copies are written again without it.
+            loop {
+                let mut slots = self.members.handles.clone();
+                slots[i] = Some(m.clone());
+                match c.reset_zeroed(i, &slots) {
+                    Ok(()) => break,
+                    Err(e) if e.member != i && self.members.handles[e.member].is_some() => {
+                        self.fail_members(&[e.member as u32])?;
+                    }
+                    Err(e) => {
+                        return Err(PoolError::Member {
+                            index: i,
+                            path: path.to_path_buf(),
+                            reason: format!("writing checksum region pages: {}", e.source),
+                        })
+                    }
+                }
+            }
+        }
+        self.state.replace(&self.geo, i as Disk)?;
+        if let Some(j) = &self.wh.journal {
+            j.member_replaced(i as u32);
+        }
+        self.members.handles[i] = Some(m);
+        self.sb.events.push(Event::Replace(i as u32));
+        self.file.desc.members[i].path =
+            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.file.desc.members[i].read_bytes = 0;
+        self.file.desc.members[i].write_bytes = 0;
+        self.file.desc.members[i].reads = 0;
+        self.file.desc.members[i].writes = 0;
+        self.file.desc.members[i].meta_writes = 0;
+        let tag = self.tag();
+        self.persist(tag)
+    }
+}

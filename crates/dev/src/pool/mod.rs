@@ -1,0 +1,242 @@
+//! Pools: an array of members on files or block devices, its descriptor file and superblocks,
+//! and the operations mdadm users expect (create, assemble, read, write, fail, replace,
+//! rebuild, verify, status). All RAID decisions are raidcore's; this module keeps the state on
+//! disk and runs the plans.
+//!
+//! On disk:
+//! - every member starts with a superblock ([`raidcore::superblock`]) and holds its data area from
+//!   `data_offset_bytes` on;
+//! - the *descriptor* (the POOL path the commands take) is a small JSON file naming the members
+//!   (paths, emulated speed) and their cumulative I/O counters. It is a convenience: `assemble`
+//!   rebuilds it from the members' superblocks alone.
+//!
+//! One file per concern: `opts` (what the commands ask for), `descriptor` (the JSON file),
+//! `create`, `open` (open and assemble: superblocks back into the array state), `persist`
+//! (superblocks, flushes, sync, close), `io` (read and write), `lazy` (the deferred-parity
+//! list), `membership` (fail, replace, member handles), `rebuild`, `status` (status and
+//! verify), `ido` (the pool's side of `crate::ido`). Repairs and scrub continue `impl Pool` in
+//! `crate::scrub`, the served pool's helpers in `crate::serve_support`.
+
+mod create;
+mod descriptor;
+mod ido;
+mod io;
+mod lazy;
+mod membership;
+mod open;
+mod opts;
+mod persist;
+mod rebuild;
+mod status;
+
+pub use descriptor::{Descriptor, MemberDesc};
+pub use opts::{
+    default_journal_bytes, CreateOpts, MemberWrap, RebuildOpts, WriteHole, DIRECT_ALIGN_BYTES,
+    JOURNAL_OFFSET_BYTES,
+};
+pub use rebuild::RebuildProgress;
+pub use status::{MemberStatus, Status, VerifyReport};
+
+use descriptor::{hex, unhex};
+use ido::{ido_records, RecordOnly};
+use lazy::newest_bpgl;
+use membership::open_member;
+use open::read_superblock;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use layout::{Disk, Params, SchemeKind};
+use raidcore::lazy::{BpglRecord, BPGL_DEFAULT_CAPACITY, BPGL_MAX_CAPACITY, BPGL_SLOT_BYTES};
+use raidcore::superblock::{
+    superblock_slot, ArrayStateTag, Event, Superblock, BPGL_OFFSET_BYTES,
+    DEFAULT_DATA_OFFSET_BYTES, FEATURE_CHECKSUMS, FEATURE_JOURNAL, SUPERBLOCK_BYTES,
+    SUPERBLOCK_SLOTS,
+};
+use raidcore::{
+    plan_flush_cycle, plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, ArrayState,
+    Geometry, ParityPolicy, WritePolicy,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::csum::Checksums;
+use crate::exec::{run_plans, Counters, LoggedWriteError, Members};
+use crate::ido::{Ido, IdoStatus, Phase, DEFAULT_ZONE_BYTES, IDO_OFFSET_BYTES, IDO_SLOT_BYTES};
+use crate::journal::{Journal, JournalGeometry, JournalStats};
+pub use crate::scrub::{
+    LostRange, MemberRange, RepairCounts, ScrubOpts, ScrubProgress, ScrubReport,
+};
+use crate::{Emulated, FileMember, Member, OpenOpts, Speed};
+
+/// Everything that can go wrong with a pool, each naming what and where.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PoolError {
+    /// A bad argument (what is wrong and what to do).
+    #[error("{0}")]
+    Usage(String),
+    /// The descriptor file cannot be read or is not a pool descriptor.
+    #[error("pool descriptor {path}: {reason}")]
+    Descriptor { path: PathBuf, reason: String },
+    /// A member's superblock is missing, damaged, or belongs elsewhere.
+    #[error("member {index} ({path}): {reason}")]
+    Member {
+        index: usize,
+        path: PathBuf,
+        reason: String,
+    },
+    /// I/O on a member failed in a way the array could not absorb.
+    #[error("I/O error: {0}")]
+    Io(String),
+    /// The layout refused the parameters.
+    #[error(transparent)]
+    Layout(#[from] layout::LayoutError),
+    /// The planner refused the request or event.
+    #[error(transparent)]
+    Core(#[from] raidcore::CoreError),
+    /// Data in these logical ranges is lost: it read wrong (a checksum mismatch or a read
+    /// error) and the remaining redundancy could not recompute it. Nothing wrong was returned.
+    #[error("data lost at logical bytes {}: it read wrong and the redundancy could not repair it; \
+             restore these ranges from a backup or rewrite them (writing a whole lost range \
+             clears it)", crate::scrub::describe_ranges(.ranges))]
+    Lost { ranges: Vec<LostRange> },
+}
+
+type Result<T> = std::result::Result<T, PoolError>;
+
+/// A request re-planned this many times (members failing, blocks that keep reading wrong
+/// after their repair) gives up.
+const MAX_REPLANS: usize = 32;
+
+fn gave_up(what: &str, offset: u64) -> PoolError {
+    PoolError::Io(format!(
+        "{what} at {offset}: gave up after {MAX_REPLANS} attempts (members keep failing, or \
+         blocks keep reading wrong after being repaired: check the members)"
+    ))
+}
+
+/// An open pool. Its state is grouped by concern; each group's file is named beside it.
+pub struct Pool {
+    /// The layout and where every cycle is in it: raidcore's planner inputs.
+    pub(crate) geo: Geometry,
+    pub(crate) state: ArrayState,
+    /// The descriptor file (`descriptor.rs`).
+    pub(crate) file: DescriptorFile,
+    /// What the superblocks record besides the array state (`persist.rs`, `open.rs`).
+    pub(crate) sb: SuperblockState,
+    /// Where the metadata regions and the data area lie on every member.
+    pub(crate) map: MemberMap,
+    /// The member handles, their I/O counters, the wrap for members opened later
+    /// (`membership.rs`).
+    pub(crate) members: MemberSet,
+    /// How writes choose between read-modify-write and reconstruct-write.
+    pub(crate) policy: WritePolicy,
+    /// Eager or lazy parity and the deferred-parity list's on-disk copy (`lazy.rs`).
+    pub(crate) lazy: LazyParity,
+    /// Per-block checksums and the blocks a rebuild found lost (`crate::scrub`).
+    pub(crate) integrity: Integrity,
+    /// Write-hole protection and the open journal (`io.rs`).
+    pub(crate) wh: WriteHoleState,
+    /// Zone popularity, rebuild policy state, surrogate and D-Map (`crate::ido`, `ido.rs`).
+    pub(crate) ido: Arc<Ido>,
+}
+
+/// The descriptor file: where it is and what it holds.
+pub(crate) struct DescriptorFile {
+    pub(crate) path: PathBuf,
+    pub(crate) desc: Descriptor,
+}
+
+/// The pool's identity and history as the superblocks record them.
+pub(crate) struct SuperblockState {
+    pub(crate) uuid: [u8; 16],
+    pub(crate) kind: SchemeKind,
+    pub(crate) params: Params,
+    /// Failures and replacements since the history was last compacted.
+    pub(crate) events: Vec<Event>,
+    /// Generation of the newest superblock written.
+    pub(crate) generation: u64,
+    pub(crate) created_unix_secs: u64,
+}
+
+/// Where things lie on every member (member bytes).
+pub(crate) struct MemberMap {
+    /// The data area starts here (metadata before it).
+    pub(crate) data_offset_bytes: u64,
+    /// Bytes of the data area (whole chunks).
+    pub(crate) data_bytes: u64,
+    /// The block-checksum region (offset, bytes); (0, 0) without checksums.
+    pub(crate) checksum_region: (u64, u64),
+    /// The journal region (absolute offset, bytes); (0, 0) without a journal.
+    pub(crate) journal_region: (u64, u64),
+}
+
+/// The members as the pool holds them.
+pub(crate) struct MemberSet {
+    /// One slot per member; `None` while it is failed.
+    pub(crate) handles: Vec<Option<Arc<dyn Member>>>,
+    pub(crate) counters: Vec<Counters>,
+    /// Wraps members opened later (replacements); see [`MemberWrap`].
+    pub(crate) wrap: Option<MemberWrap>,
+}
+
+/// The parity policy and the persisted deferred-parity list (BPGL).
+pub(crate) struct LazyParity {
+    /// Eager or lazy parity (recorded in the superblocks).
+    pub(crate) parity: ParityPolicy,
+    /// Sequence number of the newest persisted BPGL record.
+    pub(crate) seq: u64,
+    /// The persisted BPGL may differ from the one in memory.
+    pub(crate) dirty: bool,
+    /// The list as last persisted (a rebuild drops entries without a flush).
+    pub(crate) on_disk: Vec<raidcore::StripeId>,
+}
+
+/// Per-block checksums and lost blocks.
+pub(crate) struct Integrity {
+    /// Per-block checksums, when the pool has them.
+    pub(crate) checksums: Option<Arc<Checksums>>,
+    /// Lost blocks found during the current rebuild, poisoned once the rebuild is over.
+    pub(crate) lost_pending: Vec<crate::scrub::LostGroup>,
+}
+
+/// Write-hole protection.
+pub(crate) struct WriteHoleState {
+    pub(crate) mode: WriteHole,
+    /// The open journal (`None` without one, and for a status peek).
+    pub(crate) journal: Option<Arc<Journal>>,
+}
+
+impl Pool {
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+    pub fn state(&self) -> &ArrayState {
+        &self.state
+    }
+    pub fn capacity_bytes(&self) -> u64 {
+        self.geo.capacity_bytes()
+    }
+    pub fn set_policy(&mut self, policy: WritePolicy) {
+        self.policy = policy;
+    }
+    /// The checksum region `(member offset, bytes)` on every member (`(0, 0)` without
+    /// checksums).
+    pub fn checksum_region(&self) -> (u64, u64) {
+        self.map.checksum_region
+    }
+    /// Member `i`'s data area starts at this member byte (checksums and metadata before it).
+    pub fn data_offset_bytes(&self) -> u64 {
+        self.map.data_offset_bytes
+    }
+    pub(crate) fn members_view(&self) -> Members<'_> {
+        Members {
+            members: &self.members.handles,
+            counters: &self.members.counters,
+            data_offset_bytes: self.map.data_offset_bytes,
+            checksums: self.integrity.checksums.as_deref(),
+        }
+    }
+}

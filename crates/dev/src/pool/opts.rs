@@ -1,0 +1,115 @@
+//! How to create and rebuild a pool: the options the commands fill in.
+
+use super::*;
+
+/// Member I/O alignment (and buffer alignment) for O_DIRECT members.
+pub const DIRECT_ALIGN_BYTES: u64 = 4096;
+
+/// How to create a pool.
+#[derive(Clone, Debug)]
+pub struct CreateOpts {
+    pub scheme: SchemeKind,
+    pub params: Params,
+    pub members: Vec<PathBuf>,
+    /// Member size in bytes (files are created or grown to it); default: the smallest
+    /// existing member.
+    pub size_bytes: Option<u64>,
+    pub chunk_bytes: u64,
+    /// Emulated speed for every member.
+    pub emulate: Option<String>,
+    /// Overwrite members that already hold a raidforge superblock.
+    pub force: bool,
+    /// Open members with O_DIRECT (bypass the page cache); member I/O is then 4 KiB aligned.
+    pub direct: bool,
+    /// Eager (both parities on every write) or lazy (defer one parity of two-parity layouts).
+    pub parity: ParityPolicy,
+    /// Bound of the deferred-parity list (default [`BPGL_DEFAULT_CAPACITY`]).
+    pub bpgl_capacity: Option<usize>,
+    /// Keep a CRC-32C of every 4 KiB block of every member (superblock feature bit 1): reads
+    /// verify them and repair what does not match from redundancy. Every member I/O is then
+    /// whole 4 KiB blocks, and each write also writes its blocks' checksum page.
+    pub checksums: bool,
+    /// Write-hole protection.
+    pub write_hole: WriteHole,
+    /// Bytes of the journal region on every member under `WriteHole::Journal` (default
+    /// [`default_journal_bytes`]); a multiple of 4096, at least 64 KiB.
+    pub journal_bytes: Option<u64>,
+}
+
+/// Write-hole protection (`raidforge create --write-hole`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteHole {
+    /// No protection: a crash between a stripe's data and parity writes can leave parity
+    /// that disagrees with the data, and a later member failure then reconstructs wrong bytes
+    /// for data the crash never touched.
+    #[default]
+    None,
+    /// A write-ahead journal on the members (`crate::journal`): every write cycle's new
+    /// member contents are made durable in the journal before the in-place writes, and
+    /// replayed after a crash.
+    Journal,
+}
+
+impl WriteHole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteHole::None => "none",
+            WriteHole::Journal => "journal",
+        }
+    }
+    /// Parses `none` or `journal`.
+    pub fn parse(s: &str) -> std::result::Result<WriteHole, String> {
+        match s {
+            "none" | "off" => Ok(WriteHole::None),
+            "journal" => Ok(WriteHole::Journal),
+            _ => Err(format!(
+                "unknown write-hole protection '{s}': use 'journal' (crash-safe parity) or 'none'"
+            )),
+        }
+    }
+}
+
+/// Journal region for members of `member_bytes` when none is asked for: 1/32 of the member,
+/// between 2 MiB and 64 MiB, whole MiB.
+pub fn default_journal_bytes(member_bytes: u64) -> u64 {
+    (member_bytes / 32).clamp(2 << 20, 64 << 20) >> 20 << 20
+}
+
+/// Where the journal region starts on every member (after the IDO metadata slots).
+pub const JOURNAL_OFFSET_BYTES: u64 = 1 << 20;
+
+/// How to rebuild.
+#[derive(Clone, Debug)]
+pub struct RebuildOpts {
+    /// Cycles rebuilt together (1 = sequential, like MD).
+    pub parallel_cycles: usize,
+    /// Upper bound on rebuild bytes written per second (None = unlimited).
+    pub speed_max_bytes_per_sec: Option<u64>,
+    /// While clients are doing I/O (a served pool), the rebuild backs off to this rate, like
+    /// MD's sync_speed_min (None = no back-off).
+    pub speed_min_bytes_per_sec: Option<u64>,
+    /// Batches run at once (2 overlaps one batch's writes with the next one's reads).
+    pub batches_in_flight: usize,
+    /// Stop after rebuilding this many cycles (None = rebuild everything). The progress made
+    /// is recorded in the superblocks, so a later rebuild resumes where this one stopped.
+    pub max_cycles: Option<u64>,
+}
+
+impl Default for RebuildOpts {
+    /// Eight cycles at a time, two batches in flight, no speed limit, every cycle.
+    fn default() -> RebuildOpts {
+        RebuildOpts {
+            parallel_cycles: 8,
+            speed_max_bytes_per_sec: None,
+            speed_min_bytes_per_sec: None,
+            batches_in_flight: 2,
+            max_cycles: None,
+        }
+    }
+}
+
+/// Wraps every member a pool opens (member index, opened member -> the member the pool uses):
+/// the fault-injection harness ([`crate::faultsim`]) puts its fault layer between the pool and
+/// its files this way. Applied after assembly has read the superblocks.
+pub type MemberWrap = Arc<dyn Fn(usize, Arc<dyn Member>) -> Arc<dyn Member> + Send + Sync>;

@@ -1,0 +1,225 @@
+//! Recording state: superblocks, member flushes, the history compacted, sync and close.
+
+use super::*;
+
+impl Pool {
+    pub(super) fn runs(&self) -> Vec<(u64, u32)> {
+        self.state.layout_runs()
+    }
+
+    pub(crate) fn tag(&self) -> ArrayStateTag {
+        if !self.state.failed().is_empty() {
+            ArrayStateTag::Degraded
+        } else if !self.state.all_clean() {
+            ArrayStateTag::Rebuilding
+        } else {
+            ArrayStateTag::Clean
+        }
+    }
+
+    /// Writes the superblock to every present member and the descriptor. A member whose flush
+    /// or superblock write fails is failed (recorded in the superblocks written next), like a
+    /// member failing a data write: a dead member is found here when nothing else touched it
+    /// since it died (found by the fault-injection harness: every command that records state,
+    /// `fail`, `replace`, `rebuild`, closing the pool, used to fail instead).
+    pub(crate) fn persist(&mut self, tag: ArrayStateTag) -> Result<()> {
+        self.compact_history()?;
+        // The data the new superblocks describe (rebuilt cycles, above all) must be durable
+        // before any superblock says so: flush, write every superblock, flush again.
+        if self.flush_or_fail()? {
+            return self.persist(self.tag_after_failure(tag));
+        }
+        self.sb.generation += 1;
+        let layout_text = layout::to_text(self.sb.kind, &self.sb.params);
+        let runs = self.runs();
+        let mut dead: Vec<(usize, std::io::Error)> = Vec::new();
+        for (i, m) in self.members.handles.iter().enumerate() {
+            let Some(m) = m else { continue };
+            let sb = Superblock {
+                uuid: self.sb.uuid,
+                member_index: i as u32,
+                member_count: self.members.handles.len() as u32,
+                generation: self.sb.generation,
+                state: tag,
+                data_offset_bytes: self.map.data_offset_bytes,
+                data_bytes: self.map.data_bytes,
+                chunk_bytes: self.geo.chunk_bytes(),
+                created_unix_secs: self.sb.created_unix_secs,
+                layout: layout_text.clone(),
+                events: self.sb.events.clone(),
+                runs: runs.clone(),
+                parity: self.lazy.parity,
+                bpgl_capacity: self.state.bpgl().capacity() as u32,
+                features: if self.wh.mode == WriteHole::Journal {
+                    FEATURE_JOURNAL
+                } else {
+                    0
+                } | if self.integrity.checksums.is_some() {
+                    FEATURE_CHECKSUMS
+                } else {
+                    0
+                },
+                journal_offset_bytes: self.map.journal_region.0,
+                journal_len_bytes: self.map.journal_region.1,
+                checksum_offset_bytes: self.map.checksum_region.0,
+                checksum_len_bytes: self.map.checksum_region.1,
+            };
+            let b = sb.encode().map_err(|e| PoolError::Io(e.to_string()))?;
+            if let Err(e) = m.write_at(&b, superblock_slot(sb.generation)) {
+                dead.push((i, e));
+            }
+        }
+        if !dead.is_empty() {
+            self.fail_dead_members(&dead)?;
+            return self.persist(self.tag_after_failure(tag));
+        }
+        if self.flush_or_fail()? {
+            return self.persist(self.tag_after_failure(tag));
+        }
+        self.persist_bpgl_if_dirty()?;
+        // Retire the journal records whose in-place writes are done (the members were just
+        // flushed; a membership change also moves the journal to the members present).
+        if let Some(j) = self.wh.journal.clone() {
+            j.checkpoint(&self.members.handles)
+                .map_err(|e| PoolError::Io(e.to_string()))?;
+            // A member that failed the checkpoint's flush or write is failed (and recorded).
+            let dead = j.take_failed_members();
+            if !dead.is_empty() {
+                return self.fail_members(&dead);
+            }
+        }
+        // Lock order: a served pool's request may hold the IDO lock while it waits for the
+        // pool mutex (held by our caller): never wait for the IDO lock here.
+        self.ido.touch();
+        let ido = Arc::clone(&self.ido);
+        ido.persist_if_dirty(&RecordOnly(self), self.sb.uuid, false)?;
+        self.save_descriptor()
+    }
+
+    /// The state to record after a member failed while recording `tag`.
+    pub(super) fn tag_after_failure(&self, tag: ArrayStateTag) -> ArrayStateTag {
+        match tag {
+            ArrayStateTag::Rebuilding => tag,
+            _ => self.tag(),
+        }
+    }
+
+    /// Flushes every present member; members whose flush fails are failed. Returns whether
+    /// any was (an error only when that loses data).
+    pub(super) fn flush_or_fail(&mut self) -> Result<bool> {
+        let dead = self.flush_each();
+        if dead.is_empty() {
+            return Ok(false);
+        }
+        self.fail_dead_members(&dead)?;
+        Ok(true)
+    }
+
+    /// Marks members that failed an I/O outside a plan as failed (in memory; the caller
+    /// persists). Whether the pool then has lost data is for the caller to report.
+    pub(super) fn fail_dead_members(&mut self, dead: &[(usize, std::io::Error)]) -> Result<()> {
+        for (i, _) in dead {
+            if self.members.handles[*i].take().is_some() {
+                self.state.fail(&self.geo, *i as Disk)?;
+                self.sb.events.push(Event::Fail(*i as u32));
+            }
+        }
+        Ok(())
+    }
+
+    /// When every cycle is in the target layout, the history that led there no longer
+    /// matters: only which members are missing, in failure order, does (the target layout is
+    /// `recovery_plan(scheme, failed)` and every present member holds valid data for every
+    /// cycle). Replaces the events with one failure per missing member and the state with the
+    /// equivalent one, so that the superblock's event list (64 entries at most) does not fill
+    /// up over a pool's life of failures and replacements.
+    pub(super) fn compact_history(&mut self) -> Result<()> {
+        let failed = self.state.failed().to_vec();
+        if !self.state.all_clean() || self.sb.events.len() == failed.len() {
+            return Ok(());
+        }
+        let mut state = ArrayState::new(&self.geo);
+        for &d in &failed {
+            state.fail(&self.geo, d)?;
+        }
+        let target = state.target_generation();
+        if target > 0 {
+            for c in 0..self.geo.cycles() {
+                state.mark_rebuilt(c, target);
+            }
+        }
+        assert!(
+            *state.layout_of(0) == *self.state.layout_of(0) && state.all_clean(),
+            "compacting the history changed the layout"
+        );
+        state.adopt_bpgl(&self.state);
+        self.state = state;
+        self.sb.events = failed.iter().map(|&d| Event::Fail(d)).collect();
+        Ok(())
+    }
+
+    /// Flushes every present member, all at once: one thread each, so that the syncs of
+    /// members sharing a file system share its journal commits instead of queueing.
+    pub(super) fn flush_members(&self) -> Result<()> {
+        match self.flush_each().into_iter().next() {
+            Some((i, e)) => Err(PoolError::Io(format!("flushing member {i}: {e}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Flushes every present member, all at once; returns the members that failed.
+    pub(super) fn flush_each(&self) -> Vec<(usize, std::io::Error)> {
+        let results: Vec<(usize, std::io::Result<()>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .members
+                .handles
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| m.as_ref().map(|m| (i, s.spawn(move || m.flush()))))
+                .collect();
+            handles
+                .into_iter()
+                .map(|(i, h)| (i, h.join().expect("flush thread")))
+                .collect()
+        });
+        results
+            .into_iter()
+            .filter_map(|(i, r)| r.err().map(|e| (i, e)))
+            .collect()
+    }
+
+    /// Makes every completed write durable on every present member (the volume's flush:
+    /// what an NBD FLUSH waits for).
+    /// A member whose flush fails is failed (and the failure recorded), as a member failing
+    /// a write is: the flush succeeds when the pool survives it.
+    /// A pool that has lost data fails the flush (after flushing what it still has): writes
+    /// acknowledged to members failed since cannot be made durable.
+    pub fn sync(&mut self) -> Result<()> {
+        let dead = self.flush_each();
+        if !dead.is_empty() {
+            self.fail_dead_members(&dead)?;
+            let tag = self.tag();
+            self.persist(tag)?;
+        }
+        if self.state.data_lost(&self.geo) {
+            let why = match dead.first() {
+                Some((i, e)) => format!("member {i} failed ({e}) and "),
+                None => String::new(),
+            };
+            return Err(PoolError::Io(format!(
+                "flush: {why}the pool has lost data (more members failed than the layout \
+                 tolerates): writes to failed members cannot be made durable"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Saves counters and marks the pool's state; call when a command ends.
+    pub fn close(mut self) -> Result<()> {
+        let tag = self.tag();
+        self.persist(tag)?;
+        // Nobody else can reach the pool now: the IDO record is written for sure.
+        let ido = Arc::clone(&self.ido);
+        ido.persist_if_dirty(&RecordOnly(&self), self.sb.uuid, true)
+    }
+}

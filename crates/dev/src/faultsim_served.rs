@@ -912,25 +912,8 @@ impl ServedRun {
         if self.sh.crash.is_dead() || self.sp().rebuild_info().running {
             return;
         }
-        for d in self.failed_members() {
-            let d = d as usize;
-            self.replacements += 1;
-            let path = self.dir.join(format!("m{d}.r{}.img", self.replacements));
-            let nf = Arc::new(MemberFaults::new(
-                path.clone(),
-                self.sh.crash.clone(),
-                self.data_range,
-            ));
-            let old = std::mem::replace(&mut self.faults.lock().unwrap()[d], nf);
-            self.log(format_args!("replace member {d} with {}", path.display()));
-            if let Err(e) = self.sp().replace(d, &path) {
-                self.faults.lock().unwrap()[d] = old;
-                self.log(format_args!("replace {d}: {e}"));
-                return;
-            }
-            self.update_gone(|g| {
-                g.remove(&d);
-            });
+        if !self.replace_failed() {
+            return;
         }
         let clean = self
             .sp()
@@ -965,6 +948,32 @@ impl ServedRun {
             // under way with another policy): an operator reads the message and goes on.
             self.log(format_args!("rebuild refused: {e}"));
         }
+    }
+
+    /// Puts new member files in the place of the failed members; false when a replacement
+    /// was refused.
+    fn replace_failed(&mut self) -> bool {
+        for d in self.failed_members() {
+            let d = d as usize;
+            self.replacements += 1;
+            let path = self.dir.join(format!("m{d}.r{}.img", self.replacements));
+            let nf = Arc::new(MemberFaults::new(
+                path.clone(),
+                self.sh.crash.clone(),
+                self.data_range,
+            ));
+            let old = std::mem::replace(&mut self.faults.lock().unwrap()[d], nf);
+            self.log(format_args!("replace member {d} with {}", path.display()));
+            if let Err(e) = self.sp().replace(d, &path) {
+                self.faults.lock().unwrap()[d] = old;
+                self.log(format_args!("replace {d}: {e}"));
+                return false;
+            }
+            self.update_gone(|g| {
+                g.remove(&d);
+            });
+        }
+        true
     }
 
     /// A finished background rebuild frees the atlas's charges.
@@ -1168,23 +1177,33 @@ impl ServedRun {
     fn final_check(&mut self) {
         let sp = Arc::clone(self.sp());
         sp.stop_rebuild();
-        let needs = sp
-            .with_pool(|p| {
-                Ok(!p.state().all_clean() || p.ido().phase() != crate::ido::Phase::Normal)
-            })
-            .unwrap_or(false);
-        if needs && self.failed_members().is_empty() {
-            match sp.start_rebuild_with(RebuildOpts::default(), None, None) {
-                Ok(_) => {
-                    let deadline = Instant::now() + Duration::from_secs(60);
-                    while sp.rebuild_info().running && Instant::now() < deadline {
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                    if let Some(e) = sp.rebuild_info().error {
-                        self.op_error(format!("final rebuild: {e}"));
-                    }
+        // Replace and rebuild until nothing is left to do (a member may fail during it).
+        for _ in 0..4 {
+            if !self.replace_failed() {
+                break;
+            }
+            let needs = sp
+                .with_pool(|p| {
+                    Ok(!p.state().all_clean() || p.ido().phase() != crate::ido::Phase::Normal)
+                })
+                .unwrap_or(false);
+            if !needs {
+                break;
+            }
+            if let Err(e) = sp.start_rebuild_with(RebuildOpts::default(), None, None) {
+                self.log(format_args!("final rebuild refused: {e}"));
+                break;
+            }
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while sp.rebuild_info().running && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if let Some(e) = sp.rebuild_info().error {
+                if self.failed_members().is_empty() {
+                    self.op_error(format!("final rebuild: {e}"));
+                    break;
                 }
-                Err(e) => self.log(format_args!("final rebuild refused: {e}")),
+                self.log(format_args!("final rebuild stopped: {e}"));
             }
         }
         self.settle_atlas();

@@ -477,8 +477,11 @@ impl SharedPool {
         pool.mark_in_use()?;
         let n = pool.members.handles.len();
         let ido = Arc::clone(&pool.ido);
-        if ido.needs_surrogate_now() || ido.phase() != Phase::Normal {
-            // Redirected data lives there: reads need it.
+        if ido.needs_surrogate_now()
+            || (ido.phase() != Phase::Normal && ido.policy().uses_surrogate())
+        {
+            // Redirected data lives there: reads need it. (An interrupted `pr` or `pro`
+            // rebuild has no surrogate and needs none.)
             ido.attach(None)?;
         }
         let sp = Arc::new(SharedPool {

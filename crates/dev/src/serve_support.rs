@@ -35,8 +35,7 @@ use std::time::{Duration, Instant};
 
 use raidcore::superblock::ArrayStateTag;
 use raidcore::{
-    plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, FlushAdvice, IdleDetector,
-    ParityPolicy, Plan, PlanKind, StripeId, StripeLocks,
+    plan_read, plan_rebuild_cycle, FlushAdvice, IdleDetector, Plan, PlanKind, StripeId, StripeLocks,
 };
 use serde::{Deserialize, Serialize};
 
@@ -109,13 +108,6 @@ fn rebuild_target(p: &Plan) -> u32 {
 }
 
 impl Pool {
-    /// Makes every completed member write durable (`sync_data` on every present member, in
-    /// parallel).
-    pub fn sync_members(&self) -> Result<()> {
-        flush_all(&self.members.handles)
-            .map_err(|(i, e)| PoolError::Io(format!("flush of member {i}: {e}")))
-    }
-
     /// Marks the superblocks `Active` (in use, not cleanly shut down) when the pool is
     /// otherwise clean; a degraded or rebuilding pool already says so.
     pub fn mark_in_use(&mut self) -> Result<()> {
@@ -178,7 +170,6 @@ impl Pool {
                 // Finished: blocks lost on the way are marked, and the data are durable
                 // before the superblocks say so.
                 self.poison_pending()?;
-                self.sync_members()?;
                 let tag = self.tag();
                 self.persist(tag)?;
                 cur.last_persist = None;
@@ -231,7 +222,6 @@ impl Pool {
             .last_persist
             .is_some_and(|t| t.elapsed() > Duration::from_secs(1))
         {
-            self.sync_members()?;
             self.persist(ArrayStateTag::Rebuilding)?;
             cur.last_persist = Some(Instant::now());
         }
@@ -259,27 +249,6 @@ impl Pool {
         let outcome = run_plans(&only, &mut users, &self.members_view());
         self.end_rebuild_step(cur, &plans, outcome).map(Some)
     }
-}
-
-/// Flushes every present member in parallel; the first failure as (member, error).
-fn flush_all(
-    members: &[Option<Arc<dyn Member>>],
-) -> std::result::Result<(), (usize, std::io::Error)> {
-    let results: Vec<(usize, std::io::Result<()>)> = std::thread::scope(|s| {
-        let hs: Vec<_> = members
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| m.as_ref().map(|m| (i, m)))
-            .map(|(i, m)| s.spawn(move || (i, m.flush())))
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().expect("flush thread"))
-            .collect()
-    });
-    for (i, r) in results {
-        r.map_err(|e| (i, e))?;
-    }
-    Ok(())
 }
 
 /// What one [`SharedPool::policy_step`] did.
@@ -381,14 +350,24 @@ impl MainPool for SpMain<'_> {
         // The members are taken under the pool mutex, written outside it: a sync must not
         // stall every request's planning (records are serialized by the IDO lock).
         let members = self.0.with_pool(|p| Ok(p.members.handles.clone()))?;
-        Pool::write_ido_record(
+        let dead = Pool::write_ido_record(
             &members,
             &self.0.counters,
             self.0.data_offset_bytes,
             seq,
             bytes,
             sync,
-        )
+        )?;
+        if !dead.is_empty() {
+            // Members that failed the record's write are failed like members failing a data
+            // write (the record went to others).
+            self.0.with_pool(|p| {
+                p.fail_dead_members(&dead)?;
+                let tag = p.tag();
+                p.persist(tag)
+            })?;
+        }
+        Ok(())
     }
 }
 
@@ -680,7 +659,8 @@ impl SharedPool {
             let (plans, extra) = plan(p)?;
             let stripes = stripe_ids(&plans);
             let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-            if l.held.try_lock(&stripes) {
+            // (Current by construction, unless the planning itself failed a member.)
+            if plans.iter().all(|pl| p.state.plan_is_current(pl)) && l.held.try_lock(&stripes) {
                 drop(l);
                 let guard = StripeGuard {
                     owner: self,
@@ -830,18 +810,8 @@ impl SharedPool {
         for _ in 0..MAX_ATTEMPTS {
             let (deferred, run) = self.plan_locked(|p| {
                 p.check_range(offset, data.len() as u64)?;
-                if p.lazy.parity == ParityPolicy::Eager {
-                    let plans = plan_write(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
-                    return Ok((plans, Vec::new()));
-                }
-                let lw = plan_write_lazy(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
-                if p.state.defer(&lw.deferred) > 0 {
-                    if let Err(e) = p.persist_bpgl() {
-                        p.state.deferred_write_done(&lw.deferred);
-                        return Err(e);
-                    }
-                }
-                Ok((lw.plans, lw.deferred))
+                let (plans, deferred) = p.plan_write_listed(offset, data.len() as u64)?;
+                Ok((plans, deferred))
             })?;
             let Some((plans, guard, members)) = run else {
                 // Planned against a state an event has since replaced: plan again.
@@ -899,8 +869,8 @@ impl SharedPool {
                     self.flush_deferred()?;
                     if only_writes {
                         // Every healthy member was written; the failed one's units are now
-                        // reconstructed from them.
-                        return Ok(());
+                        // reconstructed from them, if the members left suffice.
+                        return self.with_pool(|p| p.check_written(offset, data.len() as u64));
                     }
                 }
             }
@@ -923,22 +893,14 @@ impl SharedPool {
         Ok(())
     }
 
-    /// Makes every write completed so far durable on every present member. A member whose
-    /// flush fails is failed (its data may be lost), like a member whose write fails.
+    /// Makes every write completed so far durable on every present member (what an NBD FLUSH
+    /// waits for). The members are flushed outside the pool mutex (a sync must not stall every
+    /// request's planning); a member whose flush fails is failed, like a member whose write
+    /// fails, and the flush fails when the pool has lost data ([`Pool::sync`]'s rule).
     pub fn flush(&self) -> Result<()> {
         let members = self.with_pool(|p| Ok(p.members.handles.clone()))?;
-        if let Err((i, e)) = flush_all(&members) {
-            self.with_pool(|p| {
-                p.fail_members(&[i as u32])?;
-                if p.state.data_lost(&p.geo) {
-                    return Err(PoolError::Io(format!("flush of member {i}: {e}")));
-                }
-                // The others are durable; try them again without the failed one.
-                flush_all(&p.members.handles)
-                    .map_err(|(j, e)| PoolError::Io(format!("flush of member {j}: {e}")))
-            })?;
-        }
-        Ok(())
+        let dead = crate::pool::flush_each(&members);
+        self.with_pool(|p| p.after_flush(dead))
     }
 
     fn fold_counters(&self, p: &Pool) {
@@ -1317,7 +1279,8 @@ impl SharedPool {
             }
         }
         self.fold_counters(&p);
-        p.sync_members()?;
+        // `Pool::close` records the state after flushing every member (a member whose flush
+        // fails is failed and recorded, as anywhere else).
         let status = p.status();
         p.close()?;
         Ok(status)
@@ -1386,7 +1349,7 @@ mod tests {
 
     use super::*;
     use crate::pool::CreateOpts;
-    use raidcore::ParityPolicy;
+    use raidcore::{plan_write, ParityPolicy};
 
     struct Dir(PathBuf);
     impl Dir {

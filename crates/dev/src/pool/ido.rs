@@ -24,6 +24,8 @@ impl crate::ido::MainPool for RecordOnly<'_> {
         self.0.flush_members()
     }
     fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
+        // A member that fails the write is found by the next flush of the exclusive pool
+        // (every superblock update starts with one).
         Pool::write_ido_record(
             &self.0.members.handles,
             &self.0.members.counters,
@@ -32,6 +34,7 @@ impl crate::ido::MainPool for RecordOnly<'_> {
             bytes,
             sync,
         )
+        .map(|_| ())
     }
 }
 
@@ -152,6 +155,9 @@ impl Pool {
 
     /// Writes an IDO record to the first two present members (slot `seq mod 2` of the area
     /// 512 KiB..1 MiB) and makes it durable.
+    /// Writes the IDO record (`seq`'s slot) to the first two present members that take it;
+    /// returns the members whose write (or flush) failed on the way, for the caller to fail.
+    /// An error only when no member took it.
     pub(crate) fn write_ido_record(
         members: &[Option<Arc<dyn Member>>],
         counters: &[Counters],
@@ -159,7 +165,7 @@ impl Pool {
         seq: u64,
         bytes: &[u8],
         sync: bool,
-    ) -> Result<()> {
+    ) -> Result<Vec<(usize, std::io::Error)>> {
         assert!(
             bytes.len() <= IDO_SLOT_BYTES,
             "IDO record larger than its slot"
@@ -167,17 +173,29 @@ impl Pool {
         let at = IDO_OFFSET_BYTES + (seq % 2) * IDO_SLOT_BYTES as u64;
         assert!(at + IDO_SLOT_BYTES as u64 <= data_offset_bytes);
         let mut copies = 0;
+        let mut dead = Vec::new();
         for (i, m) in members.iter().enumerate() {
             let Some(m) = m else { continue };
-            m.write_at(bytes, at)
+            match m
+                .write_at(bytes, at)
                 .and_then(|_| if sync { m.flush() } else { Ok(()) })
-                .map_err(|e| PoolError::Io(format!("IDO record on member {i}: {e}")))?;
-            counters[i].meta_writes.fetch_add(1, Ordering::Relaxed);
-            copies += 1;
-            if copies == 2 {
-                break;
+            {
+                Ok(()) => {
+                    counters[i].meta_writes.fetch_add(1, Ordering::Relaxed);
+                    copies += 1;
+                    if copies == 2 {
+                        break;
+                    }
+                }
+                Err(e) => dead.push((i, e)),
             }
         }
-        Ok(())
+        if copies == 0 {
+            return Err(PoolError::Io(match dead.first() {
+                Some((i, e)) => format!("IDO record: no member took it (member {i}: {e})"),
+                None => "IDO record: no member is present".into(),
+            }));
+        }
+        Ok(dead)
     }
 }

@@ -76,31 +76,7 @@ impl Pool {
             return Ok(());
         }
         for _attempt in 0..MAX_REPLANS {
-            let (plans, deferred) = if self.lazy.parity == ParityPolicy::Lazy {
-                let lw = plan_write_lazy(
-                    &self.geo,
-                    &self.state,
-                    offset,
-                    data.len() as u64,
-                    &self.policy,
-                )?;
-                (lw.plans, lw.deferred)
-            } else {
-                let plans = plan_write(
-                    &self.geo,
-                    &self.state,
-                    offset,
-                    data.len() as u64,
-                    &self.policy,
-                )?;
-                (plans, Vec::new())
-            };
-            if self.state.defer(&deferred) > 0 {
-                if let Err(e) = self.persist_bpgl() {
-                    self.state.deferred_write_done(&deferred);
-                    return Err(e);
-                }
-            }
+            let (plans, deferred) = self.plan_write_listed(offset, data.len() as u64)?;
             let result = crate::exec::run_write(&plans, data, &self.members_view());
             self.state.deferred_write_done(&deferred);
             match result {
@@ -121,13 +97,27 @@ impl Pool {
                     self.flush_bpgl(0)?;
                     if only_writes {
                         // Every healthy member was written; the failed one is now reconstructed
-                        // from them.
-                        return Ok(());
+                        // from them, if the members left suffice.
+                        return self.check_written(offset, data.len() as u64);
                     }
                 }
             }
         }
         Err(gave_up("write", offset))
+    }
+
+    /// After a write during which members failed (and were failed): whether what it wrote
+    /// can still be read, reconstructed from the members left. When it cannot, the write
+    /// fails: its client must not count the bytes written (issue 21: a served write beyond
+    /// the tolerance was acknowledged).
+    pub(crate) fn check_written(&self, offset: u64, len: u64) -> Result<()> {
+        match plan_read(&self.geo, &self.state, offset, len) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(PoolError::Io(format!(
+                "write at {offset}: members failed while it was written, and what it wrote \
+                 cannot be read back from the members left: {e}"
+            ))),
+        }
     }
 
     /// Plans a write under the pool's parity policy: the plans and the stripes it defers
@@ -143,14 +133,21 @@ impl Pool {
                 Vec::new(),
             ));
         }
-        let lw = plan_write_lazy(&self.geo, &self.state, offset, len, &self.policy)?;
-        if self.state.defer(&lw.deferred) > 0 {
-            if let Err(e) = self.persist_bpgl() {
-                self.state.deferred_write_done(&lw.deferred);
-                return Err(e);
+        // Each round that finds the plans stale failed a member while writing the list.
+        for _ in 0..=self.members.handles.len() {
+            let lw = plan_write_lazy(&self.geo, &self.state, offset, len, &self.policy)?;
+            if self.state.defer(&lw.deferred) > 0 {
+                if let Err(e) = self.persist_bpgl() {
+                    self.state.deferred_write_done(&lw.deferred);
+                    return Err(e);
+                }
             }
+            if lw.plans.iter().all(|p| self.state.plan_is_current(p)) {
+                return Ok((lw.plans, lw.deferred));
+            }
+            self.state.deferred_write_done(&lw.deferred);
         }
-        Ok((lw.plans, lw.deferred))
+        Err(gave_up("write", offset))
     }
 
     /// One journaled write cycle (a piece of a write): plan, read and compute, append the
@@ -203,6 +200,9 @@ impl Pool {
                 self.flush_bpgl(0)?;
             }
             if outcome? {
+                if !failed.is_empty() {
+                    self.check_written(offset, data.len() as u64)?;
+                }
                 self.clear_lost(offset, data.len() as u64);
                 let b = self.state.bpgl();
                 if !b.is_empty() && b.len() >= b.capacity() {

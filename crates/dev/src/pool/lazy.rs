@@ -77,11 +77,13 @@ impl Pool {
         let at = BPGL_OFFSET_BYTES + (seq % 2) * BPGL_SLOT_BYTES as u64;
         debug_assert!(at + BPGL_SLOT_BYTES as u64 <= self.map.data_offset_bytes);
         let mut copies = 0;
+        let mut dead = Vec::new();
         for (i, m) in self.members.handles.iter().enumerate() {
             let Some(m) = m else { continue };
-            m.write_at(&bytes, at)
-                .and_then(|_| m.flush())
-                .map_err(|e| PoolError::Io(format!("deferred-parity list on member {i}: {e}")))?;
+            if let Err(e) = m.write_at(&bytes, at).and_then(|_| m.flush()) {
+                dead.push((i, e));
+                continue;
+            }
             self.members.counters[i]
                 .meta_writes
                 .fetch_add(1, Ordering::Relaxed);
@@ -89,6 +91,15 @@ impl Pool {
             if copies == 2 {
                 break;
             }
+        }
+        if !dead.is_empty() {
+            // A member that cannot take the list is failed like one failing a data write;
+            // recording that writes the list again, to the members left (each round fails a
+            // member, so this ends). Plans made before are no longer current: callers check.
+            self.fail_dead_members(&dead)?;
+            self.lazy.dirty = true;
+            let tag = self.tag();
+            return self.persist(tag);
         }
         self.lazy.seq = seq;
         self.lazy.dirty = false;

@@ -34,6 +34,7 @@ pub use opts::{
     default_journal_bytes, CreateOpts, MemberWrap, RebuildOpts, WriteHole, DIRECT_ALIGN_BYTES,
     JOURNAL_OFFSET_BYTES,
 };
+pub(crate) use persist::flush_each;
 pub use rebuild::RebuildProgress;
 pub use status::{MemberStatus, Status, VerifyReport};
 

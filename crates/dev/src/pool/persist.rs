@@ -117,7 +117,7 @@ impl Pool {
 
     /// Marks members that failed an I/O outside a plan as failed (in memory; the caller
     /// persists). Whether the pool then has lost data is for the caller to report.
-    pub(super) fn fail_dead_members(&mut self, dead: &[(usize, std::io::Error)]) -> Result<()> {
+    pub(crate) fn fail_dead_members(&mut self, dead: &[(usize, std::io::Error)]) -> Result<()> {
         for (i, _) in dead {
             if self.members.handles[*i].take().is_some() {
                 self.state.fail(&self.geo, *i as Disk)?;
@@ -169,23 +169,7 @@ impl Pool {
 
     /// Flushes every present member, all at once; returns the members that failed.
     pub(super) fn flush_each(&self) -> Vec<(usize, std::io::Error)> {
-        let results: Vec<(usize, std::io::Result<()>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = self
-                .members
-                .handles
-                .iter()
-                .enumerate()
-                .filter_map(|(i, m)| m.as_ref().map(|m| (i, s.spawn(move || m.flush()))))
-                .collect();
-            handles
-                .into_iter()
-                .map(|(i, h)| (i, h.join().expect("flush thread")))
-                .collect()
-        });
-        results
-            .into_iter()
-            .filter_map(|(i, r)| r.err().map(|e| (i, e)))
-            .collect()
+        flush_each(&self.members.handles)
     }
 
     /// Makes every completed write durable on every present member (the volume's flush:
@@ -196,6 +180,14 @@ impl Pool {
     /// acknowledged to members failed since cannot be made durable.
     pub fn sync(&mut self) -> Result<()> {
         let dead = self.flush_each();
+        self.after_flush(dead)
+    }
+
+    /// The end of a volume flush whose member flushes failed on `dead` (every failure: Linux
+    /// reports a failed fsync once, so a member whose flush failed is failed, never flushed
+    /// again and counted durable): fails them, records it, and fails the flush when the pool
+    /// has lost data.
+    pub(crate) fn after_flush(&mut self, dead: Vec<(usize, std::io::Error)>) -> Result<()> {
         if !dead.is_empty() {
             self.fail_dead_members(&dead)?;
             let tag = self.tag();
@@ -222,4 +214,25 @@ impl Pool {
         let ido = Arc::clone(&self.ido);
         ido.persist_if_dirty(&RecordOnly(&self), self.sb.uuid, true)
     }
+}
+
+/// Flushes every present member, all at once: one thread each, so that the syncs of members
+/// sharing a file system share its journal commits instead of queueing. Returns every member
+/// whose flush failed.
+pub(crate) fn flush_each(handles: &[Option<Arc<dyn Member>>]) -> Vec<(usize, std::io::Error)> {
+    let results: Vec<(usize, std::io::Result<()>)> = std::thread::scope(|s| {
+        let spawned: Vec<_> = handles
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| m.as_ref().map(|m| (i, s.spawn(move || m.flush()))))
+            .collect();
+        spawned
+            .into_iter()
+            .map(|(i, h)| (i, h.join().expect("flush thread")))
+            .collect()
+    });
+    results
+        .into_iter()
+        .filter_map(|(i, r)| r.err().map(|e| (i, e)))
+        .collect()
 }

@@ -464,6 +464,20 @@ impl Member for FaultMember {
             st.lost_writes -= 1;
             return Ok(());
         }
+        // A sector that cannot be remapped fails the write that would land on it, as a drive
+        // with no spare sectors left reports (a write that "succeeded" onto a sector that
+        // still cannot be read would be an acknowledged write lost with no fault since).
+        let end = offset + buf.len() as u64;
+        if let Some(&(s, e, _)) = st
+            .lse
+            .iter()
+            .find(|&&(s, e, remap)| !remap && s < end && offset < e)
+        {
+            return Err(io::Error::other(format!(
+                "injected write error: {} bytes {s}..{e} cannot be remapped",
+                self.f.path.display()
+            )));
+        }
         let mut at = offset;
         if let Some((n, shift)) = st.misdirect {
             st.misdirect = (n > 1).then_some((n - 1, shift));

@@ -103,6 +103,10 @@ struct Shared {
     crash: Arc<CrashSwitch>,
     /// Bumped at every injected fault and crash (see the module documentation's promises).
     epoch: AtomicU64,
+    /// The controller's step, for reports.
+    step: AtomicU64,
+    /// The served pool now (what the clients ask which members the engine has failed).
+    serving: Mutex<Option<Arc<SharedPool>>>,
     within: bool,
     kind: RunKind,
     verbose: bool,
@@ -121,6 +125,17 @@ struct Shared {
 }
 
 impl Shared {
+    /// The members the engine has failed, as a bit set (a member may also fail later from a
+    /// fault injected earlier, when the engine first touches it: a latent error met by the
+    /// rebuild, say).
+    fn engine_failed(&self) -> u64 {
+        let sp = self.serving.lock().unwrap().clone();
+        sp.and_then(|sp| {
+            sp.with_pool(|p| Ok(p.state().failed().iter().fold(0u64, |m, &d| m | 1 << d)))
+                .ok()
+        })
+        .unwrap_or(u64::MAX)
+    }
     fn log(&self, a: std::fmt::Arguments<'_>) {
         if self.verbose {
             eprintln!("faultsim-served: {a}");
@@ -185,9 +200,10 @@ struct ClientState {
     id: usize,
     rng: Rng,
     model: Model,
-    /// Sector -> fault epoch of its last acknowledged write (no fault since, when equal to
-    /// the current epoch).
-    acked: HashMap<u64, u64>,
+    /// Sector -> its last acknowledged write's fault epoch, the members the engine had failed
+    /// then, and the controller's step then: while neither has moved, no fault can have
+    /// taken the write away.
+    acked: HashMap<u64, (u64, u64, u64)>,
     reads: u64,
     writes: u64,
     bytes_verified: u64,
@@ -241,10 +257,12 @@ impl ClientState {
         match r {
             Ok(()) if !dead => {
                 self.model.write(off, &data);
+                let failed = sh.engine_failed();
                 let same = sh.epoch.load(Ordering::SeqCst) == e0;
+                let step = sh.step.load(Ordering::SeqCst);
                 for s in off / SECTOR..(off + len) / SECTOR {
                     if same {
-                        self.acked.insert(s, e0);
+                        self.acked.insert(s, (e0, failed, step));
                     } else {
                         self.acked.remove(&s);
                     }
@@ -318,23 +336,31 @@ impl ClientState {
     fn probe_acked(&mut self, sh: &Shared, c: &mut Client, off: u64, len: u64, epoch: u64) {
         let mut probed = 0;
         for s in off / SECTOR..(off + len) / SECTOR {
-            if self.acked.get(&s) != Some(&epoch) || probed >= 64 {
+            let Some(&(e, failed, at_step)) = self.acked.get(&s) else {
+                continue;
+            };
+            if e != epoch || probed >= 64 || failed != sh.engine_failed() {
                 continue;
             }
             probed += 1;
             let mut b = vec![0u8; SECTOR as usize];
             let r = c.read_at(&mut b, s * SECTOR);
-            if sh.crash.is_dead() || sh.epoch.load(Ordering::SeqCst) != epoch {
+            if sh.crash.is_dead()
+                || sh.epoch.load(Ordering::SeqCst) != epoch
+                || failed != sh.engine_failed()
+            {
                 return;
             }
             if let Err(e) = r {
                 self.losses.push(format!(
-                    "client {}: sector {s} (bytes {}..{}) was written and acknowledged with no \
-                     fault injected since, and now fails to read: {e} (the write should have \
-                     failed)",
+                    "client {}: sector {s} (bytes {}..{}) was written and acknowledged at step \
+                     {at_step} with no fault injected since, and at step {} fails to read: {e} \
+                     (the write should have failed){}",
                     self.id,
                     s * SECTOR,
-                    (s + 1) * SECTOR
+                    (s + 1) * SECTOR,
+                    sh.step.load(Ordering::SeqCst),
+                    sh.server_said()
                 ));
                 self.acked.remove(&s);
                 return;
@@ -434,6 +460,8 @@ struct ServedRun {
     atlas: Atlas,
     beyond_hit: BTreeSet<usize>,
     crashed_dirty: bool,
+    /// The pool defers parity (lazy parity update).
+    lazy: bool,
     report: RunReport,
     replacements: u64,
     incarnations: u64,
@@ -569,6 +597,8 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
     let sh = Arc::new(Shared {
         crash,
         epoch: AtomicU64::new(0),
+        step: AtomicU64::new(0),
+        serving: Mutex::new(None),
         within,
         kind,
         verbose: opts.verbose,
@@ -614,6 +644,7 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
         },
         beyond_hit: BTreeSet::new(),
         crashed_dirty: false,
+        lazy,
         report,
         replacements: 0,
         incarnations: 0,
@@ -724,6 +755,7 @@ impl ServedRun {
                 return;
             }
         };
+        *self.sh.serving.lock().unwrap() = Some(Arc::clone(&sp));
         let socket = self.dir.join(format!("s{}.sock", self.incarnations));
         let listener = UnixListener::bind(&socket).expect("bind the harness's NBD socket");
         let info = nbd::ExportInfo::new("pool", sp.capacity_bytes());
@@ -771,6 +803,7 @@ impl ServedRun {
     /// Stops the clients and the NBD server; the served pool stays.
     fn stop_io(&mut self) -> Option<Arc<SharedPool>> {
         let inc = self.inc.take()?;
+        *self.sh.serving.lock().unwrap() = None;
         inc.stop_clients.store(true, Ordering::SeqCst);
         for h in inc.clients {
             match h.join() {
@@ -790,6 +823,7 @@ impl ServedRun {
             if self.inc.is_none() || !self.problems_free() {
                 break;
             }
+            self.sh.step.store(step as u64, Ordering::SeqCst);
             self.step(step);
             self.settle_rebuild();
             if self.sh.crash.is_dead() {
@@ -865,7 +899,8 @@ impl ServedRun {
         }
         let m = present[self.rng.below(present.len() as u64) as usize];
         let f = self.faults.lock().unwrap()[m].clone();
-        let crash_ok = self.crash_keeps_redundancy() || !self.sh.crash.is_armed();
+        let crash_ok = (self.crash_keeps_redundancy() || !self.sh.crash.is_armed())
+            && self.lazy_allows_another(m);
         let mut draw = FaultDraw {
             rng: &mut self.rng,
             kind: self.sh.kind,
@@ -904,6 +939,24 @@ impl ServedRun {
                 }
             }
         }
+    }
+
+    /// Lazy parity gives up one parity of the stripes it lists until they are flushed (the
+    /// seed's reliability model counts that window): a failure is survived, and the list is
+    /// flushed as soon as the engine knows of it. A second member may take a fault only once
+    /// the engine knows every member charged so far failed and has flushed the list.
+    fn lazy_allows_another(&self, m: usize) -> bool {
+        if !self.lazy || self.atlas.charged.is_empty() || self.atlas.charged.contains(&m) {
+            return true;
+        }
+        let charged: Vec<usize> = self.atlas.charged.iter().copied().collect();
+        self.sp()
+            .with_pool(|p| {
+                let failed = p.state().failed();
+                Ok(p.state().bpgl().is_empty()
+                    && charged.iter().all(|&c| failed.contains(&(c as u32))))
+            })
+            .unwrap_or(false)
     }
 
     /// Replaces the failed members (new files) and starts a background rebuild, rate-limited

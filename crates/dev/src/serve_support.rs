@@ -735,6 +735,9 @@ impl SharedPool {
         for _ in 0..MAX_ATTEMPTS {
             let ((), Some((plans, guard, members))) = self.plan_locked(|p| {
                 p.check_range(offset, buf.len() as u64)?;
+                // Ranges known lost fail (the plain path's rule; a served rebuild zeroes the
+                // blocks it could not rebuild and lists them here at once).
+                p.check_lost(offset, buf.len() as u64)?;
                 Ok((plan_read(&p.geo, &p.state, offset, buf.len() as u64)?, ()))
             })?
             else {
@@ -808,10 +811,11 @@ impl SharedPool {
 
     fn write_piece(&self, offset: u64, data: &[u8]) -> Result<()> {
         for _ in 0..MAX_ATTEMPTS {
-            let (deferred, run) = self.plan_locked(|p| {
+            let ((deferred, rewrites_lost), run) = self.plan_locked(|p| {
                 p.check_range(offset, data.len() as u64)?;
+                let rewrites_lost = p.check_lost_for_write(offset, data.len() as u64)?;
                 let (plans, deferred) = p.plan_write_listed(offset, data.len() as u64)?;
-                Ok((plans, deferred))
+                Ok((plans, (deferred, rewrites_lost)))
             })?;
             let Some((plans, guard, members)) = run else {
                 // Planned against a state an event has since replaced: plan again.
@@ -852,6 +856,13 @@ impl SharedPool {
             };
             done(self);
             match result {
+                Ok(()) if rewrites_lost => {
+                    // Lost ranges the write covered whole hold data again.
+                    return self.with_pool(|p| {
+                        p.clear_lost(offset, data.len() as u64);
+                        Ok(())
+                    });
+                }
                 Ok(()) => return Ok(()),
                 Err(e) if !e.bad.is_empty() && e.read_errors.is_empty() => {
                     // Old blocks the write needed read wrong (nothing was written): repaired

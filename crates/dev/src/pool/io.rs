@@ -63,6 +63,7 @@ impl Pool {
     /// [`Pool::write`] without zone tracking or IDO routing (the served pool routes first).
     pub(crate) fn write_plain(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         self.check_range(offset, data.len() as u64)?;
+        self.check_lost_for_write(offset, data.len() as u64)?;
         if let Some(j) = self.wh.journal.clone() {
             let piece = j.piece_bytes();
             let mut at = 0usize;

@@ -202,6 +202,7 @@ impl Pool {
                         cur.bytes_written +=
                             p.writes.iter().map(|w| w.data.len as u64).sum::<u64>();
                         self.state.mark_rebuilt(*c, rebuild_target(p));
+                        self.sb.rebuilt_unrecorded.insert(*c);
                         cur.marked.push(*c);
                     }
                 }
@@ -814,6 +815,7 @@ impl SharedPool {
             let ((deferred, rewrites_lost), run) = self.plan_locked(|p| {
                 p.check_range(offset, data.len() as u64)?;
                 let rewrites_lost = p.check_lost_for_write(offset, data.len() as u64)?;
+                p.record_layout_before_writes(offset, data.len() as u64)?;
                 let (plans, deferred) = p.plan_write_listed(offset, data.len() as u64)?;
                 Ok((plans, (deferred, rewrites_lost)))
             })?;

@@ -348,6 +348,7 @@ impl Pool {
                 events: Vec::new(),
                 generation: 0,
                 created_unix_secs: now_unix(),
+                rebuilt_unrecorded: Default::default(),
             },
             map: MemberMap {
                 data_offset_bytes: data_offset,

@@ -64,6 +64,7 @@ impl Pool {
     pub(crate) fn write_plain(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         self.check_range(offset, data.len() as u64)?;
         self.check_lost_for_write(offset, data.len() as u64)?;
+        self.record_layout_before_writes(offset, data.len() as u64)?;
         if let Some(j) = self.wh.journal.clone() {
             let piece = j.piece_bytes();
             let mut at = 0usize;

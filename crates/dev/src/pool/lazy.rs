@@ -108,8 +108,17 @@ impl Pool {
     }
 
     /// Plans flushes of up to `max_cycles` cycles of the deferred-parity list.
-    pub(crate) fn plan_flush_batch(&self, max_cycles: usize) -> Result<Vec<raidcore::FlushPlan>> {
+    /// The cycles' layouts are recorded first if a rebuild moved them since
+    /// ([`Pool::record_layout_of_cycles`]: a flush writes parity in the new places).
+    pub(crate) fn plan_flush_batch(
+        &mut self,
+        max_cycles: usize,
+    ) -> Result<Vec<raidcore::FlushPlan>> {
         let mut fps = Vec::new();
+        let cycles = self.state.bpgl().flushable_cycles(max_cycles);
+        if let (Some(&first), Some(&last)) = (cycles.first(), cycles.last()) {
+            self.record_layout_of_cycles(first..=last)?;
+        }
         for c in self.state.bpgl().flushable_cycles(max_cycles) {
             if let Some(f) = plan_flush_cycle(&self.geo, &self.state, c)? {
                 fps.push(f);

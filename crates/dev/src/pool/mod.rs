@@ -160,6 +160,10 @@ pub(crate) struct SuperblockState {
     /// Generation of the newest superblock written.
     pub(crate) generation: u64,
     pub(crate) created_unix_secs: u64,
+    /// Cycles a rebuild moved to their new layout generation since the superblocks last
+    /// recorded the layout: they are recorded before they take writes
+    /// ([`Pool::record_layout_before_writes`]).
+    pub(crate) rebuilt_unrecorded: std::collections::BTreeSet<u64>,
 }
 
 /// Where things lie on every member (member bytes).

@@ -429,6 +429,7 @@ impl Pool {
                 events,
                 generation: best.generation,
                 created_unix_secs: best.created_unix_secs,
+                rebuilt_unrecorded: Default::default(),
             },
             map: MemberMap {
                 data_offset_bytes: best.data_offset_bytes,

@@ -76,6 +76,8 @@ impl Pool {
         if self.flush_or_fail()? {
             return self.persist(self.tag_after_failure(tag));
         }
+        // Every cycle's layout generation is on the members now.
+        self.sb.rebuilt_unrecorded.clear();
         self.persist_bpgl_if_dirty()?;
         // Retire the journal records whose in-place writes are done (the members were just
         // flushed; a membership change also moves the journal to the members present).
@@ -94,6 +96,38 @@ impl Pool {
         let ido = Arc::clone(&self.ido);
         ido.persist_if_dirty(&RecordOnly(self), self.sb.uuid, false)?;
         self.save_descriptor()
+    }
+
+    /// Before writes to the cycles of `[offset, offset + len)`: a cycle that a rebuild moved
+    /// to its new layout since the superblocks last recorded the layout is recorded first
+    /// (issue 21, defect 1). A write lands in the cycle's new places only; if the process
+    /// died before the superblocks said the cycle had moved, the pool would come back with
+    /// the cycle in its old layout, whose places (a spare's copy during a copy-back) do not
+    /// have the write: acknowledged and flushed data gone, parity left inconsistent. Reads
+    /// need no such care (both places hold the same bytes until a write).
+    pub(crate) fn record_layout_before_writes(&mut self, offset: u64, len: u64) -> Result<()> {
+        if self.sb.rebuilt_unrecorded.is_empty() || len == 0 {
+            return Ok(());
+        }
+        let cycle_bytes = self.geo.data_per_cycle() * self.geo.chunk_bytes();
+        let (first, last) = (offset / cycle_bytes, (offset + len - 1) / cycle_bytes);
+        self.record_layout_of_cycles(first..=last)
+    }
+
+    /// [`Pool::record_layout_before_writes`] for whole cycles (a flush of deferred parity).
+    pub(crate) fn record_layout_of_cycles(
+        &mut self,
+        cycles: std::ops::RangeInclusive<u64>,
+    ) -> Result<()> {
+        if self.sb.rebuilt_unrecorded.range(cycles).next().is_none() {
+            return Ok(());
+        }
+        // Writes are under way: the pool is in use, not clean.
+        let tag = match self.tag() {
+            ArrayStateTag::Clean => ArrayStateTag::Active,
+            t => t,
+        };
+        self.persist(tag)
     }
 
     /// The state to record after a member failed while recording `tag`.

@@ -150,6 +150,7 @@ impl Pool {
                         _ => unreachable!("rebuild plans only"),
                     };
                     self.state.mark_rebuilt(cy, to);
+                    self.sb.rebuilt_unrecorded.insert(cy);
                     rebuilt_here += 1;
                 }
             }

@@ -319,6 +319,9 @@ pub struct SharedPool {
     ido_persisted: Mutex<Instant>,
 }
 
+/// How long [`SharedPool::close`] waits for requests still running on the members.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
+
 /// How often zone popularity is recorded while served.
 const IDO_PERSIST_EVERY: Duration = Duration::from_secs(30);
 
@@ -1280,7 +1283,7 @@ impl SharedPool {
         drop(g);
         {
             let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-            let deadline = Instant::now() + Duration::from_secs(30);
+            let deadline = Instant::now() + CLOSE_WAIT;
             while l.held.held() > 0 && Instant::now() < deadline {
                 l.waiters += 1;
                 l = self
@@ -1289,6 +1292,20 @@ impl SharedPool {
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
                 l.waiters -= 1;
+            }
+            if l.held.held() > 0 {
+                // Requests still run on the members (a member hangs): the pool is not
+                // recorded clean, so that the next start treats it as after a crash (issue
+                // 21, item 5: it was marked clean anyway). What was flushed stays durable.
+                let held = l.held.held();
+                drop(l);
+                let _ = crate::pool::flush_each(&p.members.handles);
+                return Err(PoolError::Io(format!(
+                    "closing: {held} stripes are still held by requests after {} s (a member \
+                     does not answer?); the pool is left marked in use, so the next start \
+                     checks it as after a crash",
+                    CLOSE_WAIT.as_secs()
+                )));
             }
         }
         self.fold_counters(&p);

@@ -1447,6 +1447,60 @@ pub(crate) fn canonical_surrogate(desc: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
+    /// Today's bytes of the record (header, surrogate name, the core's state, CRC), pinned:
+    /// its non-zero stretches (offset, hex); every other byte of its 4 KiB is zero.
+    #[test]
+    fn record_bytes_are_pinned() {
+        let ido = Ido::new(100 << 20, 768 << 10, DEFAULT_ZONE_BYTES).unwrap();
+        let mut inner = ido.write_inner();
+        inner.surrogate_path = Some("/s/p".into());
+        inner.core_mut().zones_mut().add_counts(1, 5);
+        let b = ido.encode(&mut inner, [7; 16], 5).unwrap();
+        assert_eq!(b.len(), 4096);
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for (i, _) in b.iter().enumerate().filter(|(_, &x)| x != 0) {
+            match runs.last_mut() {
+                Some((_, end)) if i < *end + 16 => *end = i + 1,
+                _ => runs.push((i, i + 1)),
+            }
+        }
+        let got: Vec<(usize, String)> = runs
+            .into_iter()
+            .map(|(s, e)| (s, b[s..e].iter().map(|x| format!("{x:02x}")).collect()))
+            .collect();
+        let want: &[(usize, &str)] = &[
+            (
+                0,
+                concat!(
+                    "524649444f00000003000000f500000007070707070707070707070707070707",
+                    "05000000000000000000c0000000000009000000000000000000000000000000",
+                    "04002f732f70a7000000524649444f53540001000000a7",
+                ),
+            ),
+            (
+                110,
+                concat!(
+                    "524649444f5a540001000000630000000000c000000000000000400600000000",
+                    "09",
+                ),
+            ),
+            (170, "05"),
+            (
+                205,
+                concat!(
+                    "7dbeafc7524649444f444d00010000001c0000000000000000000000db31670a",
+                    "d9f356272e8a6b7d",
+                ),
+            ),
+        ];
+        assert_eq!(
+            got.iter()
+                .map(|(o, h)| (*o, h.as_str()))
+                .collect::<Vec<_>>(),
+            want
+        );
+    }
+
     #[test]
     fn record_round_trips_and_rejects_damage() {
         let ido = Ido::new(100 << 20, 768 << 10, DEFAULT_ZONE_BYTES).unwrap();

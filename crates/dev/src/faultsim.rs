@@ -1030,7 +1030,7 @@ pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
         f.set_data_range(data_range);
     }
     let checksum_range = {
-        let (off, len) = pool.checksum_region();
+        let (off, len) = (pool.checksum_region().offset, pool.checksum_region().bytes);
         (off, off + len)
     };
     let mut run = Run {

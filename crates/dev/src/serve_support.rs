@@ -381,14 +381,7 @@ impl MainPool for SpMain<'_> {
         // The members are taken under the pool mutex, written outside it: a sync must not
         // stall every request's planning (records are serialized by the IDO lock).
         let members = self.0.with_pool(|p| Ok(p.members.handles.clone()))?;
-        Pool::write_ido_record(
-            &members,
-            &self.0.counters,
-            self.0.data_offset_bytes,
-            seq,
-            bytes,
-            sync,
-        )
+        Pool::write_ido_record(&members, &self.0.counters, seq, bytes, sync)
     }
 }
 

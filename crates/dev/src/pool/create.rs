@@ -99,7 +99,7 @@ impl Pool {
         // Metadata regions from 1 MiB up: the write journal first, then the block checksums;
         // the data area after them, aligned to 1 MiB and to the chunk.
         let journal_region = match opts.write_hole {
-            WriteHole::None => (0, 0),
+            WriteHole::None => Region::default(),
             WriteHole::Journal => {
                 let j = opts
                     .journal_bytes
@@ -109,19 +109,19 @@ impl Pool {
                         "--journal-size {j} must be a multiple of 4096 bytes, at least 64 KiB"
                     )));
                 }
-                (JOURNAL_OFFSET_BYTES, j)
+                Region::new(JOURNAL_OFFSET_BYTES, j)
             }
         };
         let regions_start =
-            (JOURNAL_OFFSET_BYTES + journal_region.1).max(DEFAULT_DATA_OFFSET_BYTES);
+            (JOURNAL_OFFSET_BYTES + journal_region.bytes).max(DEFAULT_DATA_OFFSET_BYTES);
         let checksum_region = if opts.checksums {
             let copies = crate::csum::copies_for(scheme.cycle().disks, scheme.tolerance());
             let len = crate::csum::region_bytes(size.saturating_sub(regions_start), copies);
-            (regions_start, len)
+            Region::new(regions_start, len)
         } else {
-            (0, 0)
+            Region::default()
         };
-        let regions_end = regions_start + checksum_region.1;
+        let regions_end = regions_start + checksum_region.bytes;
         let data_offset = if regions_end == DEFAULT_DATA_OFFSET_BYTES {
             DEFAULT_DATA_OFFSET_BYTES
         } else {
@@ -308,7 +308,7 @@ impl Pool {
             Some(Arc::new(
                 Checksums::create_zeroed(
                     &members,
-                    checksum_region.0,
+                    checksum_region.offset,
                     data_bytes,
                     crate::csum::copies_for(geo.disks(), geo.scheme().tolerance()),
                 )
@@ -352,8 +352,8 @@ impl Pool {
             map: MemberMap {
                 data_offset_bytes: data_offset,
                 data_bytes,
-                checksum_region,
-                journal_region,
+                checksums: checksum_region,
+                journal: journal_region,
             },
             members: MemberSet {
                 handles: members,
@@ -381,6 +381,9 @@ impl Pool {
                 DEFAULT_ZONE_BYTES,
             )?),
         };
+        if let Err(e) = pool.map.check() {
+            panic!("create laid the member's regions out wrong: {e}");
+        }
         pool.apply_wrap(wrap);
         pool.persist(ArrayStateTag::Clean)?;
         if opts.write_hole == WriteHole::Journal {

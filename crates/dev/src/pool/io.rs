@@ -230,8 +230,8 @@ impl Pool {
     pub(super) fn journal_geometry(&self) -> JournalGeometry {
         JournalGeometry {
             uuid: self.sb.uuid,
-            offset: self.map.journal_region.0,
-            len: self.map.journal_region.1,
+            offset: self.map.journal.offset,
+            len: self.map.journal.bytes,
             // As many copies as the array survives failures, plus one.
             copies: (self.geo.scheme().tolerance() + 1).max(2),
             data_offset: self.map.data_offset_bytes,

@@ -49,11 +49,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use layout::{Disk, Params, SchemeKind};
-use raidcore::lazy::{BpglRecord, BPGL_DEFAULT_CAPACITY, BPGL_MAX_CAPACITY, BPGL_SLOT_BYTES};
+use raidcore::lazy::{BpglRecord, BPGL_DEFAULT_CAPACITY, BPGL_MAX_CAPACITY};
 use raidcore::superblock::{
-    superblock_slot, ArrayStateTag, Event, Superblock, BPGL_OFFSET_BYTES,
-    DEFAULT_DATA_OFFSET_BYTES, FEATURE_CHECKSUMS, FEATURE_JOURNAL, SUPERBLOCK_BYTES,
-    SUPERBLOCK_SLOTS,
+    superblock_slot, ArrayStateTag, Event, Superblock, SuperblockHead, DEFAULT_DATA_OFFSET_BYTES,
+    FEATURE_CHECKSUMS, FEATURE_JOURNAL, SUPERBLOCK_BYTES, SUPERBLOCK_HEAD_BYTES, SUPERBLOCK_SLOTS,
 };
 use raidcore::{
     plan_flush_cycle, plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, ArrayState,
@@ -62,13 +61,16 @@ use raidcore::{
 use serde::{Deserialize, Serialize};
 
 use crate::csum::Checksums;
+use crate::dual_slot::DualSlot;
 use crate::exec::{run_plans, Counters, LoggedWriteError, Members};
-use crate::ido::{Ido, IdoStatus, Phase, DEFAULT_ZONE_BYTES, IDO_OFFSET_BYTES, IDO_SLOT_BYTES};
+use crate::ido::{Ido, IdoStatus, Phase, DEFAULT_ZONE_BYTES, IDO_SLOTS};
 use crate::journal::{Journal, JournalGeometry, JournalStats};
 pub use crate::scrub::{
     LostRange, MemberRange, RepairCounts, ScrubOpts, ScrubProgress, ScrubReport,
 };
 use crate::{Emulated, FileMember, Member, OpenOpts, Speed};
+use raidcore::region;
+pub use raidcore::region::Region;
 
 /// Everything that can go wrong with a pool, each naming what and where.
 #[derive(Debug, thiserror::Error)]
@@ -161,16 +163,51 @@ pub(crate) struct SuperblockState {
     pub(crate) created_unix_secs: u64,
 }
 
-/// Where things lie on every member (member bytes).
+/// Where this pool's regions lie on every member, after the fixed ones of
+/// [`raidcore::region`] (member bytes).
 pub(crate) struct MemberMap {
     /// The data area starts here (metadata before it).
     pub(crate) data_offset_bytes: u64,
     /// Bytes of the data area (whole chunks).
     pub(crate) data_bytes: u64,
-    /// The block-checksum region (offset, bytes); (0, 0) without checksums.
-    pub(crate) checksum_region: (u64, u64),
-    /// The journal region (absolute offset, bytes); (0, 0) without a journal.
-    pub(crate) journal_region: (u64, u64),
+    /// The block-checksum region; empty without checksums.
+    pub(crate) checksums: Region,
+    /// The journal region; empty without a journal.
+    pub(crate) journal: Region,
+}
+
+impl MemberMap {
+    /// The data area.
+    pub(crate) fn data(&self) -> Region {
+        Region::new(self.data_offset_bytes, self.data_bytes)
+    }
+
+    /// Checks that the regions are where the map says: the journal and checksum regions
+    /// (when on) after the fixed regions, apart, and before the data area.
+    pub(crate) fn check(&self) -> std::result::Result<(), String> {
+        let pool_regions = [("journal", self.journal), ("checksum", self.checksums)];
+        for (name, r) in pool_regions.into_iter().filter(|(_, r)| !r.is_empty()) {
+            if r.offset < region::POOL_REGIONS_START || !r.ends_by(self.data()) {
+                return Err(format!(
+                    "the {name} region {}+{} is not between {} and the data area at {}",
+                    r.offset,
+                    r.bytes,
+                    region::POOL_REGIONS_START,
+                    self.data_offset_bytes
+                ));
+            }
+        }
+        if self.journal.overlaps(self.checksums) {
+            return Err("the journal and checksum regions overlap".into());
+        }
+        if self.data_offset_bytes < region::DEFAULT_DATA_OFFSET_BYTES {
+            return Err(format!(
+                "the data area at {} overlaps the fixed metadata regions",
+                self.data_offset_bytes
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The members as the pool holds them.
@@ -224,8 +261,8 @@ impl Pool {
     }
     /// The checksum region `(member offset, bytes)` on every member (`(0, 0)` without
     /// checksums).
-    pub fn checksum_region(&self) -> (u64, u64) {
-        self.map.checksum_region
+    pub fn checksum_region(&self) -> Region {
+        self.map.checksums
     }
     /// Member `i`'s data area starts at this member byte (checksums and metadata before it).
     pub fn data_offset_bytes(&self) -> u64 {

@@ -44,14 +44,11 @@ pub(super) fn torn_generation(
     i: usize,
     n: usize,
 ) -> Option<u64> {
-    let mut b = [0u8; 48];
+    let mut b = [0u8; SUPERBLOCK_HEAD_BYTES];
     m.read_at(&mut b, 0).ok()?;
-    let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"));
-    (b[..8] == *b"RAIDFRG\0"
-        && b[16..32] == desc_uuid[..]
-        && u32_at(32) as usize == i
-        && u32_at(36) as usize == n)
-        .then(|| u64::from_le_bytes(b[40..48].try_into().expect("8 bytes")))
+    let h = SuperblockHead::peek(&b)?;
+    (h.uuid == *desc_uuid && h.member_index as usize == i && h.member_count as usize == n)
+        .then_some(h.generation)
 }
 
 impl Pool {
@@ -395,20 +392,27 @@ impl Pool {
         if let Some(r) = &bpgl {
             state.restore_bpgl(r);
         }
-        let checksum_region = (best.checksum_offset_bytes, best.checksum_len_bytes);
+        let map = MemberMap {
+            data_offset_bytes: best.data_offset_bytes,
+            data_bytes: best.data_bytes,
+            checksums: Region::new(best.checksum_offset_bytes, best.checksum_len_bytes),
+            journal: Region::new(best.journal_offset_bytes, best.journal_len_bytes),
+        };
+        map.check()
+            .map_err(|e| PoolError::Usage(format!("damaged superblock: {e}")))?;
         // Region pages with entries every copy of which a crash tore (vouched for below).
         let mut torn_checksum_pages: std::collections::BTreeSet<(u32, u64)> = Default::default();
         let checksums = if has_checksums {
             let copies = crate::csum::copies_for(geo.disks(), geo.scheme().tolerance());
-            if checksum_region.1 < crate::csum::region_bytes(best.data_bytes, copies) {
+            if map.checksums.bytes < crate::csum::region_bytes(best.data_bytes, copies) {
                 return Err(PoolError::Usage(format!(
                     "the superblock's checksum region ({} bytes) is too small for {} bytes of \
                      data: damaged superblock",
-                    checksum_region.1, best.data_bytes
+                    map.checksums.bytes, best.data_bytes
                 )));
             }
             let (c, torn) =
-                Checksums::load(&members, checksum_region.0, best.data_bytes, copies)
+                Checksums::load(&members, map.checksums.offset, best.data_bytes, copies)
                     .map_err(|e| PoolError::Io(format!("reading the checksum regions: {e}")))?;
             torn_checksum_pages = torn;
             Some(Arc::new(c))
@@ -430,12 +434,7 @@ impl Pool {
                 generation: best.generation,
                 created_unix_secs: best.created_unix_secs,
             },
-            map: MemberMap {
-                data_offset_bytes: best.data_offset_bytes,
-                data_bytes: best.data_bytes,
-                checksum_region,
-                journal_region: (best.journal_offset_bytes, best.journal_len_bytes),
-            },
+            map,
             members: MemberSet {
                 handles: members,
                 counters: (0..n).map(|_| Counters::default()).collect(),

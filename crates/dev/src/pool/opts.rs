@@ -77,7 +77,7 @@ pub fn default_journal_bytes(member_bytes: u64) -> u64 {
 }
 
 /// Where the journal region starts on every member (after the IDO metadata slots).
-pub const JOURNAL_OFFSET_BYTES: u64 = 1 << 20;
+pub const JOURNAL_OFFSET_BYTES: u64 = raidcore::region::POOL_REGIONS_START;
 
 /// How to rebuild.
 #[derive(Clone, Debug)]

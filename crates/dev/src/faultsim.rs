@@ -896,16 +896,8 @@ pub fn create_opts(
         0
     };
     CreateOpts {
-        scheme: kind,
-        params,
-        members,
         size_bytes: Some(member_bytes + extra),
-        chunk_bytes: chunk,
-        emulate: None,
         force: true,
-        direct: false,
-        parity: Default::default(),
-        bpgl_capacity: None,
         checksums: protection.checksums,
         write_hole: if protection.journal {
             crate::pool::WriteHole::Journal
@@ -913,6 +905,7 @@ pub fn create_opts(
             crate::pool::WriteHole::None
         },
         journal_bytes: protection.journal.then_some(256 << 10),
+        ..CreateOpts::new(kind, params, members, chunk)
     }
 }
 

@@ -1321,7 +1321,7 @@ mod tests {
     use layout::{Params, SchemeKind};
 
     use super::*;
-    use crate::pool::CreateOpts;
+    use crate::pool::{test_opts, CreateOpts};
     use raidcore::ParityPolicy;
 
     struct Dir(PathBuf);
@@ -1343,19 +1343,9 @@ mod tests {
         Pool::create(
             &dir.join("pool.json"),
             CreateOpts {
-                scheme: kind,
                 params,
-                members: (0..n).map(|i| dir.join(format!("m{i}.img"))).collect(),
-                size_bytes: Some(6 << 20),
                 chunk_bytes: 16 << 10,
-                emulate: None,
-                force: false,
-                direct: false,
-                parity: Default::default(),
-                bpgl_capacity: None,
-                checksums: false,
-                write_hole: Default::default(),
-                journal_bytes: None,
+                ..test_opts(kind, dir, n, 6 << 20)
             },
         )
         .unwrap()

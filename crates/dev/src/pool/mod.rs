@@ -31,8 +31,8 @@ mod status;
 
 pub use descriptor::{Descriptor, MemberDesc};
 pub use opts::{
-    default_journal_bytes, CreateOpts, MemberWrap, RebuildOpts, WriteHole, DIRECT_ALIGN_BYTES,
-    JOURNAL_OFFSET_BYTES,
+    default_journal_bytes, test_opts, CreateOpts, MemberWrap, RebuildOpts, WriteHole,
+    DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
 };
 pub use rebuild::RebuildProgress;
 pub use status::{MemberStatus, Status, VerifyReport};

@@ -142,27 +142,12 @@ impl Pool {
             }
             slots[i] = Some(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()));
         }
-        let desc = Descriptor {
-            format: "raidforge-pool".into(),
-            version: 1,
-            uuid: hex(&uuid),
-            members: slots
-                .into_iter()
-                .enumerate()
-                .map(|(i, p)| MemberDesc {
-                    path: p.unwrap_or_else(|| PathBuf::from(format!("<missing member {i}>"))),
-                    emulate: emulate.clone(),
-                    read_bytes: 0,
-                    write_bytes: 0,
-                    reads: 0,
-                    writes: 0,
-                    meta_writes: 0,
-                })
-                .collect(),
-            direct: false,
-            repairs: RepairCounts::default(),
-            lost: Vec::new(),
-        };
+        let paths: Vec<PathBuf> = slots
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| p.unwrap_or_else(|| PathBuf::from(format!("<missing member {i}>"))))
+            .collect();
+        let desc = Descriptor::new(&uuid, &paths, &emulate, false);
         let pool = Self::from_members(desc_path, desc, true)?;
         pool.save_descriptor()?;
         Ok(pool)

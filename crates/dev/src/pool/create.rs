@@ -395,8 +395,13 @@ fn zeroed_members(opts: &CreateOpts, size: u64) -> Result<Vec<Option<Arc<dyn Mem
                 }
             }
         }
-        let m = open_member(p, &opts.emulate, Some(size), true, opts.direct)
-            .map_err(|e| member_err(e.to_string()))?;
+        let how = MemberOpen {
+            emulate: opts.emulate.as_deref(),
+            create_bytes: Some(size),
+            lock: true,
+            direct: opts.direct,
+        };
+        let m = open_member(p, &how).map_err(|e| member_err(e.to_string()))?;
         if m.size_bytes() < size {
             return Err(member_err(format!(
                 "holds {} bytes, need {size}",

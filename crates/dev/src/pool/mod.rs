@@ -17,6 +17,7 @@
 //! verify), `ido` (the pool's side of `crate::ido`). Repairs and scrub continue `impl Pool` in
 //! `crate::scrub`, the served pool's helpers in `crate::serve_support`.
 
+mod assembly;
 mod create;
 mod descriptor;
 mod ido;
@@ -37,12 +38,14 @@ pub use opts::{
 pub use rebuild::RebuildProgress;
 pub use status::{MemberStatus, Status, VerifyReport};
 
+use assembly::{judge_members, newest_superblock, probe_members, read_superblock, recorded_state};
 use descriptor::{hex, unhex};
 use ido::{ido_records, RecordOnly};
 use lazy::newest_bpgl;
-use membership::open_member;
-use open::read_superblock;
+use membership::{open_member, MemberOpen};
+use open::Access;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

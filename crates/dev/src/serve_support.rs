@@ -35,14 +35,16 @@ use std::time::{Duration, Instant};
 
 use raidcore::superblock::ArrayStateTag;
 use raidcore::{
-    plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, FlushAdvice, IdleDetector,
-    ParityPolicy, Plan, PlanKind, StripeId, StripeLocks,
+    plan_read, plan_rebuild_cycle, FlushAdvice, IdleDetector, Plan, PlanKind, StripeId, StripeLocks,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::exec::{run_plans, Counters, Members};
 use crate::ido::{Ido, MainPool, Phase, RebuildPolicy};
-use crate::pool::{Pool, PoolError, RebuildOpts, RebuildProgress, Status, VerifyReport};
+use crate::pool::{
+    gave_up, pieces, run_attempt, write_loop, Attempt, Outcome, Pool, PoolError, RebuildOpts,
+    RebuildProgress, Status, VerifyReport, WriteSite, REPLANS_MAX,
+};
 use crate::Member;
 
 type Result<T> = std::result::Result<T, PoolError>;
@@ -454,9 +456,52 @@ fn stripe_ids(plans: &[Plan]) -> Vec<StripeId> {
     stripes
 }
 
-/// How often a request is planned again (after member failures or a state change) before
-/// giving up.
-const MAX_ATTEMPTS: usize = 64;
+/// A served pool as a place writes run ([`crate::pool::write_loop`]): planned under the
+/// pool mutex, run under the stripe locks outside it.
+struct Served<'a>(&'a SharedPool);
+
+impl<'a> WriteSite for Served<'a> {
+    type Run = (StripeGuard<'a>, MemberSet);
+
+    fn plan(&mut self, offset: u64, len: u64) -> Result<Option<Attempt<Self::Run>>> {
+        let sp: &'a SharedPool = self.0;
+        let (deferred, run) = sp.plan_locked(|p| {
+            p.check_range(offset, len)?;
+            p.plan_write_listed(offset, len)
+        })?;
+        let Some((plans, guard, members)) = run else {
+            // Planned against a state an event has since replaced: plan again.
+            sp.deferred_done(&deferred);
+            return Ok(None);
+        };
+        Ok(Some(Attempt {
+            plans,
+            deferred,
+            run: (guard, members),
+        }))
+    }
+
+    fn run(&mut self, a: &Attempt<Self::Run>, data: &[u8]) -> Outcome {
+        run_attempt(
+            &a.plans,
+            data,
+            &self.0.view(&a.run.1),
+            self.0.journal.as_ref(),
+        )
+    }
+
+    fn pool<T>(&mut self, f: impl FnOnce(&mut Pool) -> Result<T>) -> Result<T> {
+        self.0.with_pool(f)
+    }
+
+    fn flush_deferred(&mut self) -> Result<()> {
+        self.0.flush_deferred()
+    }
+
+    fn written(&mut self, _offset: u64, _len: u64) -> Result<()> {
+        Ok(())
+    }
+}
 
 fn closed() -> PoolError {
     PoolError::Usage("the pool has been closed".into())
@@ -742,7 +787,7 @@ impl SharedPool {
             buf.copy_from_slice(&data);
             return Ok(());
         }
-        for _ in 0..MAX_ATTEMPTS {
+        for _ in 0..REPLANS_MAX {
             let ((), Some((plans, guard, members))) = self.plan_locked(|p| {
                 p.check_range(offset, buf.len() as u64)?;
                 Ok((plan_read(&p.geo, &p.state, offset, buf.len() as u64)?, ()))
@@ -774,9 +819,7 @@ impl SharedPool {
                 }
             }
         }
-        Err(PoolError::Io(format!(
-            "read at {offset}: gave up after {MAX_ATTEMPTS} attempts"
-        )))
+        Err(gave_up("read", offset))
     }
 
     /// Writes `data` at `offset` (through [`SharedPool::write_main`]; see there for lazy
@@ -802,102 +845,11 @@ impl SharedPool {
         if self.mode == Concurrency::Serial {
             return self.with_pool(|p| p.write_plain(offset, data));
         }
-        let Some(j) = &self.journal else {
-            return self.write_piece(offset, data);
-        };
-        let piece = j.piece_bytes();
-        let mut at = 0usize;
-        while at < data.len() {
-            let end = ((offset + at as u64) / piece + 1) * piece - offset;
-            let end = (end as usize).min(data.len());
-            self.write_piece(offset + at as u64, &data[at..end])?;
-            at = end;
+        let piece = self.journal.as_ref().map(|j| j.piece_bytes());
+        for (at, range) in pieces(offset, data.len(), piece) {
+            write_loop(&mut Served(self), at, &data[range])?;
         }
         Ok(())
-    }
-
-    fn write_piece(&self, offset: u64, data: &[u8]) -> Result<()> {
-        for _ in 0..MAX_ATTEMPTS {
-            let (deferred, run) = self.plan_locked(|p| {
-                p.check_range(offset, data.len() as u64)?;
-                if p.lazy.parity == ParityPolicy::Eager {
-                    let plans = plan_write(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
-                    return Ok((plans, Vec::new()));
-                }
-                let lw = plan_write_lazy(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
-                if p.state.defer(&lw.deferred) > 0 {
-                    if let Err(e) = p.persist_bpgl() {
-                        p.state.deferred_write_done(&lw.deferred);
-                        return Err(e);
-                    }
-                }
-                Ok((lw.plans, lw.deferred))
-            })?;
-            let Some((plans, guard, members)) = run else {
-                // Planned against a state an event has since replaced: plan again.
-                self.deferred_done(&deferred);
-                continue;
-            };
-            let done = |sp: &SharedPool| sp.deferred_done(&deferred);
-            let result = match &self.journal {
-                None => crate::exec::run_write(&plans, data, &self.view(&members)),
-                Some(j) => {
-                    use crate::exec::LoggedWriteError as L;
-                    let r = crate::exec::run_write_logged(
-                        &plans,
-                        data,
-                        &self.view(&members),
-                        |e| j.append(&members, e),
-                        |seq| j.done(seq),
-                    );
-                    let jfailed = j.take_failed_members();
-                    if !jfailed.is_empty() {
-                        self.with_pool(|p| p.fail_members(&jfailed))?;
-                    }
-                    match r {
-                        Ok(()) => Ok(()),
-                        Err(L::Reads(e)) => Err(e),
-                        Err(L::Writes(e)) => Err(e),
-                        Err(L::Log(e)) => {
-                            done(self);
-                            if jfailed.is_empty() {
-                                return Err(PoolError::Io(e.to_string()));
-                            }
-                            // The journal lost a member: plan again without it.
-                            drop(guard);
-                            continue;
-                        }
-                    }
-                }
-            };
-            done(self);
-            match result {
-                Ok(()) => return Ok(()),
-                Err(e) if !e.bad.is_empty() && e.read_errors.is_empty() => {
-                    // Old blocks the write needed read wrong (nothing was written): repaired
-                    // under this request's stripes, then planned again.
-                    let r = self.with_pool(|p| p.absorb(e));
-                    drop(guard);
-                    r?;
-                }
-                Err(e) => {
-                    let only_writes = e.read_errors.is_empty();
-                    // Failed before the stripes are released: nobody reads the failed
-                    // member's stale units.
-                    self.with_pool(|p| p.fail_members(&e.failed_members()))?;
-                    drop(guard);
-                    self.flush_deferred()?;
-                    if only_writes {
-                        // Every healthy member was written; the failed one's units are now
-                        // reconstructed from them.
-                        return Ok(());
-                    }
-                }
-            }
-        }
-        Err(PoolError::Io(format!(
-            "write at {offset}: gave up after {MAX_ATTEMPTS} attempts"
-        )))
     }
 
     /// Writes `len` zero bytes at `offset`.
@@ -1322,7 +1274,7 @@ mod tests {
 
     use super::*;
     use crate::pool::{test_opts, CreateOpts};
-    use raidcore::ParityPolicy;
+    use raidcore::{plan_write, ParityPolicy};
 
     struct Dir(PathBuf);
     impl Dir {

@@ -140,7 +140,7 @@ impl Pool {
                 Some(n) => flushed += n,
                 None => {
                     attempts += 1;
-                    if attempts > 8 {
+                    if attempts > REPLANS_MAX {
                         return Err(PoolError::Io(
                             "flushing deferred parity: members keep failing".into(),
                         ));

@@ -41,6 +41,9 @@ pub use status::{MemberStatus, Status, VerifyReport};
 use assembly::{judge_members, newest_superblock, probe_members, read_superblock, recorded_state};
 use descriptor::{hex, unhex};
 use ido::{ido_records, RecordOnly};
+pub(crate) use io::{
+    gave_up, pieces, run_attempt, write_loop, Attempt, Outcome, WriteSite, REPLANS_MAX,
+};
 use lazy::newest_bpgl;
 use membership::{open_member, MemberOpen};
 use open::Access;
@@ -110,17 +113,6 @@ pub enum PoolError {
 }
 
 type Result<T> = std::result::Result<T, PoolError>;
-
-/// A request re-planned this many times (members failing, blocks that keep reading wrong
-/// after their repair) gives up.
-const MAX_REPLANS: usize = 32;
-
-fn gave_up(what: &str, offset: u64) -> PoolError {
-    PoolError::Io(format!(
-        "{what} at {offset}: gave up after {MAX_REPLANS} attempts (members keep failing, or \
-         blocks keep reading wrong after being repaired: check the members)"
-    ))
-}
 
 /// An open pool. Its state is grouped by concern; each group's file is named beside it.
 pub struct Pool {

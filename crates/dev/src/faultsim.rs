@@ -941,16 +941,8 @@ pub fn create_opts(
         0
     };
     CreateOpts {
-        scheme: kind,
-        params,
-        members,
         size_bytes: Some(member_bytes + extra),
-        chunk_bytes: chunk,
-        emulate: None,
         force: true,
-        direct: false,
-        parity: Default::default(),
-        bpgl_capacity: None,
         checksums: protection.checksums,
         write_hole: if protection.journal {
             crate::pool::WriteHole::Journal
@@ -958,6 +950,7 @@ pub fn create_opts(
             crate::pool::WriteHole::None
         },
         journal_bytes: protection.journal.then_some(256 << 10),
+        ..CreateOpts::new(kind, params, members, chunk)
     }
 }
 
@@ -1244,7 +1237,7 @@ pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
         f.set_data_range(data_range);
     }
     let checksum_range = {
-        let (off, len) = pool.checksum_region();
+        let (off, len) = (pool.checksum_region().offset, pool.checksum_region().bytes);
         (off, off + len)
     };
     let mut run = Run {

@@ -588,8 +588,8 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
         f.set_data_range(data_range);
     }
     let checksum_range = {
-        let (off, len) = pool.checksum_region();
-        (off, off + len)
+        let r = pool.checksum_region();
+        (r.offset, r.end())
     };
     let chunk_bytes = pool.geometry().chunk_bytes();
     let geo = pool.geometry().clone();

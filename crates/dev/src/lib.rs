@@ -20,6 +20,7 @@
 
 pub mod crash;
 pub mod csum;
+mod dual_slot;
 pub mod exec;
 pub mod faultsim;
 pub mod faultsim_served;

@@ -213,16 +213,22 @@ impl Pool {
             self.fail_members(&failed)?;
             self.flush_bpgl(0)?;
         }
-        if !e.bad.is_empty() {
-            let out = self.repair_ranges(&e.bad)?;
-            if !out.lost.is_empty() {
-                let ranges: Vec<LostRange> =
-                    out.lost.iter().flat_map(|g| g.ranges.clone()).collect();
-                self.note_lost(&ranges);
-                // Recorded now: the command that hit it ends with this error.
-                let _ = self.save_descriptor();
-                return Err(PoolError::Lost { ranges });
-            }
+        self.repair_bad(&e.bad)
+    }
+
+    /// Repairs blocks that read wrong (the caller holds their stripes, or the pool alone).
+    /// Lost data is an error naming it.
+    pub(crate) fn repair_bad(&mut self, bad: &[crate::exec::BadRange]) -> Result<()> {
+        if bad.is_empty() {
+            return Ok(());
+        }
+        let out = self.repair_ranges(bad)?;
+        if !out.lost.is_empty() {
+            let ranges: Vec<LostRange> = out.lost.iter().flat_map(|g| g.ranges.clone()).collect();
+            self.note_lost(&ranges);
+            // Recorded now: the command that hit it ends with this error.
+            let _ = self.save_descriptor();
+            return Err(PoolError::Lost { ranges });
         }
         Ok(())
     }

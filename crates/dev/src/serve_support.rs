@@ -41,7 +41,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::exec::{run_plans, Counters, Members};
 use crate::ido::{Ido, MainPool, Phase, RebuildPolicy};
-use crate::pool::{Pool, PoolError, RebuildOpts, RebuildProgress, Status, VerifyReport};
+use crate::pool::{
+    gave_up, pieces, run_attempt, write_loop, Attempt, Outcome, Pool, PoolError, RebuildOpts,
+    RebuildProgress, Status, VerifyReport, WriteSite, REPLANS_MAX,
+};
 use crate::Member;
 
 type Result<T> = std::result::Result<T, PoolError>;
@@ -354,14 +357,7 @@ impl MainPool for SpMain<'_> {
         // The members are taken under the pool mutex, written outside it: a sync must not
         // stall every request's planning (records are serialized by the IDO lock).
         let members = self.0.with_pool(|p| Ok(p.members.handles.clone()))?;
-        let dead = Pool::write_ido_record(
-            &members,
-            &self.0.counters,
-            self.0.data_offset_bytes,
-            seq,
-            bytes,
-            sync,
-        )?;
+        let dead = Pool::write_ido_record(&members, &self.0.counters, seq, bytes, sync)?;
         if !dead.is_empty() {
             // Members that failed the record's write are failed like members failing a data
             // write (the record went to others).
@@ -444,9 +440,63 @@ fn stripe_ids(plans: &[Plan]) -> Vec<StripeId> {
     stripes
 }
 
-/// How often a request is planned again (after member failures or a state change) before
-/// giving up.
-const MAX_ATTEMPTS: usize = 64;
+/// A served pool as a place writes run ([`crate::pool::write_loop`]): planned under the
+/// pool mutex, run under the stripe locks outside it; and whether the write being planned
+/// rewrites a lost range whole (cleared once it is written).
+struct Served<'a>(&'a SharedPool, bool);
+
+impl<'a> WriteSite for Served<'a> {
+    type Run = (StripeGuard<'a>, MemberSet);
+
+    fn plan(&mut self, offset: u64, len: u64) -> Result<Option<Attempt<Self::Run>>> {
+        let sp: &'a SharedPool = self.0;
+        let ((deferred, rewrites_lost), run) = sp.plan_locked(|p| {
+            p.check_range(offset, len)?;
+            let rewrites_lost = p.check_lost_for_write(offset, len)?;
+            let (plans, deferred) = p.plan_write_listed(offset, len)?;
+            Ok((plans, (deferred, rewrites_lost)))
+        })?;
+        self.1 = rewrites_lost;
+        let Some((plans, guard, members)) = run else {
+            // Planned against a state an event has since replaced: plan again.
+            sp.deferred_done(&deferred);
+            return Ok(None);
+        };
+        Ok(Some(Attempt {
+            plans,
+            deferred,
+            run: (guard, members),
+        }))
+    }
+
+    fn run(&mut self, a: &Attempt<Self::Run>, data: &[u8]) -> Outcome {
+        run_attempt(
+            &a.plans,
+            data,
+            &self.0.view(&a.run.1),
+            self.0.journal.as_ref(),
+        )
+    }
+
+    fn pool<T>(&mut self, f: impl FnOnce(&mut Pool) -> Result<T>) -> Result<T> {
+        self.0.with_pool(f)
+    }
+
+    fn flush_deferred(&mut self) -> Result<()> {
+        self.0.flush_deferred()
+    }
+
+    /// Lost ranges the write covered whole hold data again.
+    fn written(&mut self, offset: u64, len: u64) -> Result<()> {
+        if !self.1 {
+            return Ok(());
+        }
+        self.0.with_pool(|p| {
+            p.clear_lost(offset, len);
+            Ok(())
+        })
+    }
+}
 
 fn closed() -> PoolError {
     PoolError::Usage("the pool has been closed".into())
@@ -736,7 +786,7 @@ impl SharedPool {
             buf.copy_from_slice(&data);
             return Ok(());
         }
-        for _ in 0..MAX_ATTEMPTS {
+        for _ in 0..REPLANS_MAX {
             let ((), Some((plans, guard, members))) = self.plan_locked(|p| {
                 p.check_range(offset, buf.len() as u64)?;
                 // Ranges known lost fail (the plain path's rule; a served rebuild zeroes the
@@ -771,9 +821,7 @@ impl SharedPool {
                 }
             }
         }
-        Err(PoolError::Io(format!(
-            "read at {offset}: gave up after {MAX_ATTEMPTS} attempts"
-        )))
+        Err(gave_up("read", offset))
     }
 
     /// Writes `data` at `offset` (through [`SharedPool::write_main`]; see there for lazy
@@ -799,101 +847,11 @@ impl SharedPool {
         if self.mode == Concurrency::Serial {
             return self.with_pool(|p| p.write_plain(offset, data));
         }
-        let Some(j) = &self.journal else {
-            return self.write_piece(offset, data);
-        };
-        let piece = j.piece_bytes();
-        let mut at = 0usize;
-        while at < data.len() {
-            let end = ((offset + at as u64) / piece + 1) * piece - offset;
-            let end = (end as usize).min(data.len());
-            self.write_piece(offset + at as u64, &data[at..end])?;
-            at = end;
+        let piece = self.journal.as_ref().map(|j| j.piece_bytes());
+        for (at, range) in pieces(offset, data.len(), piece) {
+            write_loop(&mut Served(self, false), at, &data[range])?;
         }
         Ok(())
-    }
-
-    fn write_piece(&self, offset: u64, data: &[u8]) -> Result<()> {
-        for _ in 0..MAX_ATTEMPTS {
-            let ((deferred, rewrites_lost), run) = self.plan_locked(|p| {
-                p.check_range(offset, data.len() as u64)?;
-                let rewrites_lost = p.check_lost_for_write(offset, data.len() as u64)?;
-                p.record_layout_before_writes(offset, data.len() as u64)?;
-                let (plans, deferred) = p.plan_write_listed(offset, data.len() as u64)?;
-                Ok((plans, (deferred, rewrites_lost)))
-            })?;
-            let Some((plans, guard, members)) = run else {
-                // Planned against a state an event has since replaced: plan again.
-                self.deferred_done(&deferred);
-                continue;
-            };
-            let done = |sp: &SharedPool| sp.deferred_done(&deferred);
-            let result = match &self.journal {
-                None => crate::exec::run_write(&plans, data, &self.view(&members)),
-                Some(j) => {
-                    use crate::exec::LoggedWriteError as L;
-                    let r = crate::exec::run_write_logged(
-                        &plans,
-                        data,
-                        &self.view(&members),
-                        |e| j.append(&members, e),
-                        |seq| j.done(seq),
-                    );
-                    let jfailed = j.take_failed_members();
-                    if !jfailed.is_empty() {
-                        self.with_pool(|p| p.fail_members(&jfailed))?;
-                    }
-                    match r {
-                        Ok(()) => Ok(()),
-                        Err(L::Reads(e)) => Err(e),
-                        Err(L::Writes(e)) => Err(e),
-                        Err(L::Log(e)) => {
-                            done(self);
-                            if jfailed.is_empty() {
-                                return Err(PoolError::Io(e.to_string()));
-                            }
-                            // The journal lost a member: plan again without it.
-                            drop(guard);
-                            continue;
-                        }
-                    }
-                }
-            };
-            done(self);
-            match result {
-                Ok(()) if rewrites_lost => {
-                    // Lost ranges the write covered whole hold data again.
-                    return self.with_pool(|p| {
-                        p.clear_lost(offset, data.len() as u64);
-                        Ok(())
-                    });
-                }
-                Ok(()) => return Ok(()),
-                Err(e) if !e.bad.is_empty() && e.read_errors.is_empty() => {
-                    // Old blocks the write needed read wrong (nothing was written): repaired
-                    // under this request's stripes, then planned again.
-                    let r = self.with_pool(|p| p.absorb(e));
-                    drop(guard);
-                    r?;
-                }
-                Err(e) => {
-                    let only_writes = e.read_errors.is_empty();
-                    // Failed before the stripes are released: nobody reads the failed
-                    // member's stale units.
-                    self.with_pool(|p| p.fail_members(&e.failed_members()))?;
-                    drop(guard);
-                    self.flush_deferred()?;
-                    if only_writes {
-                        // Every healthy member was written; the failed one's units are now
-                        // reconstructed from them, if the members left suffice.
-                        return self.with_pool(|p| p.check_written(offset, data.len() as u64));
-                    }
-                }
-            }
-        }
-        Err(PoolError::Io(format!(
-            "write at {offset}: gave up after {MAX_ATTEMPTS} attempts"
-        )))
     }
 
     /// Writes `len` zero bytes at `offset`.
@@ -1378,7 +1336,7 @@ mod tests {
     use layout::{Params, SchemeKind};
 
     use super::*;
-    use crate::pool::CreateOpts;
+    use crate::pool::{test_opts, CreateOpts};
     use raidcore::{plan_write, ParityPolicy};
 
     struct Dir(PathBuf);
@@ -1400,19 +1358,9 @@ mod tests {
         Pool::create(
             &dir.join("pool.json"),
             CreateOpts {
-                scheme: kind,
                 params,
-                members: (0..n).map(|i| dir.join(format!("m{i}.img"))).collect(),
-                size_bytes: Some(6 << 20),
                 chunk_bytes: 16 << 10,
-                emulate: None,
-                force: false,
-                direct: false,
-                parity: Default::default(),
-                bpgl_capacity: None,
-                checksums: false,
-                write_hole: Default::default(),
-                journal_bytes: None,
+                ..test_opts(kind, dir, n, 6 << 20)
             },
         )
         .unwrap()

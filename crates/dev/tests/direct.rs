@@ -1,34 +1,20 @@
 //! Pools with O_DIRECT members: unaligned requests still work (the planner aligns member I/O
 //! and the executor bounces unaligned memory), through a failure, a rebuild and a verify.
 
-use dev::pool::{CreateOpts, Pool, RebuildOpts};
-use layout::{Params, SchemeKind};
+use dev::pool::{test_opts, CreateOpts, Pool, RebuildOpts};
+use layout::SchemeKind;
 
 #[test]
 fn direct_pool_round_trips_unaligned_io_through_failure_and_rebuild() {
     let dir = std::env::temp_dir().join(format!("raidforge-direct-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let members: Vec<_> = (0..5).map(|i| dir.join(format!("m{i}.img"))).collect();
     let create = Pool::create(
         &dir.join("p.json"),
         CreateOpts {
-            scheme: SchemeKind::Raid6,
-            params: Params {
-                disks: Some(5),
-                ..Params::default()
-            },
-            members: members.clone(),
-            size_bytes: Some(4 << 20),
             chunk_bytes: 16384,
-            emulate: None,
-            force: false,
             direct: true,
-            parity: Default::default(),
-            bpgl_capacity: None,
-            checksums: false,
-            write_hole: Default::default(),
-            journal_bytes: None,
+            ..test_opts(SchemeKind::Raid6, &dir, 5, 4 << 20)
         },
     );
     let mut pool = match create {

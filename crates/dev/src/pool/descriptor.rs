@@ -47,6 +47,38 @@ pub struct MemberDesc {
     pub meta_writes: u64,
 }
 
+impl Descriptor {
+    /// The descriptor of a new pool (or one assembled) of array `uuid` with these members,
+    /// its counters at zero. Paths are kept canonical where they resolve.
+    pub fn new(
+        uuid: &[u8; 16],
+        members: &[PathBuf],
+        emulate: &Option<String>,
+        direct: bool,
+    ) -> Descriptor {
+        Descriptor {
+            format: "raidforge-pool".into(),
+            version: 1,
+            uuid: hex(uuid),
+            members: members
+                .iter()
+                .map(|p| MemberDesc {
+                    path: std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()),
+                    emulate: emulate.clone(),
+                    read_bytes: 0,
+                    write_bytes: 0,
+                    reads: 0,
+                    writes: 0,
+                    meta_writes: 0,
+                })
+                .collect(),
+            direct,
+            repairs: RepairCounts::default(),
+            lost: Vec::new(),
+        }
+    }
+}
+
 pub(super) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -91,11 +123,9 @@ impl Pool {
             md.meta_writes += c.meta_writes.load(Ordering::Relaxed);
         }
         let text = serde_json::to_string_pretty(&d).expect("descriptor serializes");
-        replace_file_durably(&self.file.path, text.as_bytes()).map_err(|e| {
-            PoolError::Descriptor {
-                path: self.file.path.clone(),
-                reason: e.to_string(),
-            }
+        replace_file_durably(&self.file.path, text.as_bytes()).map_err(|e| PoolError::Descriptor {
+            path: self.file.path.clone(),
+            reason: e.to_string(),
         })
     }
 }

@@ -59,10 +59,10 @@ impl Pool {
                 } else {
                     0
                 },
-                journal_offset_bytes: self.map.journal_region.0,
-                journal_len_bytes: self.map.journal_region.1,
-                checksum_offset_bytes: self.map.checksum_region.0,
-                checksum_len_bytes: self.map.checksum_region.1,
+                journal_offset_bytes: self.map.journal.offset,
+                journal_len_bytes: self.map.journal.bytes,
+                checksum_offset_bytes: self.map.checksums.offset,
+                checksum_len_bytes: self.map.checksums.bytes,
             };
             let b = sb.encode().map_err(|e| PoolError::Io(e.to_string()))?;
             if let Err(e) = m.write_at(&b, superblock_slot(sb.generation)) {

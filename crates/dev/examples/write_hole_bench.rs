@@ -19,9 +19,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use dev::pool::{CreateOpts, Pool, WriteHole};
+use dev::pool::{test_opts, CreateOpts, Pool, WriteHole};
 use dev::serve_support::{Concurrency, SharedPool};
-use layout::{Params, SchemeKind};
+use layout::SchemeKind;
 
 struct Rng(u64);
 impl Rng {
@@ -49,22 +49,10 @@ fn create(dir: &Path, wh: WriteHole, size: u64, emulate: Option<String>) -> Pool
     Pool::create(
         &dir.join("pool.json"),
         CreateOpts {
-            scheme: SchemeKind::Raid5,
-            params: Params {
-                disks: Some(4),
-                ..Default::default()
-            },
-            members: (0..4).map(|i| dir.join(format!("m{i}.img"))).collect(),
-            size_bytes: Some(size),
-            chunk_bytes: 64 << 10,
             emulate,
             force: true,
-            direct: false,
-            parity: Default::default(),
-            bpgl_capacity: None,
             write_hole: wh,
-            journal_bytes: None,
-            checksums: false,
+            ..test_opts(SchemeKind::Raid5, dir, 4, size)
         },
     )
     .unwrap_or_else(|e| {

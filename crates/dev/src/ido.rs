@@ -57,22 +57,30 @@ use raidcore::ido::{
     CopyJob, CopyKind, Extent, IdoConfig, Phase as CorePhase, Source, ZoneFlag, ZoneTable,
     VDF_BLOCK,
 };
-use raidcore::superblock::crc32c;
+use raidcore::record::{Frame, CRC_BYTES};
 use serde::{Deserialize, Serialize};
 
+use crate::dual_slot::DualSlot;
 use crate::pool::{Pool, PoolError};
 
 type Result<T> = std::result::Result<T, PoolError>;
 type Core = raidcore::ido::Ido;
 
+/// The record's two slots ([`raidcore::region::IDO`]: 512 KiB..768 KiB and 768 KiB..1 MiB).
+pub(crate) const IDO_SLOTS: DualSlot = DualSlot::new("IDO record", raidcore::region::IDO);
 /// Member offset of the first of the two IDO record slots.
-pub const IDO_OFFSET_BYTES: u64 = 512 << 10;
-/// Bytes of one slot (two slots: 512 KiB..768 KiB and 768 KiB..1 MiB).
-pub const IDO_SLOT_BYTES: usize = 256 << 10;
+pub const IDO_OFFSET_BYTES: u64 = IDO_SLOTS.region.offset;
+/// Bytes of one slot.
+pub const IDO_SLOT_BYTES: usize = IDO_SLOTS.slot_bytes() as usize;
 /// Default zone size (the seed's 12 MB).
 pub const DEFAULT_ZONE_BYTES: u64 = 12 << 20;
 /// Most zones a pool may have (their counters must fit half a record slot).
 pub const MAX_ZONES: u64 = 32 * 1024;
+const _: () = assert!(MAX_ZONES * 4 <= IDO_SLOT_BYTES as u64 / 2);
+const _: () = assert!(
+    MAX_ZONES <= raidcore::ido::MAX_ZONES,
+    "the core's bound is the larger"
+);
 /// Requests per popularity epoch: at the end of each, every zone's count is halved.
 pub const EPOCH_REQUESTS: u64 = 1 << 16;
 /// Requests a thread counts on its own before adding them to the pool's shared count.
@@ -91,6 +99,16 @@ const MAGIC: &[u8; 8] = b"RFIDO\0\0\0";
 /// (the engine's own zone-slot layout) are refused with a way out.
 const RECORD_VERSION: u32 = 3;
 const HEADER: usize = 64;
+/// The record's frame ([`raidcore::record`]), written in whole 4 KiB blocks (O_DIRECT
+/// members). The smallest record holds an empty surrogate name (2 bytes) and an empty state
+/// (4).
+pub(crate) const RECORD_FRAME: Frame = Frame {
+    magic: MAGIC,
+    version: RECORD_VERSION,
+    header_bytes: HEADER + 6,
+    max_bytes: IDO_SLOT_BYTES,
+    align: 4096,
+};
 const MAX_PATH: usize = 1024;
 /// Bytes of one D-Map extent in the core's record.
 const EXTENT_BYTES: usize = 25;
@@ -380,7 +398,7 @@ impl Surrogate {
 
     fn sync(&mut self) -> Result<()> {
         match self {
-            Surrogate::Local(p) => p.sync_members().map_err(sur_err),
+            Surrogate::Local(p) => p.sync().map_err(sur_err),
             Surrogate::Remote(r) => r.run(|c| c.flush()),
         }
     }
@@ -606,9 +624,8 @@ impl Ido {
     // ----- the record -----
 
     fn encode(&self, inner: &mut Inner, uuid: [u8; 16], seq: u64) -> Option<Vec<u8>> {
-        let mut b = vec![0u8; HEADER];
-        b[..8].copy_from_slice(MAGIC);
-        b[8..12].copy_from_slice(&RECORD_VERSION.to_le_bytes());
+        let mut b = RECORD_FRAME.begin(4096);
+        b.resize(HEADER, 0);
         b[16..32].copy_from_slice(&uuid);
         b[32..40].copy_from_slice(&seq.to_le_bytes());
         b[40..48].copy_from_slice(&self.zone_bytes.to_le_bytes());
@@ -630,16 +647,10 @@ impl Ido {
         let state = core.encode_state();
         b.extend_from_slice(&(state.len() as u32).to_le_bytes());
         b.extend_from_slice(&state);
-        let len = b.len() + 4;
-        if len > IDO_SLOT_BYTES {
+        if b.len() + CRC_BYTES > IDO_SLOT_BYTES {
             return None;
         }
-        b[12..16].copy_from_slice(&(len as u32).to_le_bytes());
-        let crc = crc32c(&b);
-        b.extend_from_slice(&crc.to_le_bytes());
-        // Written in whole 4 KiB blocks (O_DIRECT members).
-        b.resize(len.div_ceil(4096) * 4096, 0);
-        Some(b)
+        Some(RECORD_FRAME.seal(b))
     }
 
     /// Whether the record still fits its slot with `extra` more D-Map extents.
@@ -1347,8 +1358,8 @@ impl Ido {
 /// The version of a valid-looking record of the array `uuid` that this build does not read
 /// (1 or 2), if `b` is one (refused with a message by [`Ido::restore`]).
 fn old_record_of(b: &[u8], uuid: &[u8; 16]) -> Option<u32> {
-    let v = u32::from_le_bytes(b.get(8..12)?.try_into().ok()?);
-    (b.len() >= HEADER && &b[..8] == MAGIC && (v == 1 || v == 2) && &b[16..32] == uuid).then_some(v)
+    let v = RECORD_FRAME.peek(b)?.version;
+    (b.len() >= HEADER && (v == 1 || v == 2) && &b[16..32] == uuid).then_some(v)
 }
 
 /// A decoded record.
@@ -1365,27 +1376,14 @@ struct RecordView {
 
 impl RecordView {
     fn parse(b: &[u8]) -> Option<RecordView> {
-        if b.len() < HEADER + 6 || &b[..8] != MAGIC {
-            return None;
-        }
+        let r = RECORD_FRAME.open(b).ok()?;
+        let b = r.fields();
         let u32_at = |o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?));
-        let u64_at = |o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
-        if u32_at(8)? != RECORD_VERSION {
-            return None;
-        }
-        let len = u32_at(12)? as usize;
-        if !(HEADER + 10..=IDO_SLOT_BYTES).contains(&len) || len > b.len() {
-            return None;
-        }
-        if crc32c(&b[..len - 4]) != u32_at(len - 4)? {
-            return None;
-        }
-        let b = &b[..len - 4];
         let mut uuid = [0u8; 16];
         uuid.copy_from_slice(&b[16..32]);
-        let seq = u64_at(32)?;
-        let zone_bytes = u64_at(40)?;
-        let zones = u32_at(48)?;
+        let seq = r.u64_at(32);
+        let zone_bytes = r.u64_at(40);
+        let zones = r.u32_at(48);
         let dropped = match b[52] {
             0 => false,
             1 => true,
@@ -1446,6 +1444,60 @@ pub(crate) fn canonical_surrogate(desc: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Today's bytes of the record (header, surrogate name, the core's state, CRC), pinned:
+    /// its non-zero stretches (offset, hex); every other byte of its 4 KiB is zero.
+    #[test]
+    fn record_bytes_are_pinned() {
+        let ido = Ido::new(100 << 20, 768 << 10, DEFAULT_ZONE_BYTES).unwrap();
+        let mut inner = ido.write_inner();
+        inner.surrogate_path = Some("/s/p".into());
+        inner.core_mut().zones_mut().add_counts(1, 5);
+        let b = ido.encode(&mut inner, [7; 16], 5).unwrap();
+        assert_eq!(b.len(), 4096);
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for (i, _) in b.iter().enumerate().filter(|(_, &x)| x != 0) {
+            match runs.last_mut() {
+                Some((_, end)) if i < *end + 16 => *end = i + 1,
+                _ => runs.push((i, i + 1)),
+            }
+        }
+        let got: Vec<(usize, String)> = runs
+            .into_iter()
+            .map(|(s, e)| (s, b[s..e].iter().map(|x| format!("{x:02x}")).collect()))
+            .collect();
+        let want: &[(usize, &str)] = &[
+            (
+                0,
+                concat!(
+                    "524649444f00000003000000f500000007070707070707070707070707070707",
+                    "05000000000000000000c0000000000009000000000000000000000000000000",
+                    "04002f732f70a7000000524649444f53540001000000a7",
+                ),
+            ),
+            (
+                110,
+                concat!(
+                    "524649444f5a540001000000630000000000c000000000000000400600000000",
+                    "09",
+                ),
+            ),
+            (170, "05"),
+            (
+                205,
+                concat!(
+                    "7dbeafc7524649444f444d00010000001c0000000000000000000000db31670a",
+                    "d9f356272e8a6b7d",
+                ),
+            ),
+        ];
+        assert_eq!(
+            got.iter()
+                .map(|(o, h)| (*o, h.as_str()))
+                .collect::<Vec<_>>(),
+            want
+        );
+    }
 
     #[test]
     fn record_round_trips_and_rejects_damage() {

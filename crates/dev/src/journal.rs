@@ -33,8 +33,10 @@ use raidcore::journal::{
     encode_record, padded, place, record_len, Checkpoint, JournalRecord, CHECKPOINT_BYTES,
     RECORD_ALIGN, RING_OFFSET,
 };
+use raidcore::region::Region;
 use serde::{Deserialize, Serialize};
 
+use crate::dual_slot::DualSlot;
 use crate::Member;
 
 type Members = [Option<Arc<dyn Member>>];
@@ -135,6 +137,11 @@ pub struct JournalGeometry {
     pub copies: usize,
     pub data_offset: u64,
     pub data_bytes: u64,
+}
+
+/// The two checkpoint slots at the start of a journal region at `offset`.
+fn checkpoint_slots(offset: u64) -> DualSlot {
+    DualSlot::new("journal checkpoint", Region::new(offset, RING_OFFSET))
 }
 
 fn io_err(what: String) -> JournalIoError {
@@ -465,7 +472,7 @@ impl Journal {
             tail,
         };
         let b = c.encode();
-        let at = self.offset + (seq % 2) * CHECKPOINT_BYTES;
+        let at = checkpoint_slots(self.offset).at(seq);
         let mut bad = st.bad.clone();
         let mut failed = Vec::new();
         let r = Self::write_copies(members, &mut bad, &mut failed, copies, &[(at, &b)]);
@@ -491,21 +498,13 @@ impl Journal {
     ) -> Result<Journal> {
         let ring = g.len - RING_OFFSET;
         let mut best: Option<Checkpoint> = None;
-        for m in members.iter().flatten() {
-            for slot in 0..2 {
-                let mut b = vec![0u8; CHECKPOINT_BYTES as usize];
-                if m.read_at(&mut b, g.offset + slot * CHECKPOINT_BYTES)
-                    .is_err()
+        for b in checkpoint_slots(g.offset).read_all(members, |_| Some(CHECKPOINT_BYTES as usize)) {
+            if let Ok(c) = Checkpoint::decode(&b) {
+                if c.uuid == g.uuid
+                    && c.tail <= ring
+                    && best.is_none_or(|b| c.sequence > b.sequence)
                 {
-                    continue;
-                }
-                if let Ok(c) = Checkpoint::decode(&b) {
-                    if c.uuid == g.uuid
-                        && c.tail <= ring
-                        && best.is_none_or(|b| c.sequence > b.sequence)
-                    {
-                        best = Some(c);
-                    }
+                    best = Some(c);
                 }
             }
         }

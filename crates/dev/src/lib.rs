@@ -20,8 +20,10 @@
 
 pub mod crash;
 pub mod csum;
+mod dual_slot;
 pub mod exec;
 pub mod faultsim;
+pub mod faultsim_served;
 pub mod ido;
 pub mod journal;
 pub mod pool;

@@ -213,16 +213,22 @@ impl Pool {
             self.fail_members(&failed)?;
             self.flush_bpgl(0)?;
         }
-        if !e.bad.is_empty() {
-            let out = self.repair_ranges(&e.bad)?;
-            if !out.lost.is_empty() {
-                let ranges: Vec<LostRange> =
-                    out.lost.iter().flat_map(|g| g.ranges.clone()).collect();
-                self.note_lost(&ranges);
-                // Recorded now: the command that hit it ends with this error.
-                let _ = self.save_descriptor();
-                return Err(PoolError::Lost { ranges });
-            }
+        self.repair_bad(&e.bad)
+    }
+
+    /// Repairs blocks that read wrong (the caller holds their stripes, or the pool alone).
+    /// Lost data is an error naming it.
+    pub(crate) fn repair_bad(&mut self, bad: &[crate::exec::BadRange]) -> Result<()> {
+        if bad.is_empty() {
+            return Ok(());
+        }
+        let out = self.repair_ranges(bad)?;
+        if !out.lost.is_empty() {
+            let ranges: Vec<LostRange> = out.lost.iter().flat_map(|g| g.ranges.clone()).collect();
+            self.note_lost(&ranges);
+            // Recorded now: the command that hit it ends with this error.
+            let _ = self.save_descriptor();
+            return Err(PoolError::Lost { ranges });
         }
         Ok(())
     }
@@ -242,6 +248,29 @@ impl Pool {
         } else {
             Err(PoolError::Lost { ranges: hit })
         }
+    }
+
+    /// Before a write of `[offset, offset + len)`: every lost range it overlaps must be
+    /// covered whole, since a write cannot make part of a lost range readable again (the
+    /// rest stays unknown, and reads are refused per range): a partial rewrite fails with
+    /// [`PoolError::Lost`] naming the range, rather than being acknowledged and then
+    /// unreadable. Returns whether the write rewrites some lost range (to clear it after).
+    pub(crate) fn check_lost_for_write(&self, offset: u64, len: u64) -> Result<bool> {
+        let mut rewrites = false;
+        for l in &self.file.desc.lost {
+            let end = l.logical_offset + l.length;
+            if !(l.logical_offset < offset + len && offset < end) {
+                continue;
+            }
+            if offset <= l.logical_offset && end <= offset + len {
+                rewrites = true;
+            } else {
+                return Err(PoolError::Lost {
+                    ranges: vec![l.clone()],
+                });
+            }
+        }
+        Ok(rewrites)
     }
 
     /// A write covered `[offset, offset + len)`: lost ranges inside it hold data again.

@@ -35,14 +35,16 @@ use std::time::{Duration, Instant};
 
 use raidcore::superblock::ArrayStateTag;
 use raidcore::{
-    plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, FlushAdvice, IdleDetector,
-    ParityPolicy, Plan, PlanKind, StripeId, StripeLocks,
+    plan_read, plan_rebuild_cycle, FlushAdvice, IdleDetector, Plan, PlanKind, StripeId, StripeLocks,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::exec::{run_plans, Counters, Members};
 use crate::ido::{Ido, MainPool, Phase, RebuildPolicy};
-use crate::pool::{Pool, PoolError, RebuildOpts, RebuildProgress, Status, VerifyReport};
+use crate::pool::{
+    gave_up, pieces, run_attempt, write_loop, Attempt, Outcome, Pool, PoolError, RebuildOpts,
+    RebuildProgress, Status, VerifyReport, WriteSite, REPLANS_MAX,
+};
 use crate::Member;
 
 type Result<T> = std::result::Result<T, PoolError>;
@@ -109,13 +111,6 @@ fn rebuild_target(p: &Plan) -> u32 {
 }
 
 impl Pool {
-    /// Makes every completed member write durable (`sync_data` on every present member, in
-    /// parallel).
-    pub fn sync_members(&self) -> Result<()> {
-        flush_all(&self.members.handles)
-            .map_err(|(i, e)| PoolError::Io(format!("flush of member {i}: {e}")))
-    }
-
     /// Marks the superblocks `Active` (in use, not cleanly shut down) when the pool is
     /// otherwise clean; a degraded or rebuilding pool already says so.
     pub fn mark_in_use(&mut self) -> Result<()> {
@@ -178,7 +173,6 @@ impl Pool {
                 // Finished: blocks lost on the way are marked, and the data are durable
                 // before the superblocks say so.
                 self.poison_pending()?;
-                self.sync_members()?;
                 let tag = self.tag();
                 self.persist(tag)?;
                 cur.last_persist = None;
@@ -211,6 +205,7 @@ impl Pool {
                         cur.bytes_written +=
                             p.writes.iter().map(|w| w.data.len as u64).sum::<u64>();
                         self.state.mark_rebuilt(*c, rebuild_target(p));
+                        self.sb.rebuilt_unrecorded.insert(*c);
                         cur.marked.push(*c);
                     }
                 }
@@ -231,7 +226,6 @@ impl Pool {
             .last_persist
             .is_some_and(|t| t.elapsed() > Duration::from_secs(1))
         {
-            self.sync_members()?;
             self.persist(ArrayStateTag::Rebuilding)?;
             cur.last_persist = Some(Instant::now());
         }
@@ -259,27 +253,6 @@ impl Pool {
         let outcome = run_plans(&only, &mut users, &self.members_view());
         self.end_rebuild_step(cur, &plans, outcome).map(Some)
     }
-}
-
-/// Flushes every present member in parallel; the first failure as (member, error).
-fn flush_all(
-    members: &[Option<Arc<dyn Member>>],
-) -> std::result::Result<(), (usize, std::io::Error)> {
-    let results: Vec<(usize, std::io::Result<()>)> = std::thread::scope(|s| {
-        let hs: Vec<_> = members
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| m.as_ref().map(|m| (i, m)))
-            .map(|(i, m)| s.spawn(move || (i, m.flush())))
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().expect("flush thread"))
-            .collect()
-    });
-    for (i, r) in results {
-        r.map_err(|e| (i, e))?;
-    }
-    Ok(())
 }
 
 /// What one [`SharedPool::policy_step`] did.
@@ -349,6 +322,9 @@ pub struct SharedPool {
     ido_persisted: Mutex<Instant>,
 }
 
+/// How long [`SharedPool::close`] waits for requests still running on the members.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
+
 /// How often zone popularity is recorded while served.
 const IDO_PERSIST_EVERY: Duration = Duration::from_secs(30);
 
@@ -381,14 +357,17 @@ impl MainPool for SpMain<'_> {
         // The members are taken under the pool mutex, written outside it: a sync must not
         // stall every request's planning (records are serialized by the IDO lock).
         let members = self.0.with_pool(|p| Ok(p.members.handles.clone()))?;
-        Pool::write_ido_record(
-            &members,
-            &self.0.counters,
-            self.0.data_offset_bytes,
-            seq,
-            bytes,
-            sync,
-        )
+        let dead = Pool::write_ido_record(&members, &self.0.counters, seq, bytes, sync)?;
+        if !dead.is_empty() {
+            // Members that failed the record's write are failed like members failing a data
+            // write (the record went to others).
+            self.0.with_pool(|p| {
+                p.fail_dead_members(&dead)?;
+                let tag = p.tag();
+                p.persist(tag)
+            })?;
+        }
+        Ok(())
     }
 }
 
@@ -461,9 +440,63 @@ fn stripe_ids(plans: &[Plan]) -> Vec<StripeId> {
     stripes
 }
 
-/// How often a request is planned again (after member failures or a state change) before
-/// giving up.
-const MAX_ATTEMPTS: usize = 64;
+/// A served pool as a place writes run ([`crate::pool::write_loop`]): planned under the
+/// pool mutex, run under the stripe locks outside it; and whether the write being planned
+/// rewrites a lost range whole (cleared once it is written).
+struct Served<'a>(&'a SharedPool, bool);
+
+impl<'a> WriteSite for Served<'a> {
+    type Run = (StripeGuard<'a>, MemberSet);
+
+    fn plan(&mut self, offset: u64, len: u64) -> Result<Option<Attempt<Self::Run>>> {
+        let sp: &'a SharedPool = self.0;
+        let ((deferred, rewrites_lost), run) = sp.plan_locked(|p| {
+            p.check_range(offset, len)?;
+            let rewrites_lost = p.check_lost_for_write(offset, len)?;
+            let (plans, deferred) = p.plan_write_listed(offset, len)?;
+            Ok((plans, (deferred, rewrites_lost)))
+        })?;
+        self.1 = rewrites_lost;
+        let Some((plans, guard, members)) = run else {
+            // Planned against a state an event has since replaced: plan again.
+            sp.deferred_done(&deferred);
+            return Ok(None);
+        };
+        Ok(Some(Attempt {
+            plans,
+            deferred,
+            run: (guard, members),
+        }))
+    }
+
+    fn run(&mut self, a: &Attempt<Self::Run>, data: &[u8]) -> Outcome {
+        run_attempt(
+            &a.plans,
+            data,
+            &self.0.view(&a.run.1),
+            self.0.journal.as_ref(),
+        )
+    }
+
+    fn pool<T>(&mut self, f: impl FnOnce(&mut Pool) -> Result<T>) -> Result<T> {
+        self.0.with_pool(f)
+    }
+
+    fn flush_deferred(&mut self) -> Result<()> {
+        self.0.flush_deferred()
+    }
+
+    /// Lost ranges the write covered whole hold data again.
+    fn written(&mut self, offset: u64, len: u64) -> Result<()> {
+        if !self.1 {
+            return Ok(());
+        }
+        self.0.with_pool(|p| {
+            p.clear_lost(offset, len);
+            Ok(())
+        })
+    }
+}
 
 fn closed() -> PoolError {
     PoolError::Usage("the pool has been closed".into())
@@ -477,8 +510,11 @@ impl SharedPool {
         pool.mark_in_use()?;
         let n = pool.members.handles.len();
         let ido = Arc::clone(&pool.ido);
-        if ido.needs_surrogate_now() || ido.phase() != Phase::Normal {
-            // Redirected data lives there: reads need it.
+        if ido.needs_surrogate_now()
+            || (ido.phase() != Phase::Normal && ido.policy().uses_surrogate())
+        {
+            // Redirected data lives there: reads need it. (An interrupted `pr` or `pro`
+            // rebuild has no surrogate and needs none.)
             ido.attach(None)?;
         }
         let sp = Arc::new(SharedPool {
@@ -677,7 +713,8 @@ impl SharedPool {
             let (plans, extra) = plan(p)?;
             let stripes = stripe_ids(&plans);
             let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-            if l.held.try_lock(&stripes) {
+            // (Current by construction, unless the planning itself failed a member.)
+            if plans.iter().all(|pl| p.state.plan_is_current(pl)) && l.held.try_lock(&stripes) {
                 drop(l);
                 let guard = StripeGuard {
                     owner: self,
@@ -749,9 +786,12 @@ impl SharedPool {
             buf.copy_from_slice(&data);
             return Ok(());
         }
-        for _ in 0..MAX_ATTEMPTS {
+        for _ in 0..REPLANS_MAX {
             let ((), Some((plans, guard, members))) = self.plan_locked(|p| {
                 p.check_range(offset, buf.len() as u64)?;
+                // Ranges known lost fail (the plain path's rule; a served rebuild zeroes the
+                // blocks it could not rebuild and lists them here at once).
+                p.check_lost(offset, buf.len() as u64)?;
                 Ok((plan_read(&p.geo, &p.state, offset, buf.len() as u64)?, ()))
             })?
             else {
@@ -781,9 +821,7 @@ impl SharedPool {
                 }
             }
         }
-        Err(PoolError::Io(format!(
-            "read at {offset}: gave up after {MAX_ATTEMPTS} attempts"
-        )))
+        Err(gave_up("read", offset))
     }
 
     /// Writes `data` at `offset` (through [`SharedPool::write_main`]; see there for lazy
@@ -809,102 +847,11 @@ impl SharedPool {
         if self.mode == Concurrency::Serial {
             return self.with_pool(|p| p.write_plain(offset, data));
         }
-        let Some(j) = &self.journal else {
-            return self.write_piece(offset, data);
-        };
-        let piece = j.piece_bytes();
-        let mut at = 0usize;
-        while at < data.len() {
-            let end = ((offset + at as u64) / piece + 1) * piece - offset;
-            let end = (end as usize).min(data.len());
-            self.write_piece(offset + at as u64, &data[at..end])?;
-            at = end;
+        let piece = self.journal.as_ref().map(|j| j.piece_bytes());
+        for (at, range) in pieces(offset, data.len(), piece) {
+            write_loop(&mut Served(self, false), at, &data[range])?;
         }
         Ok(())
-    }
-
-    fn write_piece(&self, offset: u64, data: &[u8]) -> Result<()> {
-        for _ in 0..MAX_ATTEMPTS {
-            let (deferred, run) = self.plan_locked(|p| {
-                p.check_range(offset, data.len() as u64)?;
-                if p.lazy.parity == ParityPolicy::Eager {
-                    let plans = plan_write(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
-                    return Ok((plans, Vec::new()));
-                }
-                let lw = plan_write_lazy(&p.geo, &p.state, offset, data.len() as u64, &p.policy)?;
-                if p.state.defer(&lw.deferred) > 0 {
-                    if let Err(e) = p.persist_bpgl() {
-                        p.state.deferred_write_done(&lw.deferred);
-                        return Err(e);
-                    }
-                }
-                Ok((lw.plans, lw.deferred))
-            })?;
-            let Some((plans, guard, members)) = run else {
-                // Planned against a state an event has since replaced: plan again.
-                self.deferred_done(&deferred);
-                continue;
-            };
-            let done = |sp: &SharedPool| sp.deferred_done(&deferred);
-            let result = match &self.journal {
-                None => crate::exec::run_write(&plans, data, &self.view(&members)),
-                Some(j) => {
-                    use crate::exec::LoggedWriteError as L;
-                    let r = crate::exec::run_write_logged(
-                        &plans,
-                        data,
-                        &self.view(&members),
-                        |e| j.append(&members, e),
-                        |seq| j.done(seq),
-                    );
-                    let jfailed = j.take_failed_members();
-                    if !jfailed.is_empty() {
-                        self.with_pool(|p| p.fail_members(&jfailed))?;
-                    }
-                    match r {
-                        Ok(()) => Ok(()),
-                        Err(L::Reads(e)) => Err(e),
-                        Err(L::Writes(e)) => Err(e),
-                        Err(L::Log(e)) => {
-                            done(self);
-                            if jfailed.is_empty() {
-                                return Err(PoolError::Io(e.to_string()));
-                            }
-                            // The journal lost a member: plan again without it.
-                            drop(guard);
-                            continue;
-                        }
-                    }
-                }
-            };
-            done(self);
-            match result {
-                Ok(()) => return Ok(()),
-                Err(e) if !e.bad.is_empty() && e.read_errors.is_empty() => {
-                    // Old blocks the write needed read wrong (nothing was written): repaired
-                    // under this request's stripes, then planned again.
-                    let r = self.with_pool(|p| p.absorb(e));
-                    drop(guard);
-                    r?;
-                }
-                Err(e) => {
-                    let only_writes = e.read_errors.is_empty();
-                    // Failed before the stripes are released: nobody reads the failed
-                    // member's stale units.
-                    self.with_pool(|p| p.fail_members(&e.failed_members()))?;
-                    drop(guard);
-                    self.flush_deferred()?;
-                    if only_writes {
-                        // Every healthy member was written; the failed one's units are now
-                        // reconstructed from them.
-                        return Ok(());
-                    }
-                }
-            }
-        }
-        Err(PoolError::Io(format!(
-            "write at {offset}: gave up after {MAX_ATTEMPTS} attempts"
-        )))
     }
 
     /// Writes `len` zero bytes at `offset`.
@@ -920,22 +867,14 @@ impl SharedPool {
         Ok(())
     }
 
-    /// Makes every write completed so far durable on every present member. A member whose
-    /// flush fails is failed (its data may be lost), like a member whose write fails.
+    /// Makes every write completed so far durable on every present member (what an NBD FLUSH
+    /// waits for). The members are flushed outside the pool mutex (a sync must not stall every
+    /// request's planning); a member whose flush fails is failed, like a member whose write
+    /// fails, and the flush fails when the pool has lost data ([`Pool::sync`]'s rule).
     pub fn flush(&self) -> Result<()> {
         let members = self.with_pool(|p| Ok(p.members.handles.clone()))?;
-        if let Err((i, e)) = flush_all(&members) {
-            self.with_pool(|p| {
-                p.fail_members(&[i as u32])?;
-                if p.state.data_lost(&p.geo) {
-                    return Err(PoolError::Io(format!("flush of member {i}: {e}")));
-                }
-                // The others are durable; try them again without the failed one.
-                flush_all(&p.members.handles)
-                    .map_err(|(j, e)| PoolError::Io(format!("flush of member {j}: {e}")))
-            })?;
-        }
-        Ok(())
+        let dead = crate::pool::flush_each(&members);
+        self.with_pool(|p| p.after_flush(dead))
     }
 
     fn fold_counters(&self, p: &Pool) {
@@ -1302,7 +1241,7 @@ impl SharedPool {
         drop(g);
         {
             let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-            let deadline = Instant::now() + Duration::from_secs(30);
+            let deadline = Instant::now() + CLOSE_WAIT;
             while l.held.held() > 0 && Instant::now() < deadline {
                 l.waiters += 1;
                 l = self
@@ -1312,12 +1251,81 @@ impl SharedPool {
                     .0;
                 l.waiters -= 1;
             }
+            if l.held.held() > 0 {
+                // Requests still run on the members (a member hangs): the pool is not
+                // recorded clean, so that the next start treats it as after a crash (issue
+                // 21, item 5: it was marked clean anyway). What was flushed stays durable.
+                let held = l.held.held();
+                drop(l);
+                let _ = crate::pool::flush_each(&p.members.handles);
+                return Err(PoolError::Io(format!(
+                    "closing: {held} stripes are still held by requests after {} s (a member \
+                     does not answer?); the pool is left marked in use, so the next start \
+                     checks it as after a crash",
+                    CLOSE_WAIT.as_secs()
+                )));
+            }
         }
         self.fold_counters(&p);
-        p.sync_members()?;
+        // `Pool::close` records the state after flushing every member (a member whose flush
+        // fails is failed and recorded, as anywhere else).
         let status = p.status();
         p.close()?;
         Ok(status)
+    }
+
+    /// Fault-injection support: the process dies now. Stops the rebuild and flusher threads
+    /// and drops the pool without flushing or recording anything, so that the members hold
+    /// what a killed process would have left. Later requests fail. (Requests running outside
+    /// the pool mutex finish on the members they hold; the harness stops its clients first.)
+    pub fn abandon(&self) {
+        self.stop_rebuild();
+        self.stop_flusher.store(true, Ordering::SeqCst);
+        let h = self
+            .flusher_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(h) = h {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+        let mut g = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        drop(g.take());
+    }
+}
+
+/// A served pool as an NBD export's backend (what `raidforge serve` exports, and what the
+/// served fault-injection harness, `crate::faultsim_served`, talks to through real NBD
+/// connections).
+pub struct PoolBackend(pub Arc<SharedPool>);
+
+/// A pool error as the I/O error an NBD reply carries (a usage error is the client's
+/// fault: `EINVAL`; everything else `EIO`).
+pub fn pool_io_error(e: PoolError) -> std::io::Error {
+    let kind = match &e {
+        PoolError::Usage(_) => std::io::ErrorKind::InvalidInput,
+        _ => std::io::ErrorKind::Other,
+    };
+    std::io::Error::new(kind, e.to_string())
+}
+
+impl nbd::Backend for PoolBackend {
+    fn size(&self) -> u64 {
+        self.0.capacity_bytes()
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.0.read(offset, buf).map_err(pool_io_error)
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.0.write(offset, data).map_err(pool_io_error)
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        self.0.flush().map_err(pool_io_error)
+    }
+    fn write_zeroes(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.0.write_zeroes(offset, len).map_err(pool_io_error)
     }
 }
 
@@ -1328,8 +1336,8 @@ mod tests {
     use layout::{Params, SchemeKind};
 
     use super::*;
-    use crate::pool::CreateOpts;
-    use raidcore::ParityPolicy;
+    use crate::pool::{test_opts, CreateOpts};
+    use raidcore::{plan_write, ParityPolicy};
 
     struct Dir(PathBuf);
     impl Dir {
@@ -1350,19 +1358,9 @@ mod tests {
         Pool::create(
             &dir.join("pool.json"),
             CreateOpts {
-                scheme: kind,
                 params,
-                members: (0..n).map(|i| dir.join(format!("m{i}.img"))).collect(),
-                size_bytes: Some(6 << 20),
                 chunk_bytes: 16 << 10,
-                emulate: None,
-                force: false,
-                direct: false,
-                parity: Default::default(),
-                bpgl_capacity: None,
-                checksums: false,
-                write_hole: Default::default(),
-                journal_bytes: None,
+                ..test_opts(kind, dir, n, 6 << 20)
             },
         )
         .unwrap()

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use dev::pool::{CreateOpts, Pool, PoolError, RebuildOpts, ScrubOpts, ScrubReport};
+use dev::pool::{test_opts, CreateOpts, Pool, PoolError, RebuildOpts, ScrubOpts, ScrubReport};
 use dev::{Faulty, Member};
 use layout::{Params, Role, SchemeKind};
-use raidcore::{logical_offset, place_loc, ParityPolicy, PlaceId};
+use raidcore::{logical_offset, place_loc, PlaceId};
 
 struct TempDir(PathBuf);
 
@@ -63,19 +63,10 @@ fn filled(dir: &Path, kind: SchemeKind, p: Params, checksums: bool) -> (Pool, Ve
     let mut pool = Pool::create(
         &dir.join("pool.json"),
         CreateOpts {
-            scheme: kind,
             params: p,
-            members: (0..n).map(|i| member_path(dir, i)).collect(),
-            size_bytes: Some(3 << 20),
             chunk_bytes: CHUNK,
-            emulate: None,
-            force: false,
-            direct: false,
-            parity: ParityPolicy::Eager,
-            bpgl_capacity: None,
             checksums,
-            write_hole: Default::default(),
-            journal_bytes: None,
+            ..test_opts(kind, dir, n, 3 << 20)
         },
     )
     .unwrap();

@@ -10,9 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use dev::pool::{CreateOpts, Pool, RebuildOpts};
+use dev::pool::{test_opts, CreateOpts, Pool, RebuildOpts};
 use dev::{FileMember, Member, OpenOpts};
-use layout::{Params, SchemeKind};
+use layout::SchemeKind;
 
 /// Members and the replacement: 4 MiB each.
 const MEMBER_BYTES: u64 = 4 << 20;
@@ -209,22 +209,10 @@ fn direct_pool_round_trips_unaligned_io_through_failure_and_rebuild() {
     let create = Pool::create(
         &dir.join("p.json"),
         CreateOpts {
-            scheme: SchemeKind::Raid6,
-            params: Params {
-                disks: Some(5),
-                ..Params::default()
-            },
             members: paths[..5].to_vec(),
-            size_bytes: Some(MEMBER_BYTES),
             chunk_bytes: 16384,
-            emulate: None,
-            force: false,
             direct: true,
-            parity: Default::default(),
-            bpgl_capacity: None,
-            checksums: false,
-            write_hole: Default::default(),
-            journal_bytes: None,
+            ..test_opts(SchemeKind::Raid6, dir, 5, MEMBER_BYTES)
         },
     );
     let mut pool = create.unwrap_or_else(|e| panic!("create on {what}: {e}"));

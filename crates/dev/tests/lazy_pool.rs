@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use dev::pool::{CreateOpts, Pool};
-use layout::{Params, SchemeKind};
+use dev::pool::{test_opts, CreateOpts, Pool};
+use layout::SchemeKind;
 use raidcore::ParityPolicy;
 
 /// The test sequences: `layout::SplitMix64` from a seed.
@@ -73,22 +73,11 @@ fn create(
     Pool::create(
         &dir.join("pool.json"),
         CreateOpts {
-            scheme: kind,
-            params: Params {
-                disks: Some(n),
-                ..Params::default()
-            },
-            members: members(dir, n),
-            size_bytes: Some((1 << 20) + data_bytes),
             chunk_bytes: chunk,
             emulate,
-            force: false,
-            direct: false,
             parity,
             bpgl_capacity: cap,
-            checksums: false,
-            write_hole: Default::default(),
-            journal_bytes: None,
+            ..test_opts(kind, dir, n, (1 << 20) + data_bytes)
         },
     )
     .unwrap()
@@ -363,22 +352,9 @@ fn the_bound_is_kept_and_raid6_recovers_after_a_crash() {
     let e = Pool::create(
         &t5.join("pool.json"),
         CreateOpts {
-            scheme: SchemeKind::Raid5,
-            params: Params {
-                disks: Some(4),
-                ..Params::default()
-            },
-            members: members(&t5, 4),
-            size_bytes: Some(2 << 20),
             chunk_bytes: chunk,
-            emulate: None,
-            force: false,
-            direct: false,
             parity: ParityPolicy::Lazy,
-            bpgl_capacity: None,
-            checksums: false,
-            write_hole: Default::default(),
-            journal_bytes: None,
+            ..test_opts(SchemeKind::Raid5, &t5, 4, 2 << 20)
         },
     )
     .err()

@@ -17,9 +17,9 @@
 
 use std::path::{Path, PathBuf};
 
-use dev::pool::{CreateOpts, Pool, RebuildOpts};
+use dev::pool::{test_opts, CreateOpts, Pool, RebuildOpts};
 use isal_ref::AlignedBuf;
-use layout::{Params, SchemeKind};
+use layout::SchemeKind;
 
 fn isal_or_skip(test: &str) -> bool {
     match isal_ref::load_library() {
@@ -139,26 +139,11 @@ fn check_members(pool: &Pool, level: u8, model: &[u8]) {
 }
 
 fn create(dir: &Path, kind: SchemeKind, n: usize, chunk: u64) -> Pool {
-    let members: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("m{i}.img"))).collect();
     Pool::create(
         &dir.join("pool.json"),
         CreateOpts {
-            scheme: kind,
-            params: Params {
-                disks: Some(n),
-                ..Params::default()
-            },
-            members,
-            size_bytes: Some((1 << 20) + 64 * chunk * n as u64),
             chunk_bytes: chunk,
-            emulate: None,
-            force: false,
-            direct: false,
-            parity: Default::default(),
-            bpgl_capacity: None,
-            checksums: false,
-            write_hole: Default::default(),
-            journal_bytes: None,
+            ..test_opts(kind, dir, n, (1 << 20) + 64 * chunk * n as u64)
         },
     )
     .unwrap()

@@ -32,7 +32,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dev::pool::{CreateOpts, Pool, PoolError, RebuildOpts};
+use dev::pool::{test_opts, CreateOpts, Pool, PoolError, RebuildOpts};
 use layout::{Disk, Params, SchemeKind};
 use raidcore::{CoreError, WritePolicy};
 
@@ -522,19 +522,9 @@ fn scenario(name: &str, kind: SchemeKind, p: Params, size: Size, seed: u64, pair
     let mut pool = Pool::create(
         &desc,
         CreateOpts {
-            scheme: kind,
             params: p.clone(),
-            members: members.clone(),
-            size_bytes: Some(size.member_bytes),
             chunk_bytes: size.chunk,
-            emulate: None,
-            force: false,
-            direct: false,
-            parity: Default::default(),
-            bpgl_capacity: None,
-            checksums: false,
-            write_hole: Default::default(),
-            journal_bytes: None,
+            ..test_opts(kind, &base_dir, n, size.member_bytes)
         },
     )
     .unwrap_or_else(|e| panic!("{name}: create: {e}"));
@@ -973,19 +963,8 @@ fn members_failing_under_io() {
     let mut pool = Pool::create(
         &desc,
         CreateOpts {
-            scheme: SchemeKind::Raid6,
-            params: d(n),
-            members: members.clone(),
-            size_bytes: Some(2 << 20),
             chunk_bytes: 4096,
-            emulate: None,
-            force: false,
-            direct: false,
-            parity: Default::default(),
-            bpgl_capacity: None,
-            checksums: false,
-            write_hole: Default::default(),
-            journal_bytes: None,
+            ..test_opts(SchemeKind::Raid6, tmp.path(), n, 2 << 20)
         },
     )
     .unwrap();
@@ -1082,19 +1061,9 @@ fn verify_finds_a_flipped_byte() {
         let mut pool = Pool::create(
             &tmp.path().join("pool.json"),
             CreateOpts {
-                scheme: kind,
                 params: p,
-                members: members.clone(),
-                size_bytes: Some(2 << 20),
                 chunk_bytes: 4096,
-                emulate: None,
-                force: false,
-                direct: false,
-                parity: Default::default(),
-                bpgl_capacity: None,
-                checksums: false,
-                write_hole: Default::default(),
-                journal_bytes: None,
+                ..test_opts(kind, tmp.path(), n, 2 << 20)
             },
         )
         .unwrap();
@@ -1141,23 +1110,12 @@ fn verify_finds_a_flipped_byte() {
 fn second_failure_mid_rebuild_loses_only_unrebuilt_cycles() {
     let tmp = TempDir::new("partial-loss");
     let n = 6;
-    let members = member_paths(tmp.path(), n);
     let mut pool = Pool::create(
         &tmp.path().join("pool.json"),
         CreateOpts {
-            scheme: SchemeKind::Raid5,
             params: Params { spares: 1, ..d(n) },
-            members,
-            size_bytes: Some(2 << 20),
             chunk_bytes: 4096,
-            emulate: None,
-            force: false,
-            direct: false,
-            parity: Default::default(),
-            bpgl_capacity: None,
-            checksums: false,
-            write_hole: Default::default(),
-            journal_bytes: None,
+            ..test_opts(SchemeKind::Raid5, tmp.path(), n, 2 << 20)
         },
     )
     .unwrap();
@@ -1202,24 +1160,12 @@ fn second_failure_mid_rebuild_loses_only_unrebuilt_cycles() {
 fn many_replacements_over_a_pool_lifetime() {
     let tmp = TempDir::new("lifetime");
     let n = 3;
-    let members = member_paths(tmp.path(), n);
     let desc = tmp.path().join("pool.json");
     let mut pool = Pool::create(
         &desc,
         CreateOpts {
-            scheme: SchemeKind::Raid5,
-            params: d(n),
-            members,
-            size_bytes: Some((1 << 20) + (96 << 10)),
             chunk_bytes: 4096,
-            emulate: None,
-            force: false,
-            direct: false,
-            parity: Default::default(),
-            bpgl_capacity: None,
-            checksums: false,
-            write_hole: Default::default(),
-            journal_bytes: None,
+            ..test_opts(SchemeKind::Raid5, tmp.path(), n, (1 << 20) + (96 << 10))
         },
     )
     .unwrap();

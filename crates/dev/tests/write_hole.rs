@@ -12,9 +12,9 @@
 //! wraps its ring many times; the journal surviving the loss of a journal member.
 
 use dev::crash::{Apply, CrashSim, PendingWrite};
-use dev::pool::{CreateOpts, Pool, WriteHole};
+use dev::pool::{test_opts, CreateOpts, Pool, WriteHole};
 use dev::serve_support::{Concurrency, SharedPool};
-use layout::{Params, SchemeKind};
+use layout::SchemeKind;
 use raidcore::{plan_read, plan_write, WritePolicy};
 use std::path::{Path, PathBuf};
 
@@ -35,13 +35,6 @@ impl Drop for TempDir {
 
 const CHUNK: u64 = 4096;
 
-fn params(disks: usize) -> Params {
-    Params {
-        disks: Some(disks),
-        ..Default::default()
-    }
-}
-
 fn create(dir: &Path, kind: SchemeKind, disks: usize, wh: WriteHole, data: u64) -> Pool {
     create_with(dir, kind, disks, wh, data, false)
 }
@@ -57,19 +50,11 @@ fn create_with(
     Pool::create(
         &dir.join("pool.json"),
         CreateOpts {
-            scheme: kind,
-            params: params(disks),
-            members: members(dir, disks),
-            size_bytes: Some((2 << 20) + data),
             chunk_bytes: CHUNK,
-            emulate: None,
-            force: false,
-            direct: false,
-            parity: Default::default(),
-            bpgl_capacity: None,
             write_hole: wh,
             journal_bytes: Some(256 << 10),
             checksums,
+            ..test_opts(kind, dir, disks, (2 << 20) + data)
         },
     )
     .unwrap()
@@ -623,19 +608,10 @@ fn wh_ring_wraps_and_recovers() {
     let mut pool = Pool::create(
         &dir.join("pool.json"),
         CreateOpts {
-            scheme: SchemeKind::Raid6,
-            params: params(5),
-            members: members(dir, 5),
-            size_bytes: Some((2 << 20) + (256 << 10)),
             chunk_bytes: CHUNK,
-            emulate: None,
-            force: false,
-            direct: false,
-            parity: Default::default(),
-            bpgl_capacity: None,
             write_hole: WriteHole::Journal,
             journal_bytes: Some(64 << 10),
-            checksums: false,
+            ..test_opts(SchemeKind::Raid6, dir, 5, (2 << 20) + (256 << 10))
         },
     )
     .unwrap();

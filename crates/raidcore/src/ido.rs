@@ -46,7 +46,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::array::{ArrayState, Geometry};
-use crate::superblock::crc32c;
+use crate::record::{Frame, FrameError, CRC_BYTES};
 
 /// The seed's default zone size (rounded to a multiple of the stripe data size).
 pub const DEFAULT_ZONE_BYTES: u64 = 12 << 20;
@@ -450,10 +450,8 @@ impl ZoneTable {
     /// ```
     pub fn encode(&self) -> Vec<u8> {
         let len = self.encoded_len();
-        let mut b = vec![0u8; len];
-        b[0..8].copy_from_slice(ZT_MAGIC);
-        b[8..12].copy_from_slice(&1u32.to_le_bytes());
-        b[12..16].copy_from_slice(&(len as u32).to_le_bytes());
+        let mut b = ZT_FRAME.begin(len);
+        b.resize(len - CRC_BYTES, 0);
         b[16..24].copy_from_slice(&self.zone_bytes.to_le_bytes());
         b[24..32].copy_from_slice(&self.capacity.to_le_bytes());
         b[32..40].copy_from_slice(&self.zones().to_le_bytes());
@@ -467,32 +465,30 @@ impl ZoneTable {
         for (i, f) in self.flags.iter().enumerate() {
             b[at + i / 4] |= (*f as u8) << (2 * (i % 4));
         }
-        let crc = crc32c(&b[..len - 4]);
-        b[len - 4..].copy_from_slice(&crc.to_le_bytes());
-        b
+        ZT_FRAME.seal(b)
     }
 
     /// Decodes a record made by [`ZoneTable::encode`] (trailing bytes are ignored). The epoch
     /// rule is not persisted: the table gets the default; set it with [`ZoneTable::with_epoch`].
     pub fn decode(b: &[u8]) -> Result<ZoneTable, IdoError> {
-        if b.len() < ZT_HEADER + 4 || &b[0..8] != ZT_MAGIC {
-            return Err(IdoError::BadRecord("no zone table magic"));
-        }
-        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
-        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-        if u32_at(8) != 1 {
-            return Err(IdoError::BadRecord("zone table of an unknown version"));
-        }
-        let len = u32_at(12) as usize;
+        let r = ZT_FRAME.open(b).map_err(|e| {
+            refused(
+                e,
+                [
+                    "no zone table magic",
+                    "zone table of an unknown version",
+                    "zone table length is inconsistent",
+                    "zone table checksum mismatch",
+                ],
+            )
+        })?;
+        let (b, len) = (r.bytes(), r.len());
+        let (u32_at, u64_at) = (|o| r.u32_at(o), |o| r.u64_at(o));
         let zones = u64_at(32);
         if zones > MAX_ZONES
             || len != ZT_HEADER + zones as usize * 4 + (zones as usize).div_ceil(4) + 4
-            || len > b.len()
         {
             return Err(IdoError::BadRecord("zone table length is inconsistent"));
-        }
-        if crc32c(&b[..len - 4]) != u32_at(len - 4) {
-            return Err(IdoError::BadRecord("zone table checksum mismatch"));
         }
         let (zone_bytes, capacity) = (u64_at(16), u64_at(24));
         if zone_bytes == 0 || capacity.div_ceil(zone_bytes) != zones {
@@ -563,6 +559,25 @@ pub fn priority_zones(
 
 const ZT_MAGIC: &[u8; 8] = b"RFIDOZT\0";
 const ZT_HEADER: usize = 56;
+/// The zone table's frame ([`crate::record`]); not padded (it is nested in the IDO state).
+const ZT_FRAME: Frame = Frame {
+    magic: ZT_MAGIC,
+    version: 1,
+    header_bytes: ZT_HEADER,
+    max_bytes: ZT_HEADER + MAX_ZONES as usize * 4 + (MAX_ZONES as usize).div_ceil(4) + CRC_BYTES,
+    align: 1,
+};
+
+/// A frame refusal in the words of one record kind: no magic, unknown version, inconsistent
+/// length, checksum mismatch.
+fn refused(e: FrameError, words: [&'static str; 4]) -> IdoError {
+    IdoError::BadRecord(match e {
+        FrameError::Truncated { .. } | FrameError::NoMagic => words[0],
+        FrameError::Version(_) => words[1],
+        FrameError::Length(_) | FrameError::Short { .. } => words[2],
+        FrameError::Checksum => words[3],
+    })
+}
 
 // ---------------------------------------------------------------------------------------------
 // D-Map
@@ -839,45 +854,36 @@ impl DMap {
     ///      .     4  CRC-32C of everything before it
     /// ```
     pub fn encode(&self) -> Vec<u8> {
-        let len = self.encoded_len();
-        let mut b = vec![0u8; len];
-        b[0..8].copy_from_slice(DM_MAGIC);
-        b[8..12].copy_from_slice(&1u32.to_le_bytes());
-        b[12..16].copy_from_slice(&(len as u32).to_le_bytes());
-        b[16..24].copy_from_slice(&(self.map.len() as u64).to_le_bytes());
-        for (i, e) in self.extents().enumerate() {
-            let at = DM_HEADER + 25 * i;
-            b[at..at + 8].copy_from_slice(&e.d_off.to_le_bytes());
-            b[at + 8..at + 16].copy_from_slice(&e.len.to_le_bytes());
-            b[at + 16..at + 24].copy_from_slice(&e.s_off.to_le_bytes());
-            b[at + 24] = e.dirty as u8;
+        let mut b = DM_FRAME.begin(self.encoded_len());
+        b.extend_from_slice(&(self.map.len() as u64).to_le_bytes());
+        for e in self.extents() {
+            b.extend_from_slice(&e.d_off.to_le_bytes());
+            b.extend_from_slice(&e.len.to_le_bytes());
+            b.extend_from_slice(&e.s_off.to_le_bytes());
+            b.push(e.dirty as u8);
         }
-        let crc = crc32c(&b[..len - 4]);
-        b[len - 4..].copy_from_slice(&crc.to_le_bytes());
-        b
+        DM_FRAME.seal(b)
     }
 
     /// Decodes a record made by [`DMap::encode`] (trailing bytes are ignored); refuses
     /// damaged records and extents that overlap, are empty or are out of order.
     pub fn decode(b: &[u8]) -> Result<DMap, IdoError> {
-        if b.len() < DM_HEADER + 4 || &b[0..8] != DM_MAGIC {
-            return Err(IdoError::BadRecord("no D-Map magic"));
-        }
-        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
-        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-        if u32_at(8) != 1 {
-            return Err(IdoError::BadRecord("D-Map of an unknown version"));
-        }
-        let len = u32_at(12) as usize;
+        let r = DM_FRAME.open(b).map_err(|e| {
+            refused(
+                e,
+                [
+                    "no D-Map magic",
+                    "D-Map of an unknown version",
+                    "D-Map length is inconsistent",
+                    "D-Map checksum mismatch",
+                ],
+            )
+        })?;
+        let (b, len) = (r.bytes(), r.len());
+        let u64_at = |o| r.u64_at(o);
         let count = u64_at(16);
-        if count > (b.len() / 25) as u64
-            || len != DM_HEADER + 25 * count as usize + 4
-            || len > b.len()
-        {
+        if count > (len / 25) as u64 || len != DM_HEADER + 25 * count as usize + 4 {
             return Err(IdoError::BadRecord("D-Map length is inconsistent"));
-        }
-        if crc32c(&b[..len - 4]) != u32_at(len - 4) {
-            return Err(IdoError::BadRecord("D-Map checksum mismatch"));
         }
         let mut m = DMap::new();
         let mut end = 0u64;
@@ -896,6 +902,14 @@ impl DMap {
 
 const DM_MAGIC: &[u8; 8] = b"RFIDODM\0";
 const DM_HEADER: usize = 24;
+/// The D-Map's frame ([`crate::record`]); not padded (it is nested in the IDO state).
+const DM_FRAME: Frame = Frame {
+    magic: DM_MAGIC,
+    version: 1,
+    header_bytes: DM_HEADER,
+    max_bytes: u32::MAX as usize,
+    align: 1,
+};
 
 // ---------------------------------------------------------------------------------------------
 // The controller
@@ -1784,11 +1798,8 @@ impl Ido {
     pub fn encode_state(&self) -> Vec<u8> {
         let zt = self.zones.encode();
         let dm = self.dmap.encode();
-        let len = 36 + 8 * self.hot.len() + zt.len() + dm.len() + 4;
-        let mut b = Vec::with_capacity(len);
-        b.extend_from_slice(ST_MAGIC);
-        b.extend_from_slice(&1u32.to_le_bytes());
-        b.extend_from_slice(&(len as u32).to_le_bytes());
+        let len = ST_HEADER + 8 * self.hot.len() + zt.len() + dm.len() + 4;
+        let mut b = ST_FRAME.begin(len);
         b.push(match self.phase {
             Phase::Normal => 0,
             Phase::Rebuilding => 1,
@@ -1808,10 +1819,8 @@ impl Ido {
         }
         b.extend_from_slice(&zt);
         b.extend_from_slice(&dm);
-        let crc = crc32c(&b);
-        b.extend_from_slice(&crc.to_le_bytes());
-        debug_assert_eq!(b.len(), len);
-        b
+        debug_assert_eq!(b.len() + CRC_BYTES, len);
+        ST_FRAME.seal(b)
     }
 
     /// Restores a controller from [`Ido::encode_state`]'s record; `zones_like` is a table for
@@ -1819,21 +1828,19 @@ impl Ido {
     /// forgotten (they never mapped anything); a rebuild in progress continues with
     /// [`Ido::start_rebuild`]`(true)`.
     pub fn decode_state(cfg: IdoConfig, zones_like: &ZoneTable, b: &[u8]) -> Result<Ido, IdoError> {
-        if b.len() < 40 || &b[0..8] != ST_MAGIC {
-            return Err(IdoError::BadRecord("no IDO state magic"));
-        }
-        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
-        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-        if u32_at(8) != 1 {
-            return Err(IdoError::BadRecord("IDO state of an unknown version"));
-        }
-        let len = u32_at(12) as usize;
-        if len < 40 || len > b.len() {
-            return Err(IdoError::BadRecord("IDO state length is inconsistent"));
-        }
-        if crc32c(&b[..len - 4]) != u32_at(len - 4) {
-            return Err(IdoError::BadRecord("IDO state checksum mismatch"));
-        }
+        let r = ST_FRAME.open(b).map_err(|e| {
+            refused(
+                e,
+                [
+                    "no IDO state magic",
+                    "IDO state of an unknown version",
+                    "IDO state length is inconsistent",
+                    "IDO state checksum mismatch",
+                ],
+            )
+        })?;
+        let (b, len) = (r.bytes(), r.len());
+        let (u32_at, u64_at) = (|o| r.u32_at(o), |o| r.u64_at(o));
         if b[18..24].iter().any(|&x| x != 0) {
             return Err(IdoError::BadRecord(
                 "non-zero reserved bytes in the IDO state",
@@ -1849,7 +1856,7 @@ impl Ido {
             .get(b[17] as usize)
             .ok_or(IdoError::BadRecord("unknown rebuild policy"))?;
         let hot_n = u32_at(32) as usize;
-        let mut at = 36;
+        let mut at = ST_HEADER;
         if hot_n > (len - at) / 8 {
             return Err(IdoError::BadRecord("IDO state hot list is too long"));
         }
@@ -1897,6 +1904,16 @@ impl Ido {
 }
 
 const ST_MAGIC: &[u8; 8] = b"RFIDOST\0";
+/// Bytes of the IDO state before its hot zones.
+const ST_HEADER: usize = 36;
+/// The IDO state's frame ([`crate::record`]); not padded (the engine's record holds it).
+const ST_FRAME: Frame = Frame {
+    magic: ST_MAGIC,
+    version: 1,
+    header_bytes: ST_HEADER,
+    max_bytes: u32::MAX as usize,
+    align: 1,
+};
 
 /// Whether logical chunk `chunk` of the array must be reconstructed to be read now (its data
 /// unit is on a member that is failed or not yet rebuilt for the chunk's cycle).

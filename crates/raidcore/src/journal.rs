@@ -43,6 +43,7 @@
 //! after the previous one and, failing that, at the ring's start; the walk stops at the first
 //! sequence found nowhere. Every record found is replayed, in order.
 
+use crate::record::{le_u32, le_u64, Frame, FrameError};
 use crate::superblock::crc32c;
 
 /// Bytes of one checkpoint slot.
@@ -61,6 +62,14 @@ pub const MAX_RECORD_BYTES: usize = 1 << 30;
 const RECORD_MAGIC: &[u8; 8] = b"RFJREC\0\0";
 const CHECKPOINT_MAGIC: &[u8; 8] = b"RFJHEAD\0";
 const VERSION: u32 = 1;
+/// A record's frame ([`crate::record`]), padded to [`RECORD_ALIGN`].
+const RECORD_FRAME: Frame = Frame {
+    magic: RECORD_MAGIC,
+    version: VERSION,
+    header_bytes: RECORD_HEADER_BYTES,
+    max_bytes: MAX_RECORD_BYTES,
+    align: RECORD_ALIGN as usize,
+};
 
 /// One member range a record holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,10 +156,7 @@ pub fn encode_record(uuid: [u8; 16], sequence: u64, entries: &[(u32, u64, &[u8])
     );
     let len = record_len(entries.iter().map(|e| e.2.len()));
     assert!(len <= MAX_RECORD_BYTES, "journal record of {len} bytes");
-    let mut b = Vec::with_capacity(padded(len) as usize);
-    b.extend_from_slice(RECORD_MAGIC);
-    b.extend_from_slice(&VERSION.to_le_bytes());
-    b.extend_from_slice(&(len as u32).to_le_bytes());
+    let mut b = RECORD_FRAME.begin(padded(len) as usize);
     b.extend_from_slice(&uuid);
     b.extend_from_slice(&sequence.to_le_bytes());
     b.extend_from_slice(&(entries.len() as u32).to_le_bytes());
@@ -163,11 +169,8 @@ pub fn encode_record(uuid: [u8; 16], sequence: u64, entries: &[(u32, u64, &[u8])
     for &(_, _, data) in entries {
         b.extend_from_slice(data);
     }
-    let crc = crc32c(&b);
-    b.extend_from_slice(&crc.to_le_bytes());
-    debug_assert_eq!(b.len(), len);
-    b.resize(padded(len) as usize, 0);
-    b
+    debug_assert_eq!(b.len() + 4, len);
+    RECORD_FRAME.seal(b)
 }
 
 impl JournalRecord {
@@ -184,54 +187,28 @@ impl JournalRecord {
     /// The encoded length a record starting with `head` (at least its first 16 bytes) says
     /// it has, if `head` starts like a record of this version: how much to read.
     pub fn encoded_len(head: &[u8]) -> Option<usize> {
-        if head.len() < 16 || &head[0..8] != RECORD_MAGIC {
-            return None;
-        }
-        if u32::from_le_bytes(head[8..12].try_into().unwrap()) != VERSION {
-            return None;
-        }
-        let n = u32::from_le_bytes(head[12..16].try_into().unwrap()) as usize;
-        (RECORD_HEADER_BYTES + 4..=MAX_RECORD_BYTES)
-            .contains(&n)
-            .then_some(n)
+        let p = RECORD_FRAME.peek(head)?;
+        (p.version == VERSION && (RECORD_HEADER_BYTES + 4..=MAX_RECORD_BYTES).contains(&p.len))
+            .then_some(p.len)
     }
 
     /// Decodes and checks a record. Bytes after the encoded length (padding) are ignored.
     pub fn decode(b: &[u8]) -> Result<JournalRecord, JournalError> {
-        if b.len() < RECORD_HEADER_BYTES + 4 {
-            return Err(JournalError::Short {
-                need: RECORD_HEADER_BYTES + 4,
-                have: b.len(),
-            });
-        }
-        if &b[0..8] != RECORD_MAGIC {
-            return Err(JournalError::NoMagic);
-        }
-        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
-        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-        let version = u32_at(8);
-        if version != VERSION {
-            return Err(JournalError::Version(version));
-        }
-        let len = u32_at(12) as usize;
-        if !(RECORD_HEADER_BYTES + 4..=MAX_RECORD_BYTES).contains(&len) {
-            return Err(field("length", format!("{len}")));
-        }
-        if b.len() < len {
-            return Err(JournalError::Short {
-                need: len,
-                have: b.len(),
-            });
-        }
-        let stored = u32_at(len - 4);
-        if stored != crc32c(&b[..len - 4]) {
-            return Err(JournalError::Checksum);
-        }
-        let n = u32_at(40) as usize;
+        let r = RECORD_FRAME.open(b).map_err(|e| match e {
+            FrameError::Truncated { need, have } | FrameError::Short { need, have } => {
+                JournalError::Short { need, have }
+            }
+            FrameError::NoMagic => JournalError::NoMagic,
+            FrameError::Version(v) => JournalError::Version(v),
+            FrameError::Length(len) => field("length", format!("{len}")),
+            FrameError::Checksum => JournalError::Checksum,
+        })?;
+        let (b, len) = (r.bytes(), r.len());
+        let n = r.u32_at(40) as usize;
         if n == 0 || n > MAX_ENTRIES {
             return Err(field("entry count", format!("{n} (1..={MAX_ENTRIES})")));
         }
-        if u32_at(44) != 0 {
+        if r.u32_at(44) != 0 {
             return Err(field("reserved", "bytes 44..48 must be 0"));
         }
         let table_end = RECORD_HEADER_BYTES + 16 * n;
@@ -245,9 +222,9 @@ impl JournalRecord {
         let mut at = table_end;
         for i in 0..n {
             let e = RECORD_HEADER_BYTES + 16 * i;
-            let member = u32_at(e);
-            let elen = u32_at(e + 4) as usize;
-            let offset = u64_at(e + 8);
+            let member = r.u32_at(e);
+            let elen = r.u32_at(e + 4) as usize;
+            let offset = r.u64_at(e + 8);
             if elen == 0 {
                 return Err(field("entries", format!("entry {i} is empty")));
             }
@@ -277,7 +254,7 @@ impl JournalRecord {
         uuid.copy_from_slice(&b[16..32]);
         Ok(JournalRecord {
             uuid,
-            sequence: u64_at(32),
+            sequence: r.u64_at(32),
             entries,
         })
     }
@@ -323,12 +300,12 @@ impl Checkpoint {
         if &b[0..8] != CHECKPOINT_MAGIC {
             return Err(JournalError::NoMagic);
         }
-        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-        let version = u32::from_le_bytes(b[8..12].try_into().unwrap());
+        let u64_at = |o: usize| le_u64(b, o);
+        let version = le_u32(b, 8);
         if version != VERSION {
             return Err(JournalError::Version(version));
         }
-        if u32::from_le_bytes(b[4092..4096].try_into().unwrap()) != crc32c(&b[..4092]) {
+        if le_u32(b, 4092) != crc32c(&b[..4092]) {
             return Err(JournalError::Checksum);
         }
         if b[12..16].iter().chain(&b[56..4092]).any(|&x| x != 0) {

@@ -50,7 +50,7 @@ use crate::array::{ArrayState, Geometry, PlaceId, StripeId};
 use crate::plan::{Plan, PlanKind};
 use crate::policy::ModePolicy;
 use crate::recon::{Builder, Values, View};
-use crate::superblock::crc32c;
+use crate::record::Frame;
 use crate::CoreError;
 
 /// Whether a write updates both parities of a two-parity stripe (eager) or defers one (lazy).
@@ -405,6 +405,10 @@ pub struct Bpgl {
     capacity: usize,
     entries: BTreeMap<StripeId, Entry>,
     next_seq: u64,
+    /// Entries dropped so far (by flushes and rebuilds): a plan made while it assumed some
+    /// background parity stale is current only while this has not moved (see
+    /// [`crate::Plan::bpgl_removals`]).
+    removals: u64,
 }
 
 /// Magic of a persisted BPGL slot.
@@ -418,6 +422,14 @@ const BPGL_HEADER: usize = 48;
 pub const BPGL_MAX_CAPACITY: usize = (BPGL_SLOT_BYTES - BPGL_HEADER - 4) / 12;
 /// The bound used when none is given.
 pub const BPGL_DEFAULT_CAPACITY: usize = 1024;
+/// A persisted slot's frame ([`crate::record`]), padded to whole 4 KiB blocks.
+const BPGL_FRAME: Frame = Frame {
+    magic: BPGL_MAGIC,
+    version: BPGL_VERSION,
+    header_bytes: BPGL_HEADER,
+    max_bytes: BPGL_SLOT_BYTES,
+    align: 4096,
+};
 
 /// A persisted BPGL slot, decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -450,66 +462,46 @@ impl BpglRecord {
     pub fn encode(&self) -> Vec<u8> {
         assert!(self.stripes.len() <= BPGL_MAX_CAPACITY, "BPGL too long");
         let len = BPGL_HEADER + 12 * self.stripes.len() + 4;
-        let mut b = vec![0u8; len.div_ceil(4096) * 4096];
-        b[0..8].copy_from_slice(BPGL_MAGIC);
-        b[8..12].copy_from_slice(&BPGL_VERSION.to_le_bytes());
-        b[12..16].copy_from_slice(&(len as u32).to_le_bytes());
-        b[16..32].copy_from_slice(&self.uuid);
-        b[32..40].copy_from_slice(&self.sequence.to_le_bytes());
-        b[40..44].copy_from_slice(&self.capacity.to_le_bytes());
-        b[44..48].copy_from_slice(&(self.stripes.len() as u32).to_le_bytes());
-        for (i, s) in self.stripes.iter().enumerate() {
-            let at = BPGL_HEADER + 12 * i;
-            b[at..at + 8].copy_from_slice(&s.cycle.to_le_bytes());
-            b[at + 8..at + 12].copy_from_slice(&(s.stripe as u32).to_le_bytes());
+        let mut b = BPGL_FRAME.begin(BPGL_FRAME.padded(len));
+        b.extend_from_slice(&self.uuid);
+        b.extend_from_slice(&self.sequence.to_le_bytes());
+        b.extend_from_slice(&self.capacity.to_le_bytes());
+        b.extend_from_slice(&(self.stripes.len() as u32).to_le_bytes());
+        for s in &self.stripes {
+            b.extend_from_slice(&s.cycle.to_le_bytes());
+            b.extend_from_slice(&(s.stripe as u32).to_le_bytes());
         }
-        let crc = crc32c(&b[..len - 4]);
-        b[len - 4..len].copy_from_slice(&crc.to_le_bytes());
-        b
+        BPGL_FRAME.seal(b)
     }
 
     /// Decodes a slot; `None` when it holds no valid record (never written, torn, damaged or
     /// of a future version).
     pub fn decode(b: &[u8]) -> Option<BpglRecord> {
-        if b.len() < BPGL_HEADER + 4 || &b[0..8] != BPGL_MAGIC {
-            return None;
-        }
-        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
-        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-        if u32_at(8) != BPGL_VERSION {
-            return None;
-        }
-        let len = u32_at(12) as usize;
-        let count = u32_at(44) as usize;
-        if len != BPGL_HEADER + 12 * count + 4 || len > b.len() || count > BPGL_MAX_CAPACITY {
-            return None;
-        }
-        if crc32c(&b[..len - 4]) != u32_at(len - 4) {
+        let r = BPGL_FRAME.open(b).ok()?;
+        let count = r.u32_at(44) as usize;
+        if r.len() != BPGL_HEADER + 12 * count + 4 || count > BPGL_MAX_CAPACITY {
             return None;
         }
         let mut uuid = [0u8; 16];
-        uuid.copy_from_slice(&b[16..32]);
+        uuid.copy_from_slice(&r.bytes()[16..32]);
         let stripes = (0..count)
             .map(|i| StripeId {
-                cycle: u64_at(BPGL_HEADER + 12 * i),
-                stripe: u32_at(BPGL_HEADER + 12 * i + 8) as usize,
+                cycle: r.u64_at(BPGL_HEADER + 12 * i),
+                stripe: r.u32_at(BPGL_HEADER + 12 * i + 8) as usize,
             })
             .collect();
         Some(BpglRecord {
             uuid,
-            sequence: u64_at(32),
-            capacity: u32_at(40),
+            sequence: r.u64_at(32),
+            capacity: r.u32_at(40),
             stripes,
         })
     }
 
     /// Bytes to read to decode a slot whose first 4096 bytes are `head` (`None`: no record).
     pub fn encoded_len(head: &[u8]) -> Option<usize> {
-        if head.len() < 16 || &head[0..8] != BPGL_MAGIC {
-            return None;
-        }
-        let len = u32::from_le_bytes(head[12..16].try_into().unwrap()) as usize;
-        (len <= BPGL_SLOT_BYTES).then_some(len.div_ceil(4096) * 4096)
+        let len = BPGL_FRAME.peek(head)?.len;
+        (len <= BPGL_SLOT_BYTES).then_some(BPGL_FRAME.padded(len))
     }
 }
 
@@ -520,7 +512,12 @@ impl Bpgl {
             capacity: capacity.min(BPGL_MAX_CAPACITY),
             entries: BTreeMap::new(),
             next_seq: 1,
+            removals: 0,
         }
+    }
+    /// Entries dropped so far (see [`crate::Plan::bpgl_removals`]).
+    pub fn removals(&self) -> u64 {
+        self.removals
     }
     /// The bound.
     pub fn capacity(&self) -> usize {
@@ -620,8 +617,11 @@ impl ArrayState {
     /// Replaces the list by a persisted one (assembly after a crash).
     pub fn restore_bpgl(&mut self, r: &BpglRecord) {
         let cap = self.bpgl.capacity;
+        let removals = self.bpgl.removals;
         self.bpgl = Bpgl::from_record(r);
         self.bpgl.capacity = self.bpgl.capacity.max(cap);
+        // Whatever was planned against the list before is stale now.
+        self.bpgl.removals = removals + 1;
     }
     /// Takes over `other`'s list (a state rebuilt from compacted history keeps it).
     pub fn adopt_bpgl(&mut self, other: &ArrayState) {
@@ -659,6 +659,7 @@ impl ArrayState {
                 .is_some_and(|e| e.seq == *seq && e.in_flight == 0)
             {
                 self.bpgl.entries.remove(s);
+                self.bpgl.removals += 1;
                 removed += 1;
             }
         }
@@ -684,6 +685,7 @@ impl ArrayState {
         for s in listed {
             if self.bpgl.entries[&s].in_flight == 0 {
                 self.bpgl.entries.remove(&s);
+                self.bpgl.removals += 1;
             }
         }
     }

@@ -111,6 +111,8 @@ pub mod plan;
 pub mod planner;
 pub mod policy;
 pub mod rebuild;
+pub mod record;
+pub mod region;
 pub mod repair;
 pub mod superblock;
 pub mod verify;

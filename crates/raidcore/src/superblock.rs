@@ -54,10 +54,12 @@
 //! Decoding checks the magic, version, length, CRC and every field's range, and says which
 //! check failed: a wrong or damaged superblock is refused, never guessed at.
 
+use crate::record::{le_u32, le_u64};
+
 /// Size of the superblock on every member.
 pub const SUPERBLOCK_BYTES: usize = 4096;
-/// Default start of the data area.
-pub const DEFAULT_DATA_OFFSET_BYTES: u64 = 1 << 20;
+/// Default start of the data area ([`crate::region`]).
+pub const DEFAULT_DATA_OFFSET_BYTES: u64 = crate::region::DEFAULT_DATA_OFFSET_BYTES;
 const MAGIC: &[u8; 8] = b"RAIDFRG\0";
 const VERSION: u32 = 3;
 /// Feature flag: a write journal region (see `journal_offset_bytes`).
@@ -65,18 +67,52 @@ pub const FEATURE_JOURNAL: u32 = 1 << 0;
 /// Feature flag: per-block checksums (see `checksum_offset_bytes`).
 pub const FEATURE_CHECKSUMS: u32 = 1 << 1;
 const FEATURES_KNOWN: u32 = FEATURE_JOURNAL | FEATURE_CHECKSUMS;
-/// Where a member's two BPGL slots start (right after the superblock).
-pub const BPGL_OFFSET_BYTES: u64 = SUPERBLOCK_BYTES as u64;
+/// Where a member's two BPGL slots start (right after the superblock; [`crate::region`]).
+pub const BPGL_OFFSET_BYTES: u64 = crate::region::BPGL.offset;
 /// Member offsets of the superblock's two copies: at 0 and right after the BPGL slots
-/// (260 KiB). Generation `g` is written to slot `g % 2` ([`superblock_slot`]), and every
-/// superblock write is flushed before the next, so a crash can tear at most the copy being
-/// written: the other one, a generation older, still opens the member (a member one
-/// generation behind the others only missed the newest update). Readers take the valid copy
-/// with the newest generation.
+/// (260 KiB; [`crate::region`]). Generation `g` is written to slot `g % 2`
+/// ([`superblock_slot`]), and every superblock write is flushed before the next, so a crash
+/// can tear at most the copy being written: the other one, a generation older, still opens
+/// the member (a member one generation behind the others only missed the newest update).
+/// Readers take the valid copy with the newest generation.
 pub const SUPERBLOCK_SLOTS: [u64; 2] = [
-    0,
-    BPGL_OFFSET_BYTES + 2 * crate::lazy::BPGL_SLOT_BYTES as u64,
+    crate::region::SUPERBLOCK_A.offset,
+    crate::region::SUPERBLOCK_B.offset,
 ];
+
+/// Bytes of a superblock's head: magic, version, length, UUID, member index and count,
+/// generation.
+pub const SUPERBLOCK_HEAD_BYTES: usize = 48;
+
+/// What a superblock's first [`SUPERBLOCK_HEAD_BYTES`] say, whatever the rest holds (the
+/// CRC is not checked): a superblock torn by a crash while it was being rewritten still says
+/// whose member it is and its generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SuperblockHead {
+    /// Array UUID.
+    pub uuid: [u8; 16],
+    /// The member's position.
+    pub member_index: u32,
+    /// Members of the array.
+    pub member_count: u32,
+    /// The superblock's generation.
+    pub generation: u64,
+}
+
+impl SuperblockHead {
+    /// The head of the superblock starting `b`; `None` when `b` is shorter or has no magic.
+    pub fn peek(b: &[u8]) -> Option<SuperblockHead> {
+        if b.len() < SUPERBLOCK_HEAD_BYTES || &b[..8] != MAGIC {
+            return None;
+        }
+        Some(SuperblockHead {
+            uuid: b[16..32].try_into().expect("16 bytes"),
+            member_index: le_u32(b, 32),
+            member_count: le_u32(b, 36),
+            generation: le_u64(b, 40),
+        })
+    }
+}
 
 /// The member offset generation `g`'s superblock is written to.
 pub fn superblock_slot(generation: u64) -> u64 {
@@ -394,8 +430,8 @@ impl Superblock {
         if b.len() < SUPERBLOCK_BYTES {
             return Err(SuperblockError::Short(b.len()));
         }
-        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
-        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+        let u32_at = |o: usize| le_u32(b, o);
+        let u64_at = |o: usize| le_u64(b, o);
         let u16_at = |o: usize| u16::from_le_bytes(b[o..o + 2].try_into().unwrap());
         if &b[0..8] != MAGIC {
             return Err(SuperblockError::NoMagic);

@@ -338,3 +338,55 @@ fn a_second_failure_before_the_flush_can_lose_data_and_says_so() {
         other => panic!("expected DataLost, got {other:?}"),
     }
 }
+
+/// Issue 21, defect 2: a flush is planned; a write is planned while its stripe is listed and
+/// the list is full, so it falls back to eager parity and, the listed Q being stale, leaves Q
+/// alone (and is not counted in flight); the flush then runs and drops the entry. The write's
+/// plan must no longer be current: run as planned, it would write data and P, leave Q stale,
+/// and nothing would list the stripe (a second failure then reconstructs wrong bytes).
+#[test]
+fn a_write_planned_against_a_listed_stripe_goes_stale_when_a_flush_drops_the_entry() {
+    let geo = geometry(scheme(SchemeKind::Raid6, d(5)), 512, 4);
+    let mut h = Harness::new(geo.clone(), WritePolicy::Md);
+    h.state.set_bpgl_capacity(1);
+    // Stripe 0 of cycle 0 listed; the list is full.
+    assert_eq!(lazy_write(&mut h, 0, &[1u8; 512]), 1);
+    let flush = plan_flush_cycle(&geo, &h.state, 0)
+        .unwrap()
+        .expect("listed");
+    // 1024..2048 covers the end of stripe 0 (listed) and the start of stripe 1 (no room):
+    // the cycle falls back to eager parity.
+    let data = vec![3u8; 1024];
+    let lw = plan_write_lazy(&geo, &h.state, 1024, 1024, &h.policy).unwrap();
+    assert!(lw.deferred.is_empty(), "eager fallback expected");
+    let w = lw.plans[0].clone();
+    assert!(h.state.plan_is_current(&w));
+    // The flush wins the race for the stripe locks.
+    h.mem.run(&flush.plan, &mut []).unwrap();
+    assert_eq!(h.state.flush_done(&flush.entries), 1);
+    assert!(h.state.bpgl().is_empty());
+    assert!(
+        !h.state.plan_is_current(&w),
+        "the write was planned with Q stale; the flush made Q current and dropped the entry"
+    );
+    // What the check prevents: run as planned, the write leaves Q stale in an unlisted stripe.
+    let mut wrong = h.mem.clone();
+    wrong.run(&w, &mut data.clone()).unwrap();
+    assert!(
+        raidcore::mem::check_consistency(&geo, &h.state, &wrong.members, 0).is_err(),
+        "the stale plan leaves stripe 0 inconsistent"
+    );
+    // Planned again, it is eager and complete.
+    let again = plan_write_lazy(&geo, &h.state, 1024, 1024, &h.policy).unwrap();
+    h.state.defer(&again.deferred);
+    for p in &again.plans {
+        assert!(h.state.plan_is_current(p));
+        let at = p.user_offset as usize;
+        h.mem
+            .run(p, &mut data[at..at + p.buffers[0]].to_vec())
+            .unwrap();
+    }
+    h.state.deferred_write_done(&again.deferred);
+    flush_all(&mut h);
+    raidcore::mem::check_consistency(&geo, &h.state, &h.mem.members, 0).unwrap();
+}

@@ -160,19 +160,8 @@ fn run_in(a: &DemoArgs, dir: &Path) -> anyhow::Result<()> {
         let mut pool = Pool::create(
             &desc,
             CreateOpts {
-                scheme: case.kind,
-                params: case.params.clone(),
-                members: members.clone(),
                 size_bytes: Some(member_bytes),
-                chunk_bytes: a.chunk,
-                emulate: None,
-                force: false,
-                direct: false,
-                parity: Default::default(),
-                bpgl_capacity: None,
-                checksums: false,
-                write_hole: Default::default(),
-                journal_bytes: None,
+                ..CreateOpts::new(case.kind, case.params.clone(), members.clone(), a.chunk)
             },
         )?;
         let usable = pool.capacity_bytes();

@@ -1,4 +1,7 @@
-//! Creating a pool: checks, member files zeroed, the first superblocks.
+//! Creating a pool, in three steps: [`Site::probe`] looks at the descriptor path and the
+//! member paths (reading, writing nothing); [`CreatePlan::check`] makes every decision and
+//! every refusal from what was found, without I/O; only then are the members zeroed and the
+//! first superblocks written. A refused create therefore changes nothing.
 
 use super::*;
 
@@ -42,19 +45,98 @@ pub(super) fn path_identity(p: &Path) -> PathBuf {
     }
 }
 
-impl Pool {
-    /// Creates a new pool: lays out the members, writes their superblocks and the descriptor.
-    pub fn create(desc_path: &Path, opts: CreateOpts) -> Result<Pool> {
-        Self::create_wrapped(desc_path, opts, None)
+/// What was at one member path before create touched it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Found {
+    /// Nothing: `open_error` says why it could not be opened, `dir_missing` names its
+    /// directory when that does not exist either.
+    Absent {
+        open_error: String,
+        dir_missing: Option<PathBuf>,
+    },
+    /// Something that cannot be opened.
+    Unopenable(String),
+    /// A file or a device of `size` bytes; `pool` is the pool its superblock names, if it has
+    /// one; `lock_error` says why it could not be locked (another process has it).
+    Present {
+        size: u64,
+        is_file: bool,
+        pool: Option<[u8; 16]>,
+        lock_error: Option<String>,
+    },
+}
+
+/// What create found at its paths.
+#[derive(Clone, Debug)]
+pub(super) struct Site {
+    /// The descriptor file's path.
+    pub desc_path: PathBuf,
+    /// The descriptor file exists already.
+    pub desc_exists: bool,
+    /// The descriptor's directory, when it does not exist.
+    pub desc_dir_missing: Option<PathBuf>,
+    /// Per member path: what it names (for spotting one file given twice) and what is there.
+    pub members: Vec<(PathBuf, Found)>,
+}
+
+impl Site {
+    /// Looks at the paths: reads, locks each existing member for a moment, writes nothing.
+    pub fn probe(desc_path: &Path, members: &[PathBuf]) -> Site {
+        let desc_dir_missing = desc_path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+            .map(Path::to_path_buf);
+        Site {
+            desc_path: desc_path.to_path_buf(),
+            desc_exists: desc_path.exists(),
+            desc_dir_missing,
+            members: members
+                .iter()
+                .map(|p| (path_identity(p), Self::probe_member(p)))
+                .collect(),
+        }
     }
 
-    /// [`Pool::create`] with every member wrapped by `wrap` (before the first superblock is
-    /// written), and every replacement later.
-    pub fn create_wrapped(
-        desc_path: &Path,
-        opts: CreateOpts,
-        wrap: Option<MemberWrap>,
-    ) -> Result<Pool> {
+    fn probe_member(p: &Path) -> Found {
+        match FileMember::open(p, OpenOpts::default()) {
+            Ok(m) => Found::Present {
+                size: m.size_bytes(),
+                is_file: std::fs::metadata(p).is_ok_and(|m| m.is_file()),
+                pool: read_superblock(&m).ok().map(|sb| sb.uuid),
+                lock_error: m.lock_exclusive().err().map(|e| e.to_string()),
+            },
+            Err(e) if p.exists() => Found::Unopenable(e.to_string()),
+            Err(e) => {
+                let dir = p
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                Found::Absent {
+                    open_error: e.to_string(),
+                    dir_missing: (!dir.is_dir()).then(|| dir.to_path_buf()),
+                }
+            }
+        }
+    }
+}
+
+/// Everything create decided before its first write.
+pub(super) struct CreatePlan {
+    /// The layout parameters, the member count filled in.
+    pub params: Params,
+    /// Bytes of every member.
+    pub size: u64,
+    pub geo: Geometry,
+    pub map: MemberMap,
+    /// The array state, the deferred-parity bound set.
+    pub state: ArrayState,
+    pub ido: Ido,
+}
+
+impl CreatePlan {
+    /// Checks `opts` against what `site` found and lays the members out. No I/O: every
+    /// refusal of create is made here.
+    pub fn check(opts: &CreateOpts, site: &Site) -> Result<CreatePlan> {
         let n = opts.members.len();
         let mut params = opts.params.clone();
         match params.disks {
@@ -69,254 +151,12 @@ impl Pool {
         if n == 0 {
             return Err(PoolError::Usage("no --member given".into()));
         }
-        if desc_path.exists() && !opts.force {
-            return Err(PoolError::Usage(format!(
-                "{} already exists: choose another pool path or pass --force",
-                desc_path.display()
-            )));
-        }
+        Self::check_options(opts, site)?;
         let scheme = layout::build(opts.scheme, &params)?;
-        if opts.chunk_bytes == 0 || opts.chunk_bytes % 4096 != 0 {
-            return Err(PoolError::Usage(format!(
-                "--chunk {} must be a positive multiple of 4096 bytes",
-                opts.chunk_bytes
-            )));
-        }
-        // Sizes: given, or the smallest existing member.
-        let size = match opts.size_bytes {
-            Some(s) => s,
-            None => {
-                let mut min = u64::MAX;
-                for p in &opts.members {
-                    let m = FileMember::open(p, OpenOpts::default()).map_err(|e| {
-                        PoolError::Usage(format!("{e}; pass --size to create member files"))
-                    })?;
-                    min = min.min(m.size_bytes());
-                }
-                min
-            }
-        };
-        // Metadata regions from 1 MiB up: the write journal first, then the block checksums;
-        // the data area after them, aligned to 1 MiB and to the chunk.
-        let journal_region = match opts.write_hole {
-            WriteHole::None => (0, 0),
-            WriteHole::Journal => {
-                let j = opts
-                    .journal_bytes
-                    .unwrap_or_else(|| default_journal_bytes(size));
-                if j < 64 << 10 || !j.is_multiple_of(4096) {
-                    return Err(PoolError::Usage(format!(
-                        "--journal-size {j} must be a multiple of 4096 bytes, at least 64 KiB"
-                    )));
-                }
-                (JOURNAL_OFFSET_BYTES, j)
-            }
-        };
-        let regions_start =
-            (JOURNAL_OFFSET_BYTES + journal_region.1).max(DEFAULT_DATA_OFFSET_BYTES);
-        let checksum_region = if opts.checksums {
-            let copies = crate::csum::copies_for(scheme.cycle().disks, scheme.tolerance());
-            let len = crate::csum::region_bytes(size.saturating_sub(regions_start), copies);
-            (regions_start, len)
-        } else {
-            (0, 0)
-        };
-        let regions_end = regions_start + checksum_region.1;
-        let data_offset = if regions_end == DEFAULT_DATA_OFFSET_BYTES {
-            DEFAULT_DATA_OFFSET_BYTES
-        } else {
-            regions_end
-                .next_multiple_of(1 << 20)
-                .next_multiple_of(opts.chunk_bytes.max(4096))
-        };
-        if size <= data_offset {
-            return Err(PoolError::Usage(format!(
-                "member size {size} bytes is too small: the first {data_offset} bytes hold metadata"
-            )));
-        }
-        // Whole chunks only.
-        let data_bytes = (size - data_offset) / opts.chunk_bytes * opts.chunk_bytes;
-        let geo = match Geometry::new(scheme, opts.chunk_bytes, data_bytes) {
-            Err(raidcore::CoreError::MemberTooSmall { needed_bytes, .. }) => {
-                return Err(PoolError::Usage(format!(
-                    "member size {size} bytes is too small: this layout needs at least {} bytes \
-                     per member ({data_offset} of metadata and one cycle of {needed_bytes})",
-                    data_offset + needed_bytes
-                )))
-            }
-            r => r?,
-        };
-        // O_DIRECT needs block-aligned member I/O; the planner then reads and merges partial
-        // blocks itself.
-        // O_DIRECT and checksums (verified per 4 KiB block) both need whole-block member I/O.
-        let geo = if opts.direct || opts.checksums {
-            geo.with_io_align(DIRECT_ALIGN_BYTES)?
-        } else {
-            geo
-        };
-        if let Some(spec) = &opts.emulate {
-            Speed::parse(spec).map_err(|e| PoolError::Usage(format!("--emulate {spec}: {e}")))?;
-        }
-        if let Some(dir) = desc_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if !dir.is_dir() {
-                return Err(PoolError::Usage(format!(
-                    "cannot write {}: directory {} does not exist",
-                    desc_path.display(),
-                    dir.display()
-                )));
-            }
-        }
-        // Check every member before touching any, so that a refused create changes nothing.
-        let mut seen: Vec<PathBuf> = Vec::new();
-        for (i, p) in opts.members.iter().enumerate() {
-            let member_err = |reason: String| PoolError::Member {
-                index: i,
-                path: p.clone(),
-                reason,
-            };
-            let id = path_identity(p);
-            if seen.contains(&id) {
-                return Err(member_err(
-                    "is given twice: every member needs its own file or device".into(),
-                ));
-            }
-            seen.push(id);
-            match FileMember::open(p, OpenOpts::default()) {
-                Ok(existing) => {
-                    existing
-                        .lock_exclusive()
-                        .map_err(|e| member_err(e.to_string()))?;
-                    if let Ok(sb) = read_superblock(&existing) {
-                        if !opts.force {
-                            return Err(member_err(format!(
-                                "already a member of pool {} (pass --force to overwrite it)",
-                                hex(&sb.uuid)
-                            )));
-                        }
-                    }
-                    let is_file = std::fs::metadata(p).is_ok_and(|m| m.is_file());
-                    if !is_file && existing.size_bytes() < size {
-                        return Err(member_err(format!(
-                            "device holds {} bytes, need {size}",
-                            existing.size_bytes()
-                        )));
-                    }
-                }
-                Err(e) if p.exists() => return Err(member_err(e.to_string())),
-                Err(_) => {
-                    let dir = p
-                        .parent()
-                        .filter(|d| !d.as_os_str().is_empty())
-                        .unwrap_or(Path::new("."));
-                    if !dir.is_dir() {
-                        return Err(member_err(format!(
-                            "cannot create it: directory {} does not exist",
-                            dir.display()
-                        )));
-                    }
-                }
-            }
-        }
-        // Start every member zeroed, which is parity-consistent for every code (all-zero data
-        // has all-zero P and Q).
-        let mut members: Vec<Option<Arc<dyn Member>>> = Vec::new();
-        for (i, p) in opts.members.iter().enumerate() {
-            if let Ok(existing) = FileMember::open(p, OpenOpts::default()) {
-                if let Ok(sb) = read_superblock(&existing) {
-                    if !opts.force {
-                        return Err(PoolError::Member {
-                            index: i,
-                            path: p.clone(),
-                            reason: format!(
-                                "already a member of pool {} (pass --force to overwrite it)",
-                                hex(&sb.uuid)
-                            ),
-                        });
-                    }
-                }
-                let meta = std::fs::metadata(p).map_err(|e| PoolError::Io(e.to_string()))?;
-                if meta.is_file() {
-                    // Truncate then grow: a sparse file of zeros.
-                    let f = std::fs::OpenOptions::new()
-                        .write(true)
-                        .open(p)
-                        .map_err(|e| PoolError::Io(format!("{}: {e}", p.display())))?;
-                    f.set_len(0)
-                        .and_then(|_| f.set_len(size))
-                        .map_err(|e| PoolError::Io(format!("{}: {e}", p.display())))?;
-                } else {
-                    if existing.size_bytes() < size {
-                        return Err(PoolError::Member {
-                            index: i,
-                            path: p.clone(),
-                            reason: format!(
-                                "device holds {} bytes, need {size}",
-                                existing.size_bytes()
-                            ),
-                        });
-                    }
-                    let zero = vec![0u8; 1 << 20];
-                    let mut off = 0;
-                    while off < size {
-                        let n = zero.len().min((size - off) as usize);
-                        existing
-                            .write_at(&zero[..n], off)
-                            .map_err(|e| PoolError::Io(e.to_string()))?;
-                        off += n as u64;
-                    }
-                }
-            }
-            let m = open_member(p, &opts.emulate, Some(size), true, opts.direct).map_err(|e| {
-                PoolError::Member {
-                    index: i,
-                    path: p.clone(),
-                    reason: e.to_string(),
-                }
-            })?;
-            if m.size_bytes() < size {
-                return Err(PoolError::Member {
-                    index: i,
-                    path: p.clone(),
-                    reason: format!("holds {} bytes, need {size}", m.size_bytes()),
-                });
-            }
-            members.push(Some(m));
-        }
-        let uuid = random_uuid();
-        let desc = Descriptor {
-            format: "raidforge-pool".into(),
-            version: 1,
-            uuid: hex(&uuid),
-            members: opts
-                .members
-                .iter()
-                .map(|p| MemberDesc {
-                    path: std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()),
-                    emulate: opts.emulate.clone(),
-                    read_bytes: 0,
-                    write_bytes: 0,
-                    reads: 0,
-                    writes: 0,
-                    meta_writes: 0,
-                })
-                .collect(),
-            direct: opts.direct,
-            repairs: RepairCounts::default(),
-            lost: Vec::new(),
-        };
-        let checksums = if opts.checksums {
-            Some(Arc::new(
-                Checksums::create_zeroed(
-                    &members,
-                    checksum_region.0,
-                    data_bytes,
-                    crate::csum::copies_for(geo.disks(), geo.scheme().tolerance()),
-                )
-                .map_err(|e| PoolError::Io(format!("writing the checksum regions: {e}")))?,
-            ))
-        } else {
-            None
-        };
+        let size = Self::member_size(opts, site)?;
+        let map = Self::lay_out(opts, &*scheme, size)?;
+        let geo = Self::geometry(opts, scheme, &map, size)?;
+        Self::check_members(opts, site, size)?;
         let mut state = ArrayState::new(&geo);
         let cap = opts.bpgl_capacity.unwrap_or(BPGL_DEFAULT_CAPACITY);
         if cap > BPGL_MAX_CAPACITY {
@@ -332,29 +172,295 @@ impl Pool {
                 opts.scheme.name()
             )));
         }
-        let capacity_for_ido = geo.capacity_bytes();
-        let data_per_cycle_for_ido = geo.data_per_cycle() * geo.chunk_bytes();
-        let mut pool = Pool {
+        let ido = Ido::new(
+            geo.capacity_bytes(),
+            geo.data_per_cycle() * geo.chunk_bytes(),
+            DEFAULT_ZONE_BYTES,
+        )?;
+        Ok(CreatePlan {
+            params,
+            size,
             geo,
+            map,
             state,
+            ido,
+        })
+    }
+
+    /// The options that need nothing but themselves and the descriptor path.
+    fn check_options(opts: &CreateOpts, site: &Site) -> Result<()> {
+        if site.desc_exists && !opts.force {
+            return Err(PoolError::Usage(format!(
+                "{} already exists: choose another pool path or pass --force",
+                site.desc_path.display()
+            )));
+        }
+        if opts.chunk_bytes == 0 || opts.chunk_bytes % 4096 != 0 {
+            return Err(PoolError::Usage(format!(
+                "--chunk {} must be a positive multiple of 4096 bytes",
+                opts.chunk_bytes
+            )));
+        }
+        if let Some(spec) = &opts.emulate {
+            Speed::parse(spec).map_err(|e| PoolError::Usage(format!("--emulate {spec}: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Member size: given, or the smallest existing member.
+    fn member_size(opts: &CreateOpts, site: &Site) -> Result<u64> {
+        if let Some(s) = opts.size_bytes {
+            return Ok(s);
+        }
+        let mut min = u64::MAX;
+        for (_, found) in &site.members {
+            match found {
+                Found::Present { size, .. } => min = min.min(*size),
+                Found::Absent { open_error: e, .. } | Found::Unopenable(e) => {
+                    return Err(PoolError::Usage(format!(
+                        "{e}; pass --size to create member files"
+                    )))
+                }
+            }
+        }
+        Ok(min)
+    }
+
+    /// Metadata regions from [`region::POOL_REGIONS_START`] up: the write journal first, then
+    /// the block checksums; the data area after them, aligned to 1 MiB and to the chunk.
+    fn lay_out(opts: &CreateOpts, scheme: &dyn layout::Scheme, size: u64) -> Result<MemberMap> {
+        let journal = match opts.write_hole {
+            WriteHole::None => Region::default(),
+            WriteHole::Journal => {
+                let j = opts
+                    .journal_bytes
+                    .unwrap_or_else(|| default_journal_bytes(size));
+                if j < 64 << 10 || !j.is_multiple_of(4096) {
+                    return Err(PoolError::Usage(format!(
+                        "--journal-size {j} must be a multiple of 4096 bytes, at least 64 KiB"
+                    )));
+                }
+                Region::new(JOURNAL_OFFSET_BYTES, j)
+            }
+        };
+        let regions_start = (JOURNAL_OFFSET_BYTES + journal.bytes).max(DEFAULT_DATA_OFFSET_BYTES);
+        let checksums = if opts.checksums {
+            let copies = crate::csum::copies_for(scheme.cycle().disks, scheme.tolerance());
+            let len = crate::csum::region_bytes(size.saturating_sub(regions_start), copies);
+            Region::new(regions_start, len)
+        } else {
+            Region::default()
+        };
+        let regions_end = regions_start + checksums.bytes;
+        let data_offset = if regions_end == DEFAULT_DATA_OFFSET_BYTES {
+            DEFAULT_DATA_OFFSET_BYTES
+        } else {
+            regions_end
+                .next_multiple_of(1 << 20)
+                .next_multiple_of(opts.chunk_bytes.max(4096))
+        };
+        if size <= data_offset {
+            return Err(PoolError::Usage(format!(
+                "member size {size} bytes is too small: the first {data_offset} bytes hold metadata"
+            )));
+        }
+        let map = MemberMap {
+            data_offset_bytes: data_offset,
+            // Whole chunks only.
+            data_bytes: (size - data_offset) / opts.chunk_bytes * opts.chunk_bytes,
+            checksums,
+            journal,
+        };
+        if let Err(e) = map.check() {
+            panic!("create laid the member's regions out wrong: {e}");
+        }
+        Ok(map)
+    }
+
+    /// The geometry of the data area `map` leaves.
+    fn geometry(
+        opts: &CreateOpts,
+        scheme: Arc<dyn layout::Scheme>,
+        map: &MemberMap,
+        size: u64,
+    ) -> Result<Geometry> {
+        let geo = match Geometry::new(scheme, opts.chunk_bytes, map.data_bytes) {
+            Err(raidcore::CoreError::MemberTooSmall { needed_bytes, .. }) => {
+                return Err(PoolError::Usage(format!(
+                    "member size {size} bytes is too small: this layout needs at least {} bytes \
+                     per member ({} of metadata and one cycle of {needed_bytes})",
+                    map.data_offset_bytes + needed_bytes,
+                    map.data_offset_bytes
+                )))
+            }
+            r => r?,
+        };
+        // O_DIRECT and checksums (verified per 4 KiB block) both need whole-block member I/O;
+        // the planner then reads and merges partial blocks itself.
+        Ok(if opts.direct || opts.checksums {
+            geo.with_io_align(DIRECT_ALIGN_BYTES)?
+        } else {
+            geo
+        })
+    }
+
+    /// Every member path: named once, not another pool's (without `--force`), not locked
+    /// by another process, a device large enough, a file that can be created.
+    fn check_members(opts: &CreateOpts, site: &Site, size: u64) -> Result<()> {
+        if let Some(dir) = &site.desc_dir_missing {
+            return Err(PoolError::Usage(format!(
+                "cannot write {}: directory {} does not exist",
+                site.desc_path.display(),
+                dir.display()
+            )));
+        }
+        let mut seen: Vec<&PathBuf> = Vec::new();
+        for (i, (p, (id, found))) in opts.members.iter().zip(&site.members).enumerate() {
+            let member_err = |reason: String| PoolError::Member {
+                index: i,
+                path: p.clone(),
+                reason,
+            };
+            if seen.contains(&id) {
+                return Err(member_err(
+                    "is given twice: every member needs its own file or device".into(),
+                ));
+            }
+            seen.push(id);
+            match found {
+                Found::Present {
+                    lock_error: Some(e),
+                    ..
+                }
+                | Found::Unopenable(e) => return Err(member_err(e.clone())),
+                Found::Present {
+                    pool: Some(uuid), ..
+                } if !opts.force => {
+                    return Err(member_err(format!(
+                        "already a member of pool {} (pass --force to overwrite it)",
+                        hex(uuid)
+                    )))
+                }
+                Found::Present {
+                    size: have,
+                    is_file: false,
+                    ..
+                } if *have < size => {
+                    return Err(member_err(format!(
+                        "device holds {have} bytes, need {size}"
+                    )))
+                }
+                Found::Absent {
+                    dir_missing: Some(dir),
+                    ..
+                } => {
+                    return Err(member_err(format!(
+                        "cannot create it: directory {} does not exist",
+                        dir.display()
+                    )))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Zeroes (or creates) every member and opens it: all-zero data is parity-consistent for
+/// every code (all-zero data has all-zero P and Q). Files are truncated and grown (sparse),
+/// devices written with zeros.
+fn zeroed_members(opts: &CreateOpts, size: u64) -> Result<Vec<Option<Arc<dyn Member>>>> {
+    let mut members: Vec<Option<Arc<dyn Member>>> = Vec::new();
+    for (i, p) in opts.members.iter().enumerate() {
+        let member_err = |reason: String| PoolError::Member {
+            index: i,
+            path: p.clone(),
+            reason,
+        };
+        if let Ok(existing) = FileMember::open(p, OpenOpts::default()) {
+            let io = |e: std::io::Error| PoolError::Io(format!("{}: {e}", p.display()));
+            if std::fs::metadata(p).map_err(io)?.is_file() {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(p)
+                    .map_err(io)?;
+                f.set_len(0).and_then(|_| f.set_len(size)).map_err(io)?;
+            } else {
+                let zero = vec![0u8; 1 << 20];
+                let mut off = 0;
+                while off < size {
+                    let n = zero.len().min((size - off) as usize);
+                    existing.write_at(&zero[..n], off).map_err(io)?;
+                    off += n as u64;
+                }
+            }
+        }
+        let how = MemberOpen {
+            emulate: opts.emulate.as_deref(),
+            create_bytes: Some(size),
+            lock: true,
+            direct: opts.direct,
+        };
+        let m = open_member(p, &how).map_err(|e| member_err(e.to_string()))?;
+        if m.size_bytes() < size {
+            return Err(member_err(format!(
+                "holds {} bytes, need {size}",
+                m.size_bytes()
+            )));
+        }
+        members.push(Some(m));
+    }
+    Ok(members)
+}
+
+impl Pool {
+    /// Creates a new pool: lays out the members, writes their superblocks and the descriptor.
+    pub fn create(desc_path: &Path, opts: CreateOpts) -> Result<Pool> {
+        Self::create_wrapped(desc_path, opts, None)
+    }
+
+    /// [`Pool::create`] with every member wrapped by `wrap` (before the first superblock is
+    /// written), and every replacement later.
+    pub fn create_wrapped(
+        desc_path: &Path,
+        opts: CreateOpts,
+        wrap: Option<MemberWrap>,
+    ) -> Result<Pool> {
+        let plan = CreatePlan::check(&opts, &Site::probe(desc_path, &opts.members))?;
+        // The first write.
+        let members = zeroed_members(&opts, plan.size)?;
+        let checksums = if opts.checksums {
+            let copies = crate::csum::copies_for(plan.geo.disks(), plan.geo.scheme().tolerance());
+            let c = Checksums::create_zeroed(
+                &members,
+                plan.map.checksums.offset,
+                plan.map.data_bytes,
+                copies,
+            )
+            .map_err(|e| PoolError::Io(format!("writing the checksum regions: {e}")))?;
+            Some(Arc::new(c))
+        } else {
+            None
+        };
+        let uuid = random_uuid();
+        let n = members.len();
+        let mut pool = Pool {
+            geo: plan.geo,
+            state: plan.state,
             file: DescriptorFile {
                 path: desc_path.to_path_buf(),
-                desc,
+                desc: Descriptor::new(&uuid, &opts.members, &opts.emulate, opts.direct),
             },
             sb: SuperblockState {
                 uuid,
                 kind: opts.scheme,
-                params,
+                params: plan.params,
                 events: Vec::new(),
                 generation: 0,
                 created_unix_secs: now_unix(),
+                rebuilt_unrecorded: Default::default(),
             },
-            map: MemberMap {
-                data_offset_bytes: data_offset,
-                data_bytes,
-                checksum_region,
-                journal_region,
-            },
+            map: plan.map,
             members: MemberSet {
                 handles: members,
                 counters: (0..n).map(|_| Counters::default()).collect(),
@@ -375,11 +481,7 @@ impl Pool {
                 mode: opts.write_hole,
                 journal: None,
             },
-            ido: Arc::new(Ido::new(
-                capacity_for_ido,
-                data_per_cycle_for_ido,
-                DEFAULT_ZONE_BYTES,
-            )?),
+            ido: Arc::new(plan.ido),
         };
         pool.apply_wrap(wrap);
         pool.persist(ArrayStateTag::Clean)?;
@@ -389,5 +491,141 @@ impl Pool {
             pool.wh.journal = Some(Arc::new(j));
         }
         Ok(pool)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn absent() -> Found {
+        Found::Absent {
+            open_error: "No such file or directory".into(),
+            dir_missing: None,
+        }
+    }
+
+    fn site(found: Vec<Found>) -> Site {
+        Site {
+            desc_path: "/x/pool.json".into(),
+            desc_exists: false,
+            desc_dir_missing: None,
+            members: found
+                .into_iter()
+                .enumerate()
+                .map(|(i, f)| (PathBuf::from(format!("/x/m{i}.img")), f))
+                .collect(),
+        }
+    }
+
+    /// Every kind of thing found at a member path, alone among two fresh members, with the
+    /// verdict it gets: what the refusal says, or `None` for none.
+    #[test]
+    fn each_thing_found_at_a_member_path_gets_its_verdict() {
+        let present = |pool: Option<[u8; 16]>, is_file: bool, size: u64| Found::Present {
+            size,
+            is_file,
+            pool,
+            lock_error: None,
+        };
+        let cases: Vec<(Found, bool, Option<&str>)> = vec![
+            (absent(), false, None),
+            (
+                Found::Absent {
+                    open_error: "gone".into(),
+                    dir_missing: Some("/nowhere".into()),
+                },
+                false,
+                Some("directory /nowhere does not exist"),
+            ),
+            (
+                Found::Unopenable("Permission denied".into()),
+                false,
+                Some("Permission denied"),
+            ),
+            (present(None, true, 1 << 20), false, None),
+            (
+                present(Some([9; 16]), true, 4 << 20),
+                false,
+                Some("already a member of pool 0909"),
+            ),
+            (present(Some([9; 16]), true, 4 << 20), true, None),
+            (present(None, false, 4 << 20), false, None),
+            (
+                present(None, false, 3 << 20),
+                false,
+                Some("device holds 3145728 bytes, need 4194304"),
+            ),
+            (
+                Found::Present {
+                    size: 4 << 20,
+                    is_file: true,
+                    pool: None,
+                    lock_error: Some("Resource temporarily unavailable".into()),
+                },
+                true,
+                Some("Resource temporarily unavailable"),
+            ),
+        ];
+        for (found, force, says) in cases {
+            let opts = CreateOpts {
+                force,
+                ..test_opts(SchemeKind::Raid5, Path::new("/x"), 3, 4 << 20)
+            };
+            let s = site(vec![absent(), found.clone(), absent()]);
+            match (CreatePlan::check(&opts, &s), says) {
+                (Ok(_), None) => {}
+                (Err(e), Some(says)) => {
+                    assert!(e.to_string().contains(says), "{found:?}: {e}");
+                    assert!(e.to_string().contains("member 1"), "{found:?}: {e}");
+                }
+                (Ok(_), Some(says)) => panic!("{found:?} (force {force}) accepted, not: {says}"),
+                (Err(e), None) => panic!("{found:?} (force {force}) refused: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn paths_given_twice_and_an_existing_descriptor_are_refused() {
+        let opts = test_opts(SchemeKind::Raid5, Path::new("/x"), 3, 4 << 20);
+        let mut s = site(vec![absent(), absent(), absent()]);
+        s.members[2].0 = s.members[0].0.clone();
+        let e = CreatePlan::check(&opts, &s).err().unwrap();
+        assert!(e.to_string().contains("member 2") && e.to_string().contains("given twice"));
+        let mut s = site(vec![absent(), absent(), absent()]);
+        s.desc_exists = true;
+        let e = CreatePlan::check(&opts, &s).err().unwrap();
+        assert!(e.to_string().contains("/x/pool.json already exists"), "{e}");
+        let forced = CreateOpts {
+            force: true,
+            ..opts.clone()
+        };
+        assert!(CreatePlan::check(&forced, &s).is_ok());
+        s.desc_dir_missing = Some("/x".into());
+        let e = CreatePlan::check(&forced, &s).err().unwrap();
+        assert!(e.to_string().contains("cannot write /x/pool.json"), "{e}");
+    }
+
+    /// Without `--size`, members are sized like the smallest one found; one that is not
+    /// there is an error naming the way out.
+    #[test]
+    fn member_size_comes_from_the_smallest_member_found() {
+        let opts = CreateOpts {
+            size_bytes: None,
+            ..test_opts(SchemeKind::Raid5, Path::new("/x"), 3, 0)
+        };
+        let dev = |size| Found::Present {
+            size,
+            is_file: false,
+            pool: None,
+            lock_error: None,
+        };
+        let plan = CreatePlan::check(&opts, &site(vec![dev(5 << 20), dev(4 << 20), dev(6 << 20)]))
+            .unwrap();
+        assert_eq!(plan.size, 4 << 20);
+        let e = CreatePlan::check(&opts, &site(vec![dev(5 << 20), absent(), dev(6 << 20)]))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("pass --size"), "{e}");
     }
 }

@@ -24,41 +24,26 @@ impl crate::ido::MainPool for RecordOnly<'_> {
         self.0.flush_members()
     }
     fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
+        // A member that fails the write is found by the next flush of the exclusive pool
+        // (every superblock update starts with one).
         Pool::write_ido_record(
             &self.0.members.handles,
             &self.0.members.counters,
-            self.0.map.data_offset_bytes,
             seq,
             bytes,
             sync,
         )
+        .map(|_| ())
     }
 }
 
 /// Both IDO record slots of every present member.
+/// (The head says how long the record is: reading whole slots of every member of a wide
+/// pool at each open would be wasteful.)
 pub(super) fn ido_records(members: &[Option<Arc<dyn Member>>]) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    for m in members.iter().flatten() {
-        for slot in 0..2u64 {
-            let at = IDO_OFFSET_BYTES + slot * IDO_SLOT_BYTES as u64;
-            // The head says how long the record is (reading whole slots of every member of
-            // a wide pool at each open would be wasteful).
-            let mut head = vec![0u8; 4096];
-            if m.read_at(&mut head, at).is_err() || &head[..5] != b"RFIDO" {
-                continue;
-            }
-            let len = u32::from_le_bytes(head[12..16].try_into().expect("4 bytes")) as usize;
-            if len <= head.len() {
-                out.push(head);
-                continue;
-            }
-            let mut b = vec![0u8; len.min(IDO_SLOT_BYTES).div_ceil(4096) * 4096];
-            if m.read_at(&mut b, at).is_ok() {
-                out.push(b);
-            }
-        }
-    }
-    out
+    IDO_SLOTS.read_all(members, |head| {
+        Some(crate::ido::RECORD_FRAME.peek(head)?.len)
+    })
 }
 
 impl Pool {
@@ -150,34 +135,19 @@ impl Pool {
         self.sb.uuid
     }
 
-    /// Writes an IDO record to the first two present members (slot `seq mod 2` of the area
-    /// 512 KiB..1 MiB) and makes it durable.
+    /// Writes the IDO record (`seq`'s slot of [`raidcore::region::IDO`]) to the first two
+    /// present members that take it, durable when `sync`; returns the members whose write
+    /// (or flush) failed on the way, for the caller to fail. An error only when no member
+    /// took it.
     pub(crate) fn write_ido_record(
         members: &[Option<Arc<dyn Member>>],
         counters: &[Counters],
-        data_offset_bytes: u64,
         seq: u64,
         bytes: &[u8],
         sync: bool,
-    ) -> Result<()> {
-        assert!(
-            bytes.len() <= IDO_SLOT_BYTES,
-            "IDO record larger than its slot"
-        );
-        let at = IDO_OFFSET_BYTES + (seq % 2) * IDO_SLOT_BYTES as u64;
-        assert!(at + IDO_SLOT_BYTES as u64 <= data_offset_bytes);
-        let mut copies = 0;
-        for (i, m) in members.iter().enumerate() {
-            let Some(m) = m else { continue };
-            m.write_at(bytes, at)
-                .and_then(|_| if sync { m.flush() } else { Ok(()) })
-                .map_err(|e| PoolError::Io(format!("IDO record on member {i}: {e}")))?;
-            counters[i].meta_writes.fetch_add(1, Ordering::Relaxed);
-            copies += 1;
-            if copies == 2 {
-                break;
-            }
-        }
-        Ok(())
+    ) -> Result<Vec<(usize, std::io::Error)>> {
+        IDO_SLOTS
+            .write(members, counters, 2, seq, bytes, sync)
+            .map_err(|e| PoolError::Io(e.to_string()))
     }
 }

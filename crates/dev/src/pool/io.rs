@@ -1,6 +1,247 @@
-//! Reads and writes: plain, lazy and journaled.
+//! Reads and writes. Every write, plain, journaled or served, goes through one loop
+//! ([`write_loop`]): plan it ([`Pool::plan_write_listed`]: lazy deferrals listed first), run it
+//! ([`run_attempt`]: through the journal when the pool has one), act on the outcome
+//! ([`Outcome`]), at most [`REPLANS_MAX`] times. Where it runs is a [`WriteSite`]: the pool
+//! itself, or a served pool (`crate::serve_support`), which plans under its mutex and runs
+//! under stripe locks outside it.
 
 use super::*;
+
+/// How often a request (a read, a write, a batch of deferred-parity flushes) is planned
+/// again, after members failed or blocks that read wrong were repaired, before it gives up:
+/// the one bound of every replan loop.
+pub(crate) const REPLANS_MAX: usize = 64;
+
+/// The error of a request that was planned again [`REPLANS_MAX`] times.
+pub(crate) fn gave_up(what: &str, offset: u64) -> PoolError {
+    PoolError::Io(format!(
+        "{what} at {offset}: gave up after {REPLANS_MAX} attempts (members keep failing, or \
+         blocks keep reading wrong after being repaired: check the members)"
+    ))
+}
+
+/// The pieces a write of `len` bytes at `offset` runs in: one, or with a journal pieces that
+/// end on multiples of `piece` bytes (so that journal records stay bounded). Yields (offset,
+/// range of the data).
+pub(crate) fn pieces(
+    offset: u64,
+    len: usize,
+    piece: Option<u64>,
+) -> impl Iterator<Item = (u64, std::ops::Range<usize>)> {
+    let mut at = 0usize;
+    // Without a journal an empty write is planned too (it plans nothing); with one it is
+    // no record at all.
+    let mut first = piece.is_none();
+    std::iter::from_fn(move || {
+        if at >= len && !std::mem::take(&mut first) {
+            return None;
+        }
+        first = false;
+        let end = match piece {
+            Some(p) => (((offset + at as u64) / p + 1) * p - offset).min(len as u64) as usize,
+            None => len,
+        };
+        let r = (offset + at as u64, at..end);
+        at = end;
+        Some(r)
+    })
+}
+
+/// A write planned and ready to run: its plans, the stripes it deferred (released once its
+/// member writes are over) and what the site needs to run it.
+pub(crate) struct Attempt<R> {
+    pub plans: Vec<raidcore::Plan>,
+    pub deferred: Vec<raidcore::StripeId>,
+    pub run: R,
+}
+
+/// What an attempt's outcome asks for: the members to fail, and what comes next.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    pub failed: Vec<u32>,
+    pub next: Next,
+}
+
+#[derive(Debug)]
+pub(crate) enum Next {
+    /// Written: every healthy member holds the new data (the failed ones' units are implied
+    /// by the parity written).
+    Done,
+    /// Blocks the write needed read wrong (nothing was written, no member failed): repair
+    /// them while the attempt still holds its stripes, then plan again.
+    Repair(Vec<crate::exec::BadRange>),
+    /// Members failed before anything was written in place: plan again without them.
+    Replan,
+    /// The journal refused the record though no member failed.
+    Refused(PoolError),
+}
+
+impl Outcome {
+    fn done() -> Outcome {
+        Outcome {
+            failed: Vec::new(),
+            next: Next::Done,
+        }
+    }
+
+    /// The outcome of a batch that failed, `failed` members already known to have failed
+    /// (journal copies). Reads stop a batch before any write: a batch whose reads all worked
+    /// wrote every healthy member.
+    fn of_batch(e: crate::exec::BatchErrors, mut failed: Vec<u32>) -> Outcome {
+        let next = if e.read_errors.is_empty() && e.bad.is_empty() {
+            Next::Done
+        } else if e.read_errors.is_empty() && failed.is_empty() {
+            return Outcome {
+                failed,
+                next: Next::Repair(e.bad),
+            };
+        } else {
+            Next::Replan
+        };
+        failed.extend(e.failed_members());
+        failed.sort_unstable();
+        failed.dedup();
+        Outcome { failed, next }
+    }
+}
+
+/// Runs an attempt's plans on `view`'s members, through `journal` when there is one (the
+/// record made durable before any in-place write), and says what the outcome asks for.
+pub(crate) fn run_attempt(
+    plans: &[raidcore::Plan],
+    data: &[u8],
+    view: &Members<'_>,
+    journal: Option<&Arc<Journal>>,
+) -> Outcome {
+    let Some(j) = journal else {
+        return match crate::exec::run_write(plans, data, view) {
+            Ok(()) => Outcome::done(),
+            Err(e) => Outcome::of_batch(e, Vec::new()),
+        };
+    };
+    let r = crate::exec::run_write_logged(
+        plans,
+        data,
+        view,
+        |e| j.append(view.members, e),
+        |seq| j.done(seq),
+    );
+    let failed = j.take_failed_members();
+    match r {
+        Ok(()) => Outcome {
+            failed,
+            next: Next::Done,
+        },
+        Err(LoggedWriteError::Reads(e) | LoggedWriteError::Writes(e)) => {
+            Outcome::of_batch(e, failed)
+        }
+        // The journal lost a member: plan again without it.
+        Err(LoggedWriteError::Log(_)) if !failed.is_empty() => Outcome {
+            failed,
+            next: Next::Replan,
+        },
+        Err(LoggedWriteError::Log(e)) => Outcome {
+            failed,
+            next: Next::Refused(PoolError::Io(e.to_string())),
+        },
+    }
+}
+
+/// Where a write runs.
+pub(crate) trait WriteSite {
+    /// What running an attempt needs besides its plans (a served pool: its stripe locks and
+    /// the members they were planned against).
+    type Run;
+    /// Plans an attempt (lazy deferrals listed and made durable); `None` when the plans went
+    /// stale before they could run (the deferrals are released; plan again).
+    fn plan(&mut self, offset: u64, len: u64) -> Result<Option<Attempt<Self::Run>>>;
+    /// Runs an attempt's plans.
+    fn run(&mut self, a: &Attempt<Self::Run>, data: &[u8]) -> Outcome;
+    /// Runs `f` on the pool (under a served pool's mutex).
+    fn pool<T>(&mut self, f: impl FnOnce(&mut Pool) -> Result<T>) -> Result<T>;
+    /// Once members failed and the attempt's stripes are released: flushes the deferred
+    /// parity, so that a second failure is survived.
+    fn flush_deferred(&mut self) -> Result<()>;
+    /// A write of `len` bytes at `offset` is over.
+    fn written(&mut self, offset: u64, len: u64) -> Result<()>;
+}
+
+/// The one write loop: plan, run, act on the outcome, at most [`REPLANS_MAX`] times. The
+/// attempt's members are failed and its blocks repaired before its stripes are released
+/// (nobody reads a failed member's stale units); deferred parity is flushed after.
+pub(crate) fn write_loop(site: &mut impl WriteSite, offset: u64, data: &[u8]) -> Result<()> {
+    let len = data.len() as u64;
+    for _attempt in 0..REPLANS_MAX {
+        let Some(a) = site.plan(offset, len)? else {
+            continue;
+        };
+        let outcome = site.run(&a, data);
+        let Attempt { deferred, run, .. } = a;
+        let settled = site.pool(|p| p.settle_attempt(&deferred, &outcome));
+        drop(run);
+        settled?;
+        if !outcome.failed.is_empty() {
+            site.flush_deferred()?;
+        }
+        match outcome.next {
+            Next::Done if !outcome.failed.is_empty() => {
+                // Members failed under the write: what it wrote must still be readable from
+                // the members left, or the write fails (issue 21, defect 3: a served write
+                // beyond the tolerance was acknowledged).
+                site.pool(|p| p.check_written(offset, len))?;
+                return site.written(offset, len);
+            }
+            Next::Done => return site.written(offset, len),
+            Next::Repair(_) | Next::Replan => {}
+            Next::Refused(e) => return Err(e),
+        }
+    }
+    Err(gave_up("write", offset))
+}
+
+/// The exclusive pool runs writes on the caller's thread.
+impl WriteSite for Pool {
+    type Run = ();
+
+    fn plan(&mut self, offset: u64, len: u64) -> Result<Option<Attempt<()>>> {
+        self.check_lost_for_write(offset, len)?;
+        let (plans, deferred) = self.plan_write_listed(offset, len)?;
+        Ok(Some(Attempt {
+            plans,
+            deferred,
+            run: (),
+        }))
+    }
+
+    fn run(&mut self, a: &Attempt<()>, data: &[u8]) -> Outcome {
+        run_attempt(
+            &a.plans,
+            data,
+            &self.members_view(),
+            self.wh.journal.as_ref(),
+        )
+    }
+
+    fn pool<T>(&mut self, f: impl FnOnce(&mut Pool) -> Result<T>) -> Result<T> {
+        f(self)
+    }
+
+    fn flush_deferred(&mut self) -> Result<()> {
+        self.flush_bpgl(0).map(|_| ())
+    }
+
+    /// Lost ranges the write covered hold data again; a full deferred-parity list is
+    /// flushed down to half its bound.
+    fn written(&mut self, offset: u64, len: u64) -> Result<()> {
+        self.clear_lost(offset, len);
+        let b = self.state.bpgl();
+        if !b.is_empty() && b.len() >= b.capacity() {
+            let half = b.capacity() / 2;
+            self.flush_bpgl(half)?;
+        }
+        Ok(())
+    }
+}
 
 impl Pool {
     pub(crate) fn check_range(&self, offset: u64, len: u64) -> Result<()> {
@@ -26,7 +267,7 @@ impl Pool {
         self.check_range(offset, len)?;
         self.check_lost(offset, len)?;
         let mut out = vec![0u8; len as usize];
-        for _attempt in 0..MAX_REPLANS {
+        for _attempt in 0..REPLANS_MAX {
             let plans = plan_read(&self.geo, &self.state, offset, len)?;
             let mut users: Vec<&mut [u8]> = Vec::new();
             let mut rest: &mut [u8] = &mut out;
@@ -63,158 +304,74 @@ impl Pool {
     /// [`Pool::write`] without zone tracking or IDO routing (the served pool routes first).
     pub(crate) fn write_plain(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         self.check_range(offset, data.len() as u64)?;
-        if let Some(j) = self.wh.journal.clone() {
-            let piece = j.piece_bytes();
-            let mut at = 0usize;
-            while at < data.len() {
-                // Pieces end on multiples of the piece size, so that records stay bounded.
-                let end = ((offset + at as u64) / piece + 1) * piece - offset;
-                let end = (end as usize).min(data.len());
-                self.write_journaled(&j, offset + at as u64, &data[at..end])?;
-                at = end;
-            }
-            return Ok(());
+        let piece = self.wh.journal.as_ref().map(|j| j.piece_bytes());
+        for (at, range) in pieces(offset, data.len(), piece) {
+            write_loop(self, at, &data[range])?;
         }
-        for _attempt in 0..MAX_REPLANS {
-            let (plans, deferred) = if self.lazy.parity == ParityPolicy::Lazy {
-                let lw = plan_write_lazy(
-                    &self.geo,
-                    &self.state,
-                    offset,
-                    data.len() as u64,
-                    &self.policy,
-                )?;
-                (lw.plans, lw.deferred)
-            } else {
-                let plans = plan_write(
-                    &self.geo,
-                    &self.state,
-                    offset,
-                    data.len() as u64,
-                    &self.policy,
-                )?;
-                (plans, Vec::new())
-            };
-            if self.state.defer(&deferred) > 0 {
-                if let Err(e) = self.persist_bpgl() {
-                    self.state.deferred_write_done(&deferred);
-                    return Err(e);
-                }
-            }
-            let result = crate::exec::run_write(&plans, data, &self.members_view());
-            self.state.deferred_write_done(&deferred);
-            match result {
-                Ok(()) => {
-                    self.clear_lost(offset, data.len() as u64);
-                    let b = self.state.bpgl();
-                    if !b.is_empty() && b.len() >= b.capacity() {
-                        let half = b.capacity() / 2;
-                        self.flush_bpgl(half)?;
-                    }
-                    return Ok(());
-                }
-                Err(e) if !e.bad.is_empty() => self.absorb(e)?,
-                Err(e) => {
-                    let failed = e.failed_members();
-                    let only_writes = e.read_errors.is_empty();
-                    self.fail_members(&failed)?;
-                    self.flush_bpgl(0)?;
-                    if only_writes {
-                        // Every healthy member was written; the failed one is now reconstructed
-                        // from them.
-                        return Ok(());
-                    }
-                }
-            }
-        }
-        Err(gave_up("write", offset))
+        Ok(())
     }
 
     /// Plans a write under the pool's parity policy: the plans and the stripes it defers
-    /// (listed, and the list made durable, before returning).
+    /// (listed, and the list made durable, before returning). The one place a write is
+    /// planned, for plain, journaled and served writes.
     pub(crate) fn plan_write_listed(
         &mut self,
         offset: u64,
         len: u64,
     ) -> Result<(Vec<raidcore::Plan>, Vec<raidcore::StripeId>)> {
+        // A cycle a rebuild moved is recorded before it takes writes in its new places.
+        self.record_layout_before_writes(offset, len)?;
         if self.lazy.parity != ParityPolicy::Lazy {
             return Ok((
                 plan_write(&self.geo, &self.state, offset, len, &self.policy)?,
                 Vec::new(),
             ));
         }
-        let lw = plan_write_lazy(&self.geo, &self.state, offset, len, &self.policy)?;
-        if self.state.defer(&lw.deferred) > 0 {
-            if let Err(e) = self.persist_bpgl() {
-                self.state.deferred_write_done(&lw.deferred);
-                return Err(e);
+        // Each round that finds the plans stale failed a member while writing the list.
+        for _ in 0..=self.members.handles.len() {
+            let lw = plan_write_lazy(&self.geo, &self.state, offset, len, &self.policy)?;
+            if self.state.defer(&lw.deferred) > 0 {
+                if let Err(e) = self.persist_bpgl() {
+                    self.state.deferred_write_done(&lw.deferred);
+                    return Err(e);
+                }
             }
+            if lw.plans.iter().all(|p| self.state.plan_is_current(p)) {
+                return Ok((lw.plans, lw.deferred));
+            }
+            self.state.deferred_write_done(&lw.deferred);
         }
-        Ok((lw.plans, lw.deferred))
+        Err(gave_up("write", offset))
     }
 
-    /// One journaled write cycle (a piece of a write): plan, read and compute, append the
-    /// record of every member write, write in place, retire. Member failures are handled like
-    /// [`Pool::write`] does.
-    pub(super) fn write_journaled(
-        &mut self,
-        j: &Arc<Journal>,
-        offset: u64,
-        data: &[u8],
-    ) -> Result<()> {
-        for _ in 0..64 {
-            let (plans, deferred) = self.plan_write_listed(offset, data.len() as u64)?;
-            let result = crate::exec::run_write_logged(
-                &plans,
-                data,
-                &self.members_view(),
-                |e| j.append(&self.members.handles, e),
-                |seq| j.done(seq),
-            );
-            self.state.deferred_write_done(&deferred);
-            let mut failed = j.take_failed_members();
-            let outcome = match result {
-                Ok(()) => Ok(true),
-                Err(LoggedWriteError::Reads(e)) if !e.bad.is_empty() => {
-                    // Blocks that read wrong (checksums, latent errors): repair, plan again.
-                    self.absorb(e)?;
-                    Ok(false)
-                }
-                Err(LoggedWriteError::Reads(e)) => {
-                    failed.extend(e.failed_members());
-                    Ok(false)
-                }
-                Err(LoggedWriteError::Writes(e)) => {
-                    // Every healthy member was written; the failed one is now reconstructed
-                    // from them.
-                    failed.extend(e.failed_members());
-                    Ok(true)
-                }
-                Err(LoggedWriteError::Log(e)) if !failed.is_empty() => {
-                    let _ = e;
-                    Ok(false)
-                }
-                Err(LoggedWriteError::Log(e)) => Err(PoolError::Io(e.to_string())),
-            };
-            if !failed.is_empty() {
-                failed.sort();
-                failed.dedup();
-                self.fail_members(&failed)?;
-                self.flush_bpgl(0)?;
-            }
-            if outcome? {
-                self.clear_lost(offset, data.len() as u64);
-                let b = self.state.bpgl();
-                if !b.is_empty() && b.len() >= b.capacity() {
-                    let half = b.capacity() / 2;
-                    self.flush_bpgl(half)?;
-                }
-                return Ok(());
-            }
+    /// After a write during which members failed (and were failed): whether what it wrote
+    /// can still be read, reconstructed from the members left. When it cannot, the write
+    /// fails: its client must not count the bytes written.
+    pub(crate) fn check_written(&self, offset: u64, len: u64) -> Result<()> {
+        match plan_read(&self.geo, &self.state, offset, len) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(PoolError::Io(format!(
+                "write at {offset}: members failed while it was written, and what it wrote \
+                 cannot be read back from the members left: {e}"
+            ))),
         }
-        Err(PoolError::Io(format!(
-            "write at {offset}: members keep failing; gave up"
-        )))
+    }
+
+    /// After an attempt: releases its deferrals (its member writes are over, or it will be
+    /// planned again), fails the members that failed and repairs the blocks that read wrong.
+    pub(crate) fn settle_attempt(
+        &mut self,
+        deferred: &[raidcore::StripeId],
+        outcome: &Outcome,
+    ) -> Result<()> {
+        self.state.deferred_write_done(deferred);
+        if !outcome.failed.is_empty() {
+            self.fail_members(&outcome.failed)?;
+        }
+        if let Next::Repair(bad) = &outcome.next {
+            self.repair_bad(bad)?;
+        }
+        Ok(())
     }
 
     /// Write-hole protection of this pool.
@@ -230,8 +387,8 @@ impl Pool {
     pub(super) fn journal_geometry(&self) -> JournalGeometry {
         JournalGeometry {
             uuid: self.sb.uuid,
-            offset: self.map.journal_region.0,
-            len: self.map.journal_region.1,
+            offset: self.map.journal.offset,
+            len: self.map.journal.bytes,
             // As many copies as the array survives failures, plus one.
             copies: (self.geo.scheme().tolerance() + 1).max(2),
             data_offset: self.map.data_offset_bytes,

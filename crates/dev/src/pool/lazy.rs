@@ -3,35 +3,21 @@
 
 use super::*;
 
+/// The deferred-parity list's two slots ([`raidcore::region::BPGL`]).
+pub(super) const BPGL_SLOTS: DualSlot = DualSlot::new("deferred-parity list", region::BPGL);
+
 /// The newest valid deferred-parity record of array `uuid` on any of `members` (both slots of
 /// each are read).
 pub(super) fn newest_bpgl(
     members: &[Option<Arc<dyn Member>>],
     uuid: &[u8; 16],
 ) -> Option<BpglRecord> {
-    let mut best: Option<BpglRecord> = None;
-    for m in members.iter().flatten() {
-        for slot in 0..2u64 {
-            let at = BPGL_OFFSET_BYTES + slot * BPGL_SLOT_BYTES as u64;
-            let mut head = vec![0u8; 4096];
-            if m.read_at(&mut head, at).is_err() {
-                continue;
-            }
-            let Some(len) = BpglRecord::encoded_len(&head) else {
-                continue;
-            };
-            let mut buf = vec![0u8; len];
-            if m.read_at(&mut buf, at).is_err() {
-                continue;
-            }
-            if let Some(r) = BpglRecord::decode(&buf) {
-                if &r.uuid == uuid && best.as_ref().is_none_or(|b| r.sequence > b.sequence) {
-                    best = Some(r);
-                }
-            }
-        }
-    }
-    best
+    BPGL_SLOTS
+        .read_all(members, BpglRecord::encoded_len)
+        .iter()
+        .filter_map(|b| BpglRecord::decode(b))
+        .filter(|r| &r.uuid == uuid)
+        .max_by_key(|r| r.sequence)
 }
 
 impl Pool {
@@ -73,22 +59,24 @@ impl Pool {
     pub(crate) fn persist_bpgl(&mut self) -> Result<()> {
         let seq = self.lazy.seq + 1;
         let bytes = self.state.bpgl().record(self.sb.uuid, seq).encode();
-        debug_assert!(bytes.len() <= BPGL_SLOT_BYTES);
-        let at = BPGL_OFFSET_BYTES + (seq % 2) * BPGL_SLOT_BYTES as u64;
-        debug_assert!(at + BPGL_SLOT_BYTES as u64 <= self.map.data_offset_bytes);
-        let mut copies = 0;
-        for (i, m) in self.members.handles.iter().enumerate() {
-            let Some(m) = m else { continue };
-            m.write_at(&bytes, at)
-                .and_then(|_| m.flush())
-                .map_err(|e| PoolError::Io(format!("deferred-parity list on member {i}: {e}")))?;
-            self.members.counters[i]
-                .meta_writes
-                .fetch_add(1, Ordering::Relaxed);
-            copies += 1;
-            if copies == 2 {
-                break;
-            }
+        let dead = BPGL_SLOTS
+            .write(
+                &self.members.handles,
+                &self.members.counters,
+                2,
+                seq,
+                &bytes,
+                true,
+            )
+            .map_err(|e| PoolError::Io(e.to_string()))?;
+        if !dead.is_empty() {
+            // A member that cannot take the list is failed like one failing a data write;
+            // recording that writes the list again, to the members left (each round fails a
+            // member, so this ends). Plans made before are no longer current: callers check.
+            self.fail_dead_members(&dead)?;
+            self.lazy.dirty = true;
+            let tag = self.tag();
+            return self.persist(tag);
         }
         self.lazy.seq = seq;
         self.lazy.dirty = false;
@@ -97,8 +85,17 @@ impl Pool {
     }
 
     /// Plans flushes of up to `max_cycles` cycles of the deferred-parity list.
-    pub(crate) fn plan_flush_batch(&self, max_cycles: usize) -> Result<Vec<raidcore::FlushPlan>> {
+    /// The cycles' layouts are recorded first if a rebuild moved them since
+    /// ([`Pool::record_layout_of_cycles`]: a flush writes parity in the new places).
+    pub(crate) fn plan_flush_batch(
+        &mut self,
+        max_cycles: usize,
+    ) -> Result<Vec<raidcore::FlushPlan>> {
         let mut fps = Vec::new();
+        let cycles = self.state.bpgl().flushable_cycles(max_cycles);
+        if let (Some(&first), Some(&last)) = (cycles.first(), cycles.last()) {
+            self.record_layout_of_cycles(first..=last)?;
+        }
         for c in self.state.bpgl().flushable_cycles(max_cycles) {
             if let Some(f) = plan_flush_cycle(&self.geo, &self.state, c)? {
                 fps.push(f);
@@ -161,7 +158,7 @@ impl Pool {
                 Some(n) => flushed += n,
                 None => {
                     attempts += 1;
-                    if attempts > 8 {
+                    if attempts > REPLANS_MAX {
                         return Err(PoolError::Io(
                             "flushing deferred parity: members keep failing".into(),
                         ));

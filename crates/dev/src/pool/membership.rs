@@ -2,26 +2,33 @@
 
 use super::*;
 
-/// Opens a member (creating or growing a file to `create` bytes), locked against other
-/// raidforge processes when `lock` (every pool that does I/O; only a status peek does not).
-pub(super) fn open_member(
-    path: &Path,
-    emulate: &Option<String>,
-    create: Option<u64>,
-    lock: bool,
-    direct: bool,
-) -> std::io::Result<Arc<dyn Member>> {
+/// How a pool opens a member.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct MemberOpen<'a> {
+    /// Emulated speed (`hdd:150MB/s:8ms`), if any.
+    pub emulate: Option<&'a str>,
+    /// Create the file, or grow it, to this many bytes.
+    pub create_bytes: Option<u64>,
+    /// Lock it against other raidforge processes (every pool that does I/O; only a status
+    /// peek does not).
+    pub lock: bool,
+    /// Open it with O_DIRECT.
+    pub direct: bool,
+}
+
+/// Opens a member.
+pub(super) fn open_member(path: &Path, how: &MemberOpen) -> std::io::Result<Arc<dyn Member>> {
     let f = FileMember::open(
         path,
         OpenOpts {
-            direct,
-            create_bytes: create,
+            direct: how.direct,
+            create_bytes: how.create_bytes,
         },
     )?;
-    if lock {
+    if how.lock {
         f.lock_exclusive()?;
     }
-    Ok(match emulate {
+    Ok(match how.emulate {
         Some(spec) => {
             let speed = Speed::parse(spec).map_err(|e| {
                 std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
@@ -45,13 +52,22 @@ impl Pool {
             // The old handle goes first: it holds the member's lock.
             if let Some(old) = self.members.handles[i].take() {
                 drop(old);
-                match open_member(&md.path, &spec, None, true, direct) {
+                let how = MemberOpen {
+                    emulate: spec.as_deref(),
+                    create_bytes: None,
+                    lock: true,
+                    direct,
+                };
+                match open_member(&md.path, &how) {
                     Ok(m) => self.members.handles[i] = Some(m),
                     Err(e) => {
                         let reason = e.to_string();
                         // Put the member back as it was (without emulation) if possible.
-                        self.members.handles[i] =
-                            open_member(&md.path, &None, None, true, direct).ok();
+                        let plain = MemberOpen {
+                            emulate: None,
+                            ..how
+                        };
+                        self.members.handles[i] = open_member(&md.path, &plain).ok();
                         return Err(PoolError::Member {
                             index: i,
                             path: md.path.clone(),
@@ -148,15 +164,17 @@ impl Pool {
                 });
             }
         }
-        let emulate = self.file.desc.members[i].emulate.clone();
-        let m =
-            open_member(path, &emulate, Some(size), true, self.file.desc.direct).map_err(|e| {
-                PoolError::Member {
-                    index: i,
-                    path: path.to_path_buf(),
-                    reason: e.to_string(),
-                }
-            })?;
+        let how = MemberOpen {
+            emulate: self.file.desc.members[i].emulate.as_deref(),
+            create_bytes: Some(size),
+            lock: true,
+            direct: self.file.desc.direct,
+        };
+        let m = open_member(path, &how).map_err(|e| PoolError::Member {
+            index: i,
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
         if m.size_bytes() < size {
             return Err(PoolError::Member {
                 index: i,

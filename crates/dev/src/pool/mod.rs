@@ -17,6 +17,7 @@
 //! verify), `ido` (the pool's side of `crate::ido`). Repairs and scrub continue `impl Pool` in
 //! `crate::scrub`, the served pool's helpers in `crate::serve_support`.
 
+mod assembly;
 mod create;
 mod descriptor;
 mod ido;
@@ -31,29 +32,34 @@ mod status;
 
 pub use descriptor::{Descriptor, MemberDesc};
 pub use opts::{
-    default_journal_bytes, CreateOpts, MemberWrap, RebuildOpts, WriteHole, DIRECT_ALIGN_BYTES,
-    JOURNAL_OFFSET_BYTES,
+    default_journal_bytes, test_opts, CreateOpts, MemberWrap, RebuildOpts, WriteHole,
+    DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
 };
+pub(crate) use persist::flush_each;
 pub use rebuild::RebuildProgress;
 pub use status::{MemberStatus, Status, VerifyReport};
 
+use assembly::{judge_members, newest_superblock, probe_members, read_superblock, recorded_state};
 use descriptor::{hex, unhex};
 use ido::{ido_records, RecordOnly};
+pub(crate) use io::{
+    gave_up, pieces, run_attempt, write_loop, Attempt, Outcome, WriteSite, REPLANS_MAX,
+};
 use lazy::newest_bpgl;
-use membership::open_member;
-use open::read_superblock;
+use membership::{open_member, MemberOpen};
+use open::Access;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use layout::{Disk, Params, SchemeKind};
-use raidcore::lazy::{BpglRecord, BPGL_DEFAULT_CAPACITY, BPGL_MAX_CAPACITY, BPGL_SLOT_BYTES};
+use raidcore::lazy::{BpglRecord, BPGL_DEFAULT_CAPACITY, BPGL_MAX_CAPACITY};
 use raidcore::superblock::{
-    superblock_slot, ArrayStateTag, Event, Superblock, BPGL_OFFSET_BYTES,
-    DEFAULT_DATA_OFFSET_BYTES, FEATURE_CHECKSUMS, FEATURE_JOURNAL, SUPERBLOCK_BYTES,
-    SUPERBLOCK_SLOTS,
+    superblock_slot, ArrayStateTag, Event, Superblock, SuperblockHead, DEFAULT_DATA_OFFSET_BYTES,
+    FEATURE_CHECKSUMS, FEATURE_JOURNAL, SUPERBLOCK_BYTES, SUPERBLOCK_HEAD_BYTES, SUPERBLOCK_SLOTS,
 };
 use raidcore::{
     plan_flush_cycle, plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, ArrayState,
@@ -62,13 +68,16 @@ use raidcore::{
 use serde::{Deserialize, Serialize};
 
 use crate::csum::Checksums;
+use crate::dual_slot::DualSlot;
 use crate::exec::{run_plans, Counters, LoggedWriteError, Members};
-use crate::ido::{Ido, IdoStatus, Phase, DEFAULT_ZONE_BYTES, IDO_OFFSET_BYTES, IDO_SLOT_BYTES};
+use crate::ido::{Ido, IdoStatus, Phase, DEFAULT_ZONE_BYTES, IDO_SLOTS};
 use crate::journal::{Journal, JournalGeometry, JournalStats};
 pub use crate::scrub::{
     LostRange, MemberRange, RepairCounts, ScrubOpts, ScrubProgress, ScrubReport,
 };
 use crate::{Emulated, FileMember, Member, OpenOpts, Speed};
+use raidcore::region;
+pub use raidcore::region::Region;
 
 /// Everything that can go wrong with a pool, each naming what and where.
 #[derive(Debug, thiserror::Error)]
@@ -105,17 +114,6 @@ pub enum PoolError {
 }
 
 type Result<T> = std::result::Result<T, PoolError>;
-
-/// A request re-planned this many times (members failing, blocks that keep reading wrong
-/// after their repair) gives up.
-const MAX_REPLANS: usize = 32;
-
-fn gave_up(what: &str, offset: u64) -> PoolError {
-    PoolError::Io(format!(
-        "{what} at {offset}: gave up after {MAX_REPLANS} attempts (members keep failing, or \
-         blocks keep reading wrong after being repaired: check the members)"
-    ))
-}
 
 /// An open pool. Its state is grouped by concern; each group's file is named beside it.
 pub struct Pool {
@@ -159,18 +157,57 @@ pub(crate) struct SuperblockState {
     /// Generation of the newest superblock written.
     pub(crate) generation: u64,
     pub(crate) created_unix_secs: u64,
+    /// Cycles a rebuild moved to their new layout generation since the superblocks last
+    /// recorded the layout: they are recorded before they take writes
+    /// ([`Pool::record_layout_before_writes`]).
+    pub(crate) rebuilt_unrecorded: std::collections::BTreeSet<u64>,
 }
 
-/// Where things lie on every member (member bytes).
+/// Where this pool's regions lie on every member, after the fixed ones of
+/// [`raidcore::region`] (member bytes).
 pub(crate) struct MemberMap {
     /// The data area starts here (metadata before it).
     pub(crate) data_offset_bytes: u64,
     /// Bytes of the data area (whole chunks).
     pub(crate) data_bytes: u64,
-    /// The block-checksum region (offset, bytes); (0, 0) without checksums.
-    pub(crate) checksum_region: (u64, u64),
-    /// The journal region (absolute offset, bytes); (0, 0) without a journal.
-    pub(crate) journal_region: (u64, u64),
+    /// The block-checksum region; empty without checksums.
+    pub(crate) checksums: Region,
+    /// The journal region; empty without a journal.
+    pub(crate) journal: Region,
+}
+
+impl MemberMap {
+    /// The data area.
+    pub(crate) fn data(&self) -> Region {
+        Region::new(self.data_offset_bytes, self.data_bytes)
+    }
+
+    /// Checks that the regions are where the map says: the journal and checksum regions
+    /// (when on) after the fixed regions, apart, and before the data area.
+    pub(crate) fn check(&self) -> std::result::Result<(), String> {
+        let pool_regions = [("journal", self.journal), ("checksum", self.checksums)];
+        for (name, r) in pool_regions.into_iter().filter(|(_, r)| !r.is_empty()) {
+            if r.offset < region::POOL_REGIONS_START || !r.ends_by(self.data()) {
+                return Err(format!(
+                    "the {name} region {}+{} is not between {} and the data area at {}",
+                    r.offset,
+                    r.bytes,
+                    region::POOL_REGIONS_START,
+                    self.data_offset_bytes
+                ));
+            }
+        }
+        if self.journal.overlaps(self.checksums) {
+            return Err("the journal and checksum regions overlap".into());
+        }
+        if self.data_offset_bytes < region::DEFAULT_DATA_OFFSET_BYTES {
+            return Err(format!(
+                "the data area at {} overlaps the fixed metadata regions",
+                self.data_offset_bytes
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The members as the pool holds them.
@@ -224,8 +261,8 @@ impl Pool {
     }
     /// The checksum region `(member offset, bytes)` on every member (`(0, 0)` without
     /// checksums).
-    pub fn checksum_region(&self) -> (u64, u64) {
-        self.map.checksum_region
+    pub fn checksum_region(&self) -> Region {
+        self.map.checksums
     }
     /// Member `i`'s data area starts at this member byte (checksums and metadata before it).
     pub fn data_offset_bytes(&self) -> u64 {

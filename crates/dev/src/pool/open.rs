@@ -3,55 +3,14 @@
 
 use super::*;
 
-/// The member's superblock: of its two copies ([`SUPERBLOCK_SLOTS`]), the valid one with the
-/// newest generation (a copy naming another pool than the first valid one is ignored). Fails
-/// with the first copy's error when neither is valid.
-pub(super) fn read_superblock(m: &dyn Member) -> std::result::Result<Superblock, String> {
-    let mut best: Option<Superblock> = None;
-    let mut first_err: Option<String> = None;
-    for (k, &off) in SUPERBLOCK_SLOTS.iter().enumerate() {
-        let mut b = vec![0u8; SUPERBLOCK_BYTES];
-        if let Err(e) = m.read_at(&mut b, off) {
-            if k == 0 {
-                return Err(e.to_string());
-            }
-            continue; // a member too small for the second copy (not a raidforge member)
-        }
-        match Superblock::decode(&b) {
-            Ok(sb) => {
-                if best
-                    .as_ref()
-                    .is_none_or(|x| sb.uuid == x.uuid && sb.generation > x.generation)
-                {
-                    best = Some(sb);
-                }
-            }
-            Err(e) => {
-                first_err.get_or_insert(e.to_string());
-            }
-        }
-    }
-    best.ok_or_else(|| first_err.unwrap_or_default())
-}
-
-/// The generation in the first 48 bytes of a member's superblock when they name pool `uuid`
-/// (`desc_uuid`, the descriptor's text form), slot `i` of `n`, whatever the rest holds: a
-/// superblock torn by a crash while it was being rewritten (its CRC fails) still says whose
-/// it is. `None` when those bytes do not agree.
-pub(super) fn torn_generation(
-    m: &dyn Member,
-    desc_uuid: &[u8; 16],
-    i: usize,
-    n: usize,
-) -> Option<u64> {
-    let mut b = [0u8; 48];
-    m.read_at(&mut b, 0).ok()?;
-    let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"));
-    (b[..8] == *b"RAIDFRG\0"
-        && b[16..32] == desc_uuid[..]
-        && u32_at(32) as usize == i
-        && u32_at(36) as usize == n)
-        .then(|| u64::from_le_bytes(b[40..48].try_into().expect("8 bytes")))
+/// Why assembly opens a pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Access {
+    /// For I/O: members locked, what assembly finds recorded, the journal replayed.
+    Exclusive,
+    /// A status peek: nothing locked or written, so it works while another process has the
+    /// pool open.
+    Peek,
 }
 
 impl Pool {
@@ -59,14 +18,14 @@ impl Pool {
     /// locked against other raidforge processes until the pool is dropped.
     pub fn open(desc_path: &Path) -> Result<Pool> {
         let desc = Self::read_descriptor(desc_path)?;
-        Self::from_members(desc_path, desc, true)
+        Self::from_members(desc_path, desc, Access::Exclusive, None)
     }
 
     /// [`Pool::open`] with every member wrapped by `wrap` once assembly has read the
     /// superblocks (before anything is written), and every replacement later.
     pub fn open_wrapped(desc_path: &Path, wrap: MemberWrap) -> Result<Pool> {
         let desc = Self::read_descriptor(desc_path)?;
-        Self::from_members_wrapped(desc_path, desc, true, Some(wrap))
+        Self::from_members(desc_path, desc, Access::Exclusive, Some(wrap))
     }
 
     pub(super) fn apply_wrap(&mut self, wrap: Option<MemberWrap>) {
@@ -87,7 +46,7 @@ impl Pool {
         let desc = Self::read_descriptor(desc_path)?;
         let mut tries = 0;
         loop {
-            match Self::from_members(desc_path, desc.clone(), false) {
+            match Self::from_members(desc_path, desc.clone(), Access::Peek, None) {
                 Ok(p) => return Ok(p.status()),
                 // A superblock being rewritten by the other process can read torn.
                 Err(PoolError::Member { .. }) if tries < 3 => {
@@ -145,43 +104,24 @@ impl Pool {
             }
             slots[i] = Some(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()));
         }
-        let desc = Descriptor {
-            format: "raidforge-pool".into(),
-            version: 1,
-            uuid: hex(&uuid),
-            members: slots
-                .into_iter()
-                .enumerate()
-                .map(|(i, p)| MemberDesc {
-                    path: p.unwrap_or_else(|| PathBuf::from(format!("<missing member {i}>"))),
-                    emulate: emulate.clone(),
-                    read_bytes: 0,
-                    write_bytes: 0,
-                    reads: 0,
-                    writes: 0,
-                    meta_writes: 0,
-                })
-                .collect(),
-            direct: false,
-            repairs: RepairCounts::default(),
-            lost: Vec::new(),
-        };
-        let pool = Self::from_members(desc_path, desc, true)?;
+        let paths: Vec<PathBuf> = slots
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| p.unwrap_or_else(|| PathBuf::from(format!("<missing member {i}>"))))
+            .collect();
+        let desc = Descriptor::new(&uuid, &paths, &emulate, false);
+        let pool = Self::from_members(desc_path, desc, Access::Exclusive, None)?;
         pool.save_descriptor()?;
         Ok(pool)
     }
 
     /// Opens the members a descriptor names and restores the array state from their
-    /// superblocks. `lock`: lock the members and record what assembly found (a member missing);
-    /// without it nothing is locked or written (a status peek).
-    pub(super) fn from_members(desc_path: &Path, desc: Descriptor, lock: bool) -> Result<Pool> {
-        Self::from_members_wrapped(desc_path, desc, lock, None)
-    }
-
-    pub(super) fn from_members_wrapped(
+    /// superblocks; wraps the members with `wrap` (before anything is written) and every
+    /// replacement later. [`Access::Peek`] locks and writes nothing (a status peek).
+    pub(super) fn from_members(
         desc_path: &Path,
         desc: Descriptor,
-        lock: bool,
+        access: Access,
         wrap: Option<MemberWrap>,
     ) -> Result<Pool> {
         let uuid = unhex(&desc.uuid).ok_or_else(|| PoolError::Descriptor {
@@ -189,94 +129,7 @@ impl Pool {
             reason: format!("bad uuid '{}'", desc.uuid),
         })?;
         let n = desc.members.len();
-        // What each listed member turned out to be. A member that cannot be used is only an
-        // error when the pool still counts on it (it has not failed).
-        enum Probe {
-            Missing,
-            Bad(PoolError),
-            Good(Arc<dyn Member>, Superblock),
-            /// The superblock fails its CRC but its first sector names this pool, this slot
-            /// and a generation: torn by a crash while it was being rewritten.
-            Torn(u64, PoolError),
-        }
-        let mut opened: Vec<Probe> = Vec::new();
-        for (i, md) in desc.members.iter().enumerate() {
-            let bad = |reason: String| {
-                Probe::Bad(PoolError::Member {
-                    index: i,
-                    path: md.path.clone(),
-                    reason,
-                })
-            };
-            let m = match open_member(&md.path, &md.emulate, None, lock, desc.direct) {
-                Ok(m) => m,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    opened.push(Probe::Missing);
-                    continue;
-                }
-                Err(e) => {
-                    opened.push(bad(e.to_string()));
-                    continue;
-                }
-            };
-            let sb = match read_superblock(&*m) {
-                Ok(sb) => sb,
-                Err(reason) if torn_generation(&*m, &uuid, i, n).is_some() => {
-                    let g = torn_generation(&*m, &uuid, i, n).expect("checked");
-                    let e = PoolError::Member {
-                        index: i,
-                        path: md.path.clone(),
-                        reason: format!(
-                            "{reason} (to run without it, assemble the pool from its other \
-                             members)"
-                        ),
-                    };
-                    opened.push(Probe::Torn(g, e));
-                    continue;
-                }
-                Err(reason) => {
-                    opened.push(bad(format!(
-                        "{reason} (to run without it, assemble the pool from its other members)"
-                    )));
-                    continue;
-                }
-            };
-            if sb.uuid != uuid {
-                opened.push(bad(format!(
-                    "belongs to pool {}, not {}: a foreign member",
-                    hex(&sb.uuid),
-                    desc.uuid
-                )));
-            } else if sb.member_index as usize != i || sb.member_count as usize != n {
-                opened.push(bad(format!(
-                    "is member {} of {}, but the descriptor lists it as {i} of {n}",
-                    sb.member_index, sb.member_count
-                )));
-            } else {
-                opened.push(Probe::Good(m, sb));
-            }
-        }
-        // The newest superblock is authoritative.
-        let best = opened
-            .iter()
-            .filter_map(|p| match p {
-                Probe::Good(_, sb) => Some(sb.clone()),
-                _ => None,
-            })
-            .max_by_key(|sb| sb.generation);
-        let best = match best {
-            Some(b) => b,
-            None => {
-                // Nothing usable: say why about the first member that is there at all.
-                let why = opened.into_iter().find_map(|p| match p {
-                    Probe::Bad(e) => Some(e),
-                    _ => None,
-                });
-                return Err(why.unwrap_or_else(|| {
-                    PoolError::Usage("no member of the pool could be opened".into())
-                }));
-            }
-        };
+        let (best, opened) = newest_superblock(probe_members(&desc, &uuid, access))?;
         let (kind, params) = layout::from_text(&best.layout)?;
         let scheme = layout::build(kind, &params)?;
         let geo = Geometry::new(scheme, best.chunk_bytes, best.data_bytes)?;
@@ -286,134 +139,36 @@ impl Pool {
         } else {
             geo
         };
-        let mut state = ArrayState::new(&geo);
-        for e in &best.events {
-            match *e {
-                Event::Fail(d) => {
-                    state.fail(&geo, d)?;
-                }
-                Event::Replace(d) => {
-                    state.replace(&geo, d)?;
-                }
-            }
-        }
-        for (i, &(start, gen)) in best.runs.iter().enumerate() {
-            let end = best.runs.get(i + 1).map_or(geo.cycles(), |r| r.0);
-            for c in start..end.min(geo.cycles()) {
-                state.mark_rebuilt(c, gen);
-            }
-        }
-        let mut members = Vec::new();
-        let mut events = best.events.clone();
-        for (i, o) in opened.into_iter().enumerate() {
-            let failed = state.failed().contains(&(i as Disk));
-            // The newest record says this slot was replaced: a file there that is stale, or
-            // holds no valid superblock, is the disk replaced away or a replacement whose
-            // first superblock never became durable (a crash during `replace`, before the
-            // descriptor named the new file; found by the fault harness). Its contents are not
-            // current either way: assemble degraded without it (it is then replaced again),
-            // as for a missing member, instead of refusing the pool.
-            let replaced_slot = best.events.contains(&Event::Replace(i as u32));
-            let stale = match &o {
-                Probe::Good(_, sb) => sb.generation + 1 < best.generation,
-                Probe::Torn(g, _) => g + 1 < best.generation,
-                Probe::Bad(_) => true,
-                Probe::Missing => false,
-            };
-            if !failed && replaced_slot && stale && state.failed().len() < geo.scheme().tolerance()
-            {
-                state.fail(&geo, i as Disk)?;
-                events.push(Event::Fail(i as u32));
-                members.push(None);
-                continue;
-            }
-            match o {
-                _ if failed => members.push(None),
-                Probe::Bad(e) => return Err(e),
-                // A superblock that fails its CRC is refused, even when its first sector
-                // still names this pool and slot (a crash can tear it while it is rewritten;
-                // a flipped byte looks the same): the user assembles without it. Only a
-                // replaced slot's file is assembled as failed (above).
-                Probe::Torn(_, e) => return Err(e),
-                Probe::Good(m, sb) => {
-                    // One generation behind and not failed in the newest record: the member
-                    // only missed the newest superblock write (a crash while the superblocks
-                    // were being rewritten; found by the fault-injection harness). Every
-                    // persist flushes the data before writing any superblock, and a member
-                    // failed or replaced since would be failed in the newest record or hold
-                    // no superblock of this pool, so its data is as current as the others'.
-                    let missed_last_write = sb.generation + 1 == best.generation;
-                    if sb.generation != best.generation && !missed_last_write {
-                        return Err(PoolError::Member {
-                            index: i,
-                            path: desc.members[i].path.clone(),
-                            reason: format!(
-                                "is stale (generation {} but the pool is at {}): it missed updates; \
-                                 assemble the pool without it, then `raidforge replace` it",
-                                sb.generation, best.generation
-                            ),
-                        });
-                    }
-                    members.push(Some(m));
-                }
-                Probe::Missing => {
-                    // A member vanished without being failed: assemble degraded, recording it.
-                    state.fail(&geo, i as Disk)?;
-                    events.push(Event::Fail(i as u32));
-                    members.push(None);
-                }
-            }
-        }
-        state.set_bpgl_capacity(if best.bpgl_capacity == 0 {
-            BPGL_DEFAULT_CAPACITY
-        } else {
-            best.bpgl_capacity as usize
-        });
+        let mut state = recorded_state(&geo, &best)?;
+        let (members, events) = judge_members(opened, &best, &geo, &mut state, &desc)?;
         // The deferred-parity list: the newest valid record on any present member (a crash
         // with updates deferred leaves them listed there).
         let bpgl = newest_bpgl(&members, &uuid);
-        let bpgl_seq = bpgl.as_ref().map_or(0, |r| r.sequence);
-        // Zone popularity, policy state and D-Map: the newest valid record on any member.
-        let ido = Arc::new(
-            Ido::restore(
-                geo.capacity_bytes(),
-                geo.data_per_cycle() * geo.chunk_bytes(),
-                &ido_records(&members),
-                &uuid,
-            )?
-            .map_or_else(
-                || {
-                    Ido::new(
-                        geo.capacity_bytes(),
-                        geo.data_per_cycle() * geo.chunk_bytes(),
-                        DEFAULT_ZONE_BYTES,
-                    )
-                },
-                Ok,
-            )?,
-        );
         if let Some(r) = &bpgl {
             state.restore_bpgl(r);
         }
-        let checksum_region = (best.checksum_offset_bytes, best.checksum_len_bytes);
-        // Region pages with entries every copy of which a crash tore (vouched for below).
-        let mut torn_checksum_pages: std::collections::BTreeSet<(u32, u64)> = Default::default();
-        let checksums = if has_checksums {
-            let copies = crate::csum::copies_for(geo.disks(), geo.scheme().tolerance());
-            if checksum_region.1 < crate::csum::region_bytes(best.data_bytes, copies) {
-                return Err(PoolError::Usage(format!(
-                    "the superblock's checksum region ({} bytes) is too small for {} bytes of \
-                     data: damaged superblock",
-                    checksum_region.1, best.data_bytes
-                )));
-            }
-            let (c, torn) =
-                Checksums::load(&members, checksum_region.0, best.data_bytes, copies)
-                    .map_err(|e| PoolError::Io(format!("reading the checksum regions: {e}")))?;
-            torn_checksum_pages = torn;
-            Some(Arc::new(c))
+        // Zone popularity, policy state and D-Map: the newest valid record on any member.
+        let (capacity, per_cycle) = (
+            geo.capacity_bytes(),
+            geo.data_per_cycle() * geo.chunk_bytes(),
+        );
+        let ido = match Ido::restore(capacity, per_cycle, &ido_records(&members), &uuid)? {
+            Some(ido) => ido,
+            None => Ido::new(capacity, per_cycle, DEFAULT_ZONE_BYTES)?,
+        };
+        let map = MemberMap {
+            data_offset_bytes: best.data_offset_bytes,
+            data_bytes: best.data_bytes,
+            checksums: Region::new(best.checksum_offset_bytes, best.checksum_len_bytes),
+            journal: Region::new(best.journal_offset_bytes, best.journal_len_bytes),
+        };
+        map.check()
+            .map_err(|e| PoolError::Usage(format!("damaged superblock: {e}")))?;
+        let (checksums, torn_pages) = if has_checksums {
+            let (c, torn) = Self::load_checksums(&geo, &map, &members)?;
+            (Some(Arc::new(c)), torn)
         } else {
-            None
+            (None, Default::default())
         };
         let mut pool = Pool {
             geo,
@@ -429,13 +184,9 @@ impl Pool {
                 events,
                 generation: best.generation,
                 created_unix_secs: best.created_unix_secs,
+                rebuilt_unrecorded: Default::default(),
             },
-            map: MemberMap {
-                data_offset_bytes: best.data_offset_bytes,
-                data_bytes: best.data_bytes,
-                checksum_region,
-                journal_region: (best.journal_offset_bytes, best.journal_len_bytes),
-            },
+            map,
             members: MemberSet {
                 handles: members,
                 counters: (0..n).map(|_| Counters::default()).collect(),
@@ -444,7 +195,7 @@ impl Pool {
             policy: WritePolicy::Md,
             lazy: LazyParity {
                 parity: best.parity,
-                seq: bpgl_seq,
+                seq: bpgl.as_ref().map_or(0, |r| r.sequence),
                 dirty: false,
                 on_disk: bpgl.map(|r| r.stripes).unwrap_or_default(),
             },
@@ -460,77 +211,102 @@ impl Pool {
                 },
                 journal: None,
             },
-            ido,
+            ido: Arc::new(ido),
         };
         pool.apply_wrap(wrap);
-        // The write journal before anything else is written: replay what a crash may have
-        // left half done (a status peek changes nothing, so it leaves it to the next open).
-        if lock && pool.wh.mode == WriteHole::Journal {
-            let sums = pool.integrity.checksums.clone();
-            let members = pool.members.handles.clone();
-            // Checksum pages the replayed records touched (see `vouch_torn_checksum_pages`).
-            let mut touched: std::collections::BTreeSet<(u32, u64)> = Default::default();
-            let mut holders_failed: Vec<u32> = Vec::new();
-            let per_page = crate::csum::ENTRIES_PER_PAGE;
-            let j = Journal::recover(
-                pool.journal_geometry(),
-                &pool.members.handles,
-                |m, off, data| {
-                    let b = crate::csum::BLOCK_BYTES;
-                    let end = off + data.len() as u64;
-                    for page in off / b / per_page..=(end.saturating_sub(1)) / b / per_page {
-                        touched.insert((m, page));
-                    }
-                    // Replay rewrites whole blocks: their checksums follow.
-                    match (&sums, members.get(m as usize)) {
-                        (Some(c), Some(Some(_))) => {
-                            c.record(m as usize, off, data);
-                            let b = crate::csum::BLOCK_BYTES;
-                            match c.write_pages(
-                                m as usize,
-                                &members,
-                                off / b,
-                                (off + data.len() as u64) / b,
-                            ) {
-                                // A copy on another member failed: that member is failed after
-                                // the replay, not the one replayed to.
-                                Err(e) if e.member != m as usize => {
-                                    holders_failed.push(e.member as u32);
-                                    Ok(())
-                                }
-                                r => r.map_err(std::io::Error::from),
-                            }
-                        }
-                        _ => Ok(()),
-                    }
-                },
-            )
-            .map_err(|e| PoolError::Io(e.to_string()))?;
-            // Members that failed during the replay (or its checkpoint) are failed now.
-            let mut dead = j.take_failed_members();
-            dead.extend(holders_failed);
-            dead.sort_unstable();
-            dead.dedup();
-            pool.wh.journal = Some(Arc::new(j));
-            if !dead.is_empty() {
-                pool.fail_members(&dead)?;
-            }
-            touched.extend(torn_checksum_pages.iter().copied());
-            if !touched.is_empty() {
-                pool.vouch_torn_checksum_pages(&touched)?;
-            }
-        }
-        // Without a journal replay (which vouches for them with its own pages, above).
-        if lock && pool.wh.mode != WriteHole::Journal && !torn_checksum_pages.is_empty() {
-            pool.vouch_torn_checksum_pages(&torn_checksum_pages)?;
-        }
-        if lock && pool.sb.events.len() != best.events.len() {
-            pool.persist(ArrayStateTag::Degraded)?;
-        }
-        // Assembled without a member while updates were deferred: those first.
-        if lock && !pool.state.failed().is_empty() && !pool.state.bpgl().is_empty() {
-            pool.flush_bpgl(0)?;
+        if access == Access::Exclusive {
+            pool.settle_after_assembly(best.events.len(), torn_pages)?;
         }
         Ok(pool)
+    }
+
+    /// The block checksums from their region, and the region pages whose every copy a crash
+    /// tore (vouched for from their stripes once the pool is open).
+    fn load_checksums(
+        geo: &Geometry,
+        map: &MemberMap,
+        members: &[Option<Arc<dyn Member>>],
+    ) -> Result<(Checksums, BTreeSet<(u32, u64)>)> {
+        let copies = crate::csum::copies_for(geo.disks(), geo.scheme().tolerance());
+        if map.checksums.bytes < crate::csum::region_bytes(map.data_bytes, copies) {
+            return Err(PoolError::Usage(format!(
+                "the superblock's checksum region ({} bytes) is too small for {} bytes of \
+                 data: damaged superblock",
+                map.checksums.bytes, map.data_bytes
+            )));
+        }
+        Checksums::load(members, map.checksums.offset, map.data_bytes, copies)
+            .map_err(|e| PoolError::Io(format!("reading the checksum regions: {e}")))
+    }
+
+    /// What an assembly for I/O does before anything else is written: replays the write
+    /// journal (what a crash may have left half done), vouches for checksum pages a crash
+    /// tore, records the failures assembly found (the newest record had `recorded_events`
+    /// events), and flushes deferred parity when a member is missing.
+    fn settle_after_assembly(
+        &mut self,
+        recorded_events: usize,
+        torn_pages: BTreeSet<(u32, u64)>,
+    ) -> Result<()> {
+        if self.wh.mode == WriteHole::Journal {
+            // The replay vouches for the torn pages with the pages it touched.
+            self.replay_journal(torn_pages)?;
+        } else if !torn_pages.is_empty() {
+            self.vouch_torn_checksum_pages(&torn_pages)?;
+        }
+        if self.sb.events.len() != recorded_events {
+            self.persist(ArrayStateTag::Degraded)?;
+        }
+        // Assembled without a member while updates were deferred: those first.
+        if !self.state.failed().is_empty() && !self.state.bpgl().is_empty() {
+            self.flush_bpgl(0)?;
+        }
+        Ok(())
+    }
+
+    /// Replays the write journal and opens it; the checksums of the blocks replayed follow
+    /// them. Then vouches for the checksum pages the replay touched and `torn_pages`.
+    fn replay_journal(&mut self, torn_pages: BTreeSet<(u32, u64)>) -> Result<()> {
+        let sums = self.integrity.checksums.clone();
+        let members = self.members.handles.clone();
+        // Checksum pages the replayed records touched (see `vouch_torn_checksum_pages`).
+        let mut touched = torn_pages;
+        let mut holders_failed: Vec<u32> = Vec::new();
+        let per_page = crate::csum::ENTRIES_PER_PAGE;
+        let b = crate::csum::BLOCK_BYTES;
+        let j = Journal::recover(self.journal_geometry(), &members, |m, off, data| {
+            let end = off + data.len() as u64;
+            for page in off / b / per_page..=(end.saturating_sub(1)) / b / per_page {
+                touched.insert((m, page));
+            }
+            // Replay rewrites whole blocks: their checksums follow.
+            let (Some(c), Some(Some(_))) = (&sums, members.get(m as usize)) else {
+                return Ok(());
+            };
+            c.record(m as usize, off, data);
+            match c.write_pages(m as usize, &members, off / b, end / b) {
+                // A copy on another member failed: that member is failed after the replay,
+                // not the one replayed to.
+                Err(e) if e.member != m as usize => {
+                    holders_failed.push(e.member as u32);
+                    Ok(())
+                }
+                r => r.map_err(std::io::Error::from),
+            }
+        })
+        .map_err(|e| PoolError::Io(e.to_string()))?;
+        // Members that failed during the replay (or its checkpoint) are failed now.
+        let mut dead = j.take_failed_members();
+        dead.extend(holders_failed);
+        dead.sort_unstable();
+        dead.dedup();
+        self.wh.journal = Some(Arc::new(j));
+        if !dead.is_empty() {
+            self.fail_members(&dead)?;
+        }
+        if !touched.is_empty() {
+            self.vouch_torn_checksum_pages(&touched)?;
+        }
+        Ok(())
     }
 }

@@ -36,6 +36,50 @@ pub struct CreateOpts {
     pub journal_bytes: Option<u64>,
 }
 
+impl CreateOpts {
+    /// Options for a pool of `scheme` over `members` with chunks of `chunk_bytes`, everything
+    /// else as `raidforge create` has it by default: members sized like the smallest existing
+    /// one, no emulation, no `--force`, no O_DIRECT, eager parity, the default deferred-parity
+    /// bound, no checksums, no journal. Change the rest with struct update syntax.
+    pub fn new(
+        scheme: SchemeKind,
+        params: Params,
+        members: Vec<PathBuf>,
+        chunk_bytes: u64,
+    ) -> CreateOpts {
+        CreateOpts {
+            scheme,
+            params,
+            members,
+            size_bytes: None,
+            chunk_bytes,
+            emulate: None,
+            force: false,
+            direct: false,
+            parity: ParityPolicy::Eager,
+            bpgl_capacity: None,
+            checksums: false,
+            write_hole: WriteHole::None,
+            journal_bytes: None,
+        }
+    }
+}
+
+/// The options tests and examples start from: `n` members `m0.img`, `m1.img`, ... in `dir`,
+/// each `size_bytes`, 64 KiB chunks, the rest as [`CreateOpts::new`] has it. One place to
+/// change when an option is added.
+pub fn test_opts(scheme: SchemeKind, dir: &Path, n: usize, size_bytes: u64) -> CreateOpts {
+    let params = Params {
+        disks: Some(n),
+        ..Params::default()
+    };
+    let members = (0..n).map(|i| dir.join(format!("m{i}.img"))).collect();
+    CreateOpts {
+        size_bytes: Some(size_bytes),
+        ..CreateOpts::new(scheme, params, members, 64 << 10)
+    }
+}
+
 /// Write-hole protection (`raidforge create --write-hole`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -77,7 +121,7 @@ pub fn default_journal_bytes(member_bytes: u64) -> u64 {
 }
 
 /// Where the journal region starts on every member (after the IDO metadata slots).
-pub const JOURNAL_OFFSET_BYTES: u64 = 1 << 20;
+pub const JOURNAL_OFFSET_BYTES: u64 = raidcore::region::POOL_REGIONS_START;
 
 /// How to rebuild.
 #[derive(Clone, Debug)]

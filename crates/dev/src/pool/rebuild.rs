@@ -125,7 +125,7 @@ impl Pool {
                     // the remaining redundancy where it suffices, otherwise recorded lost and
                     // zeroed so the rebuild can go on.
                     bad_restarts += 1;
-                    if bad_restarts > 4 * MAX_REPLANS {
+                    if bad_restarts > 2 * REPLANS_MAX {
                         self.persist(ArrayStateTag::Rebuilding)?;
                         return Err(PoolError::Io(format!(
                             "rebuild stopped: survivor blocks keep reading wrong after being \
@@ -150,6 +150,7 @@ impl Pool {
                         _ => unreachable!("rebuild plans only"),
                     };
                     self.state.mark_rebuilt(cy, to);
+                    self.sb.rebuilt_unrecorded.insert(cy);
                     rebuilt_here += 1;
                 }
             }

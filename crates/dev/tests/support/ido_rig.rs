@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dev::ido::IdoStatus;
-use dev::pool::{CreateOpts, Pool, RebuildOpts};
+use dev::pool::{test_opts, CreateOpts, Pool, RebuildOpts};
 use dev::serve_support::{Concurrency, SharedPool};
-use layout::{Params, SchemeKind, SplitMix64};
+use layout::{SchemeKind, SplitMix64};
 
 pub struct Dir(pub PathBuf);
 
@@ -32,22 +32,9 @@ pub fn create(dir: &Path, name: &str, kind: SchemeKind, n: usize, size: u64) -> 
     Pool::create(
         &dir.join(format!("{name}.json")),
         CreateOpts {
-            scheme: kind,
-            params: Params {
-                disks: Some(n),
-                ..Params::default()
-            },
             members: (0..n).map(|i| dir.join(format!("{name}{i}.img"))).collect(),
-            size_bytes: Some(size),
             chunk_bytes: 16 << 10,
-            emulate: None,
-            force: false,
-            direct: false,
-            parity: Default::default(),
-            bpgl_capacity: None,
-            checksums: false,
-            write_hole: Default::default(),
-            journal_bytes: None,
+            ..test_opts(kind, dir, n, size)
         },
     )
     .unwrap()

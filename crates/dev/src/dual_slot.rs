@@ -1,0 +1,178 @@
+//! Records kept in two alternating slots on the members: sequence `s` is written to slot
+//! `s % 2`, so a crash that tears one write leaves the other, one sequence older, whole.
+//! Readers read both slots of every member they can and take the valid copy with the newest
+//! sequence. The deferred-parity list and the IDO record use this store (each on the first
+//! two present members); the superblock's two copies follow the same rule on every member
+//! (`pool::open::read_superblock`), the journal's checkpoints within its region.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use raidcore::region::Region;
+
+use crate::exec::Counters;
+use crate::Member;
+
+/// Two slots of one record kind on every member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DualSlot {
+    /// What the record is, for errors ("deferred-parity list").
+    pub name: &'static str,
+    /// Both slots: the region's two halves.
+    pub region: Region,
+}
+
+/// Member `member` failed writing or flushing a slot of the record `name`.
+#[derive(Debug, thiserror::Error)]
+#[error("{name} on member {member}: {source}")]
+pub(crate) struct SlotWriteError {
+    pub name: &'static str,
+    pub member: usize,
+    pub source: std::io::Error,
+}
+
+impl DualSlot {
+    /// The store in `region`'s two halves.
+    pub const fn new(name: &'static str, region: Region) -> DualSlot {
+        DualSlot { name, region }
+    }
+
+    /// Bytes of one slot.
+    pub const fn slot_bytes(&self) -> u64 {
+        self.region.bytes / 2
+    }
+
+    /// The member offset of the slot sequence `seq` goes to.
+    pub const fn at(&self, seq: u64) -> u64 {
+        self.region.half(seq % 2).offset
+    }
+
+    /// Writes `bytes` (sequence `seq`) to the first `copies` present members that take it,
+    /// each flushed when `sync`, and counts a metadata write on each. A member whose write or
+    /// flush fails is passed over (the next one takes its copy) and returned, for the caller
+    /// to fail like a member failing a data write; an error only when no member took it.
+    pub fn write(
+        &self,
+        members: &[Option<Arc<dyn Member>>],
+        counters: &[Counters],
+        copies: usize,
+        seq: u64,
+        bytes: &[u8],
+        sync: bool,
+    ) -> Result<Vec<(usize, std::io::Error)>, SlotWriteError> {
+        assert!(
+            bytes.len() as u64 <= self.slot_bytes(),
+            "{} record larger than its slot",
+            self.name
+        );
+        let at = self.at(seq);
+        let mut written = 0;
+        let mut dead: Vec<(usize, std::io::Error)> = Vec::new();
+        for (i, m) in members
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| Some((i, m.as_ref()?)))
+        {
+            if written == copies {
+                break;
+            }
+            match m
+                .write_at(bytes, at)
+                .and_then(|_| if sync { m.flush() } else { Ok(()) })
+            {
+                Ok(()) => {
+                    counters[i].meta_writes.fetch_add(1, Ordering::Relaxed);
+                    written += 1;
+                }
+                Err(e) => dead.push((i, e)),
+            }
+        }
+        if written == 0 && copies > 0 {
+            let (member, source) = dead
+                .pop()
+                .unwrap_or((usize::MAX, std::io::Error::other("no member is present")));
+            return Err(SlotWriteError {
+                name: self.name,
+                member,
+                source,
+            });
+        }
+        Ok(dead)
+    }
+
+    /// Both slots of every present member, as far as a record there reaches: the first
+    /// 4 KiB of each slot are read, `len_of` says from them how many bytes the record there
+    /// occupies (`None`: no record), and that many are returned (read again when more than
+    /// 4 KiB). Slots that fail to read are left out.
+    pub fn read_all(
+        &self,
+        members: &[Option<Arc<dyn Member>>],
+        len_of: impl Fn(&[u8]) -> Option<usize>,
+    ) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for m in members.iter().flatten() {
+            for slot in 0..2 {
+                let at = self.at(slot);
+                let mut head = vec![0u8; 4096];
+                if m.read_at(&mut head, at).is_err() {
+                    continue;
+                }
+                let Some(len) = len_of(&head) else { continue };
+                let len = len.min(self.slot_bytes() as usize);
+                if len <= head.len() {
+                    out.push(head);
+                    continue;
+                }
+                let mut b = vec![0u8; len.next_multiple_of(4096)];
+                if m.read_at(&mut b, at).is_ok() {
+                    out.push(b);
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MemMember;
+
+    #[test]
+    fn alternates_and_reads_back_both_slots() {
+        let store = DualSlot::new("test", Region::new(8192, 16384));
+        let members: Vec<Option<Arc<dyn Member>>> = vec![
+            None,
+            Some(Arc::new(MemMember::new(64 << 10))),
+            Some(Arc::new(MemMember::new(64 << 10))),
+            Some(Arc::new(MemMember::new(64 << 10))),
+        ];
+        let counters: Vec<Counters> = (0..4).map(|_| Counters::default()).collect();
+        assert_eq!((store.at(4), store.at(5)), (8192, 16384));
+        store
+            .write(&members, &counters, 2, 4, &[4u8; 4096], true)
+            .unwrap();
+        store
+            .write(&members, &counters, 2, 5, &[5u8; 8192], false)
+            .unwrap();
+        let meta: Vec<u64> = counters
+            .iter()
+            .map(|c| c.meta_writes.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(meta, [0, 2, 2, 0], "the first two present members");
+        let got = store.read_all(&members, |head| match head[0] {
+            4 => Some(4096),
+            5 => Some(8192),
+            _ => None,
+        });
+        assert_eq!(got.len(), 4, "two slots on each of two members");
+        assert!(got
+            .iter()
+            .filter(|b| b.len() == 4096)
+            .all(|b| b == &[4u8; 4096]));
+        assert!(got
+            .iter()
+            .filter(|b| b.len() == 8192)
+            .all(|b| b == &[5u8; 8192]));
+    }
+}

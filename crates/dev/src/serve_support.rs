@@ -42,8 +42,8 @@ use serde::{Deserialize, Serialize};
 use crate::exec::{run_plans, Counters, Members};
 use crate::ido::{Ido, MainPool, Phase, RebuildPolicy};
 use crate::pool::{
-    gave_up, pieces, run_attempt, write_loop, Attempt, Outcome, Pool, PoolError, RebuildOpts,
-    RebuildProgress, Status, VerifyReport, WriteSite, REPLANS_MAX,
+    gave_up, pieces, run_attempt, write_loop, Attempt, IntentGuard, Outcome, Pool, PoolError,
+    RebuildOpts, RebuildProgress, Status, VerifyReport, WriteIntent, WriteSite, REPLANS_MAX,
 };
 use crate::Member;
 
@@ -315,6 +315,8 @@ pub struct SharedPool {
     flusher_thread: Mutex<Option<JoinHandle<()>>>,
     /// The pool's write journal, if it has one (appended to outside the pool mutex).
     journal: Option<Arc<crate::journal::Journal>>,
+    /// The pool's write-intent bitmap, if it has one (marked outside the pool mutex).
+    intent: Option<Arc<WriteIntent>>,
     /// Zone popularity, policy rebuild state, surrogate and D-Map (shared with the pool).
     ido: Arc<Ido>,
     uuid: [u8; 16],
@@ -486,6 +488,23 @@ impl<'a> WriteSite for Served<'a> {
         self.0.flush_deferred()
     }
 
+    fn intent(&mut self, offset: u64, len: u64) -> Result<Option<IntentGuard>> {
+        let sp = self.0;
+        let Some(w) = &sp.intent else {
+            return Ok(None);
+        };
+        let (g, dead) = w.begin(
+            offset,
+            len,
+            || sp.with_pool(|p| Ok(p.members.handles.clone())),
+            &sp.counters,
+        )?;
+        if !dead.is_empty() {
+            sp.with_pool(|p| p.fail_record_writers(dead))?;
+        }
+        Ok(Some(g))
+    }
+
     /// Lost ranges the write covered whole hold data again.
     fn written(&mut self, offset: u64, len: u64) -> Result<()> {
         if !self.1 {
@@ -538,6 +557,7 @@ impl SharedPool {
             stop_flusher: AtomicBool::new(false),
             flusher_thread: Mutex::new(None),
             journal: pool.wh.journal.clone(),
+            intent: pool.wh.intent.clone(),
             pool: Mutex::new(Some(pool)),
         });
         let weak = Arc::downgrade(&sp);
@@ -872,9 +892,25 @@ impl SharedPool {
     /// request's planning); a member whose flush fails is failed, like a member whose write
     /// fails, and the flush fails when the pool has lost data ([`Pool::sync`]'s rule).
     pub fn flush(&self) -> Result<()> {
+        let started = Instant::now();
         let members = self.with_pool(|p| Ok(p.members.handles.clone()))?;
         let dead = crate::pool::flush_each(&members);
-        self.with_pool(|p| p.after_flush(dead))
+        self.with_pool(|p| p.after_flush(dead))?;
+        // Write-intent marks of regions idle since before the flush are cleared (outside the
+        // pool mutex: a record write must not stall every request's planning).
+        let Some(w) = &self.intent else {
+            return Ok(());
+        };
+        let dead = w.flushed(
+            started,
+            crate::pool::INTENT_CLEAR_AFTER,
+            || self.with_pool(|p| Ok(p.members.handles.clone())),
+            &self.counters,
+        )?;
+        if dead.is_empty() {
+            return Ok(());
+        }
+        self.with_pool(|p| p.fail_record_writers(dead))
     }
 
     fn fold_counters(&self, p: &Pool) {

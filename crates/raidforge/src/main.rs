@@ -53,6 +53,11 @@ enum Command {
         /// Print the status as JSON.
         #[arg(long)]
         json: bool,
+        /// Start a pool that was not shut down cleanly although members its unclean regions
+        /// need are missing (refused otherwise, as MD refuses a dirty degraded array): what
+        /// can be is resynchronised, the stripes that lack a member are left as they are.
+        #[arg(long)]
+        force: bool,
     },
     /// Health, layout, rebuild progress and per-member I/O of a pool.
     Status(pool_cmd::PoolArg),
@@ -142,7 +147,8 @@ fn main() -> ExitCode {
             members,
             emulate,
             json,
-        } => pool_cmd::assemble(pool, members, emulate, json),
+            force,
+        } => pool_cmd::assemble(pool, members, emulate, json, force),
         Command::Status(a) => pool_cmd::status(a),
         Command::Io(c) => pool_cmd::io(c),
         Command::Fail { pool, member, json } => pool_cmd::fail(pool, member, json),

@@ -312,7 +312,18 @@ pub fn print_status_of(s: &dev::pool::Status, json: bool) -> anyhow::Result<()> 
             j.replayed_records
         ),
         None if s.write_hole == "journal" => println!("      write hole: journal"),
-        None => println!("      write hole: not protected (create with --write-hole journal)"),
+        None => println!(
+            "      write hole: write-intent bitmap ({} regions marked): a crash is followed by a \
+             resync of the marked regions (create with --write-hole journal to close the hole)",
+            s.intent_regions_marked
+        ),
+    }
+    if let Some(r) = &s.resync {
+        println!(
+            "      resync at open (unclean shutdown): {} cycles, {} stripes rewritten, {} left \
+             degraded, {} checksums vouched for",
+            r.cycles, r.stripes_rewritten, r.stripes_degraded, r.blocks_revouched
+        );
     }
     for m in &s.members {
         println!(
@@ -362,9 +373,10 @@ pub fn assemble(
     members: Vec<PathBuf>,
     emulate: Option<String>,
     json: bool,
+    force: bool,
 ) -> anyhow::Result<()> {
     crate::control::refuse_if_served(&pool, "assemble")?;
-    let p = Pool::assemble(&pool, &members, emulate)?;
+    let p = Pool::assemble_with(&pool, &members, emulate, force)?;
     print_status(&p, json)?;
     p.close()?;
     Ok(())
@@ -497,6 +509,11 @@ pub struct RebuildArgs {
     /// Print progress as JSON lines, then a final JSON summary line.
     #[arg(long)]
     pub json: bool,
+    /// Start a pool that was not shut down cleanly although members its unclean regions need
+    /// are missing (refused otherwise, as MD refuses a dirty degraded array): what can be is
+    /// resynchronised, the stripes that lack a member are left as they are.
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn rebuild(mut a: RebuildArgs) -> anyhow::Result<()> {
@@ -525,7 +542,11 @@ pub fn rebuild(mut a: RebuildArgs) -> anyhow::Result<()> {
     if let Some(live) = crate::control::live(&a.pool) {
         return crate::control::rebuild(&live, &a, parallel);
     }
-    let mut p = Pool::open(&a.pool)?;
+    let mut p = if a.force {
+        Pool::open_forced(&a.pool, None)?
+    } else {
+        Pool::open(&a.pool)?
+    };
     if policy.is_some_and(|p| p != RebuildPolicy::Pr) || p.ido().phase() != dev::ido::Phase::Normal
     {
         return policy_rebuild(p, &a, policy, parallel);

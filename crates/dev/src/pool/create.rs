@@ -444,6 +444,10 @@ impl Pool {
         };
         let uuid = random_uuid();
         let n = members.len();
+        // A pool without a journal marks the regions it writes, to resynchronise only those
+        // after a crash; the journal makes that unnecessary.
+        let intent = (opts.write_hole != WriteHole::Journal)
+            .then(|| Arc::new(WriteIntent::new(uuid, &plan.geo)));
         let mut pool = Pool {
             geo: plan.geo,
             state: plan.state,
@@ -476,10 +480,12 @@ impl Pool {
             integrity: Integrity {
                 checksums,
                 lost_pending: Vec::new(),
+                resync: None,
             },
             wh: WriteHoleState {
                 mode: opts.write_hole,
                 journal: None,
+                intent,
             },
             ido: Arc::new(plan.ido),
         };

@@ -21,6 +21,7 @@ mod assembly;
 mod create;
 mod descriptor;
 mod ido;
+mod intent;
 mod io;
 mod lazy;
 mod membership;
@@ -31,6 +32,8 @@ mod rebuild;
 mod status;
 
 pub use descriptor::{Descriptor, MemberDesc};
+pub use intent::ResyncReport;
+pub(crate) use intent::{IntentGuard, WriteIntent, INTENT_CLEAR_AFTER};
 pub use opts::{
     default_journal_bytes, test_opts, CreateOpts, MemberWrap, RebuildOpts, WriteHole,
     DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
@@ -59,11 +62,12 @@ use layout::{Disk, Params, SchemeKind};
 use raidcore::lazy::{BpglRecord, BPGL_DEFAULT_CAPACITY, BPGL_MAX_CAPACITY};
 use raidcore::superblock::{
     superblock_slot, ArrayStateTag, Event, Superblock, SuperblockHead, DEFAULT_DATA_OFFSET_BYTES,
-    FEATURE_CHECKSUMS, FEATURE_JOURNAL, SUPERBLOCK_BYTES, SUPERBLOCK_HEAD_BYTES, SUPERBLOCK_SLOTS,
+    FEATURE_CHECKSUMS, FEATURE_JOURNAL, FEATURE_WRITE_INTENT, SUPERBLOCK_BYTES,
+    SUPERBLOCK_HEAD_BYTES, SUPERBLOCK_SLOTS,
 };
 use raidcore::{
-    plan_flush_cycle, plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, ArrayState,
-    Geometry, ParityPolicy, WritePolicy,
+    plan_flush_cycle, plan_read, plan_rebuild_cycle, plan_verify_cycle, plan_write,
+    plan_write_lazy, resync_cycle, ArrayState, Geometry, ParityPolicy, WritePolicy,
 };
 use serde::{Deserialize, Serialize};
 
@@ -237,6 +241,8 @@ pub(crate) struct Integrity {
     pub(crate) checksums: Option<Arc<Checksums>>,
     /// Lost blocks found during the current rebuild, poisoned once the rebuild is over.
     pub(crate) lost_pending: Vec<crate::scrub::LostGroup>,
+    /// What the resync after an unclean shutdown did when this pool was opened.
+    pub(crate) resync: Option<ResyncReport>,
 }
 
 /// Write-hole protection.
@@ -244,6 +250,8 @@ pub(crate) struct WriteHoleState {
     pub(crate) mode: WriteHole,
     /// The open journal (`None` without one, and for a status peek).
     pub(crate) journal: Option<Arc<Journal>>,
+    /// The write-intent bitmap of a pool without a journal (`intent.rs`).
+    pub(crate) intent: Option<Arc<WriteIntent>>,
 }
 
 impl Pool {

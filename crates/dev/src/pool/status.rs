@@ -68,6 +68,13 @@ pub struct Status {
     /// Zone tracking, the rebuild policy, surrogate and D-Map (seed 003, `crate::ido`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ido: Option<IdoStatus>,
+    /// Write-intent regions marked now (a pool without a journal): what a crash would leave
+    /// to resynchronise.
+    #[serde(default)]
+    pub intent_regions_marked: usize,
+    /// What the resync after an unclean shutdown did when the pool was opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resync: Option<super::ResyncReport>,
 }
 
 /// Result of `verify`.
@@ -200,6 +207,8 @@ impl Pool {
             write_hole: self.wh.mode.as_str().into(),
             journal: self.wh.journal.as_ref().map(|j| j.stats()),
             ido: None,
+            intent_regions_marked: self.wh.intent.as_ref().map_or(0, |w| w.marked().len()),
+            resync: self.integrity.resync.clone(),
         }
     }
 }

@@ -35,7 +35,7 @@ pub use opts::{
     default_journal_bytes, test_opts, CreateOpts, MemberWrap, RebuildOpts, WriteHole,
     DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
 };
-pub use rebuild::RebuildProgress;
+pub use rebuild::{RebuildCursor, RebuildProgress};
 pub use status::{MemberStatus, Status, VerifyReport};
 
 use assembly::{judge_members, newest_superblock, probe_members, read_superblock, recorded_state};

@@ -28,6 +28,7 @@ mod open;
 mod opts;
 mod persist;
 mod rebuild;
+mod site;
 mod status;
 
 pub use descriptor::{Descriptor, MemberDesc};
@@ -47,6 +48,7 @@ pub(crate) use io::{
 use lazy::newest_bpgl;
 use membership::{open_member, MemberOpen};
 use open::Access;
+use site::{Found, Site};
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -1002,26 +1002,7 @@ impl SharedPool {
                 .map(|stripe| StripeId { cycle: c, stripe })
                 .collect();
             let _guard = self.lock_stripe_ids(ids);
-            self.with_pool(|p| {
-                let plan = raidcore::plan_verify_cycle(&p.geo, &p.state, c);
-                let bufs = match crate::exec::run_reads(&plan, &p.members_view()) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        let failed = e.failed_members();
-                        p.fail_members(&failed)?;
-                        return Err(PoolError::Io(format!(
-                            "verify stopped: members {failed:?} failed while reading"
-                        )));
-                    }
-                };
-                let outcome = raidcore::check_verify(&p.state, &plan, &bufs);
-                r.cycles_checked += 1;
-                r.stripes_checked += outcome.checked as u64;
-                r.stripes_degraded += outcome.degraded as u64;
-                r.inconsistent
-                    .extend(outcome.inconsistent.iter().map(|&s| (c, s)));
-                Ok(())
-            })?;
+            self.with_pool(|p| p.verify_cycle(c, &mut r))?;
         }
         Ok(r)
     }

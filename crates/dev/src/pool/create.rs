@@ -352,7 +352,6 @@ impl Pool {
             None
         };
         let uuid = random_uuid();
-        let n = members.len();
         let mut pool = Pool {
             geo: plan.geo,
             state: plan.state,
@@ -369,11 +368,7 @@ impl Pool {
                 created_unix_secs: now_unix(),
             },
             map: plan.map,
-            members: MemberSet {
-                handles: members,
-                counters: (0..n).map(|_| Counters::default()).collect(),
-                wrap: None,
-            },
+            members: MemberSet::new(members),
             policy: WritePolicy::Md,
             lazy: LazyParity {
                 parity: opts.parity,

@@ -228,6 +228,18 @@ pub(crate) struct LazyParity {
     pub(crate) on_disk: Vec<raidcore::StripeId>,
 }
 
+impl MemberSet {
+    /// The pool's members (`None`: failed or missing), their counters at zero, no wrap yet.
+    pub(crate) fn new(handles: Vec<Option<Arc<dyn Member>>>) -> MemberSet {
+        let counters = handles.iter().map(|_| Counters::default()).collect();
+        MemberSet {
+            handles,
+            counters,
+            wrap: None,
+        }
+    }
+}
+
 /// Per-block checksums and lost blocks.
 pub(crate) struct Integrity {
     /// Per-block checksums, when the pool has them.

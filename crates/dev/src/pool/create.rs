@@ -104,7 +104,7 @@ impl CreatePlan {
                 site.desc_path.display()
             )));
         }
-        if opts.chunk_bytes == 0 || opts.chunk_bytes % 4096 != 0 {
+        if opts.chunk_bytes == 0 || !opts.chunk_bytes.is_multiple_of(4096) {
             return Err(PoolError::Usage(format!(
                 "--chunk {} must be a positive multiple of 4096 bytes",
                 opts.chunk_bytes

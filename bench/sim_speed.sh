@@ -20,7 +20,8 @@ new=${1:?usage: bench/sim_speed.sh NEW_SIM_SPEED [BASE_SIM_SPEED] [REPS] [LOOPS]
 base=${2:-}
 reps=${3:-5}
 loops=${4:-40}
-traces=${TRACES:-../shared/traces}
+# The folder holding websearch-head.mqsim: $RAIDFORGE_TRACES, else the repository's data/traces.
+traces=${RAIDFORGE_TRACES:-$PWD/data/traces}
 
 # One run: "WALL_RATE CPU_RATE" (member I/Os per second of wall time, and per second of CPU time
 # (user + system) -- on a loaded machine the process waits for a core, which the second leaves

@@ -432,6 +432,17 @@ pub fn corpus_files(target: &str) -> Vec<Vec<u8>> {
     all
 }
 
+/// [`corpus_files`] for the CI replays: the corpus is kept in the repository, so a missing or
+/// empty one is a broken checkout, and a replay of nothing would pass without testing.
+pub fn kept_corpus(target: &str) -> Vec<Vec<u8>> {
+    let files = corpus_files(target);
+    assert!(
+        !files.is_empty(),
+        "fuzz/corpus/{target} is missing or empty (it is part of the repository)"
+    );
+    files
+}
+
 fn files_in(dir: &std::path::Path) -> Vec<Vec<u8>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| {

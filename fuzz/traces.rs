@@ -707,41 +707,40 @@ pub fn check_generated(g: &Generated, format: TraceFormat, order: TimeOrder) -> 
     Ok(format!("{format}:generated"))
 }
 
-/// `crates/sim/../../../shared/traces`, when present.
-pub fn traces_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    dir.is_dir().then_some(dir)
+/// The repository's trace folder (`data/traces`: the real MQSim traces and the synthetic
+/// MSR, Tencent and SYSTOR fixtures).
+pub fn traces_dir() -> PathBuf {
+    sim::repository_traces_dir()
 }
 
-/// The first lines (at most `bytes` bytes, whole lines) of every real sample trace, with the
-/// format that reads it.
+/// The format of a trace of `data/traces` (or of the SNIA samples' usual names), from its
+/// name; `None` for other files (the README, the generator script, the licence).
+pub fn format_of(p: &Path) -> Option<TraceFormat> {
+    let name = p.file_name()?.to_str()?;
+    let stem = name.strip_prefix("synthetic-").unwrap_or(name);
+    match p.extension().and_then(|e| e.to_str())? {
+        "mqsim" => Some(TraceFormat::MqSim),
+        "csv" if stem.starts_with("msr") => Some(TraceFormat::Msr),
+        "csv" if stem.starts_with("systor") => Some(TraceFormat::Systor),
+        "csv" if stem.starts_with("tencent") => Some(TraceFormat::Tencent),
+        _ => None,
+    }
+}
+
+/// The first lines (at most `bytes` bytes, whole lines) of every trace of `data/traces`, with
+/// the format that reads it. Panics if the folder cannot be read: it is part of the
+/// repository.
 pub fn real_samples(bytes: usize) -> Vec<(TraceFormat, Vec<u8>)> {
-    let Some(dir) = traces_dir() else {
-        return Vec::new();
-    };
+    let dir = traces_dir();
     let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default();
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
     names.sort();
     names
         .into_iter()
         .filter_map(|p| {
-            let format = match p.extension().and_then(|e| e.to_str())? {
-                "mqsim" => TraceFormat::MqSim,
-                "csv" => {
-                    let name = p.file_name()?.to_str()?;
-                    if name.starts_with("msr") {
-                        TraceFormat::Msr
-                    } else if name.starts_with("systor") {
-                        TraceFormat::Systor
-                    } else if name.starts_with("tencent") {
-                        TraceFormat::Tencent
-                    } else {
-                        return None;
-                    }
-                }
-                _ => return None,
-            };
+            let format = format_of(&p)?;
             let mut head = read_prefix(&p, bytes)?;
             if let Some(end) = head.iter().rposition(|&b| b == b'\n') {
                 head.truncate(end + 1);

@@ -56,8 +56,12 @@
 //! specification the SIMD paths are tested against); the x86-64 paths are
 //! SSE2, AVX2 (nibble tables with `VPSHUFB`), AVX-512BW, and AVX-512 with GFNI.
 //! Buffers need no alignment and may have any length, including 0; outputs of
-//! 256 KiB or more that are 64-byte aligned are written with non-temporal
-//! stores (they would not stay in cache anyway).
+//! 256 KiB or more that are aligned to the vector width are written with
+//! non-temporal stores (they would not stay in cache anyway), unless an
+//! output starts just past or just before an input modulo 4 KiB: reading
+//! that input then waits for each streamed write, so ordinary stores are
+//! used. Where buffers sit is the caller's business; the result never
+//! depends on it, only the speed.
 //!
 //! # Errors
 //!

@@ -3,7 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use dev::faultsim::{parse_seed, reproduce_command, run_seed_caught, RunOpts, Summary};
+use dev::faultsim::{parse_seed, RunOpts, RunReport, Summary};
+use dev::faultsim_served::ServedOpts;
 
 const HELP: &str = "\
 faultsim: seeded fault-injection runs over real raidforge pools
@@ -21,8 +22,13 @@ MODES (one):
     --seconds S       run consecutive seeds from --start for S seconds
 
 OPTIONS:
+    --served          serve each pool over NBD (as `raidforge serve` does) to several concurrent
+                      clients while the faults, rebuilds, copy-backs, lazy flushes, restarts and
+                      crashes (process kills and power losses) happen (dev::faultsim_served);
+                      the pool's protection is drawn per seed unless --protection is given
+    --clients N       concurrent NBD clients of a --served run (default 3)
     --start SEED      first seed of --seeds/--seconds (default 1)
-    --steps N         workload steps per run (default 120)
+    --steps N         workload steps per run (default 120; --served: controller steps, 60)
     --dir DIR         scratch directory (default /dev/shm, else the temporary directory)
     --protection LIST assume the pools have these protections (journal,checksums): runs that
                       are beyond tolerance without them count as within (default: what the
@@ -42,6 +48,10 @@ fn main() {
     let mut start = 1u64;
     let mut json = false;
     let mut opts = RunOpts::default();
+    let mut served = false;
+    let mut sopts = ServedOpts::default();
+    let mut steps: Option<usize> = None;
+    let mut protection: Option<dev::faultsim::Protection> = None;
     let bad = |m: String| -> ! {
         eprintln!("faultsim: error: {m} (see --help)");
         std::process::exit(2)
@@ -80,31 +90,69 @@ fn main() {
             }
             "--steps" => {
                 let v = val("--steps");
-                opts.steps = v
-                    .parse()
-                    .unwrap_or_else(|_| bad(format!("bad steps '{v}'")));
+                steps = Some(
+                    v.parse()
+                        .unwrap_or_else(|_| bad(format!("bad steps '{v}'"))),
+                );
             }
-            "--dir" => opts.dir = val("--dir").into(),
+            "--served" => served = true,
+            "--clients" => {
+                let v = val("--clients");
+                sopts.clients = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .unwrap_or_else(|| bad(format!("bad client count '{v}'")));
+            }
+            "--dir" => {
+                opts.dir = val("--dir").into();
+                sopts.dir = opts.dir.clone();
+            }
             "--protection" => {
                 let v = val("--protection");
-                opts.protection = Default::default();
-                for p in v.split(',').filter(|p| !p.is_empty() && *p != "none") {
-                    match p {
-                        "journal" => opts.protection.journal = true,
-                        "checksums" => opts.protection.checksums = true,
+                let p = protection.insert(Default::default());
+                for name in v.split(',').filter(|p| !p.is_empty() && *p != "none") {
+                    match name {
+                        "journal" => p.journal = true,
+                        "checksums" => p.checksums = true,
                         _ => bad(format!(
-                            "unknown protection '{p}' (journal, checksums or none)"
+                            "unknown protection '{name}' (journal, checksums or none)"
                         )),
                     }
                 }
             }
             "--json" => json = true,
-            "--verbose" => opts.verbose = true,
+            "--verbose" => {
+                opts.verbose = true;
+                sopts.verbose = true;
+            }
             other => bad(format!("unknown argument '{other}'")),
         }
     }
+    if let Some(n) = steps {
+        opts.steps = n;
+        sopts.steps = n;
+    }
+    if let Some(p) = protection {
+        opts.protection = p;
+        sopts.protection = Some(p);
+    }
+    let run_seed_caught = |seed: u64| -> Result<RunReport, String> {
+        if served {
+            dev::faultsim_served::run_seed_caught(seed, &sopts)
+        } else {
+            dev::faultsim::run_seed_caught(seed, &opts)
+        }
+    };
+    let reproduce_command = |seed: u64| {
+        if served {
+            dev::faultsim_served::reproduce_command(seed)
+        } else {
+            dev::faultsim::reproduce_command(seed)
+        }
+    };
     if let Some(seed) = one {
-        match run_seed_caught(seed, &opts) {
+        match run_seed_caught(seed) {
             Ok(r) => {
                 if json {
                     println!("{}", serde_json::to_string_pretty(&r).unwrap());
@@ -160,7 +208,7 @@ fn main() {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        match run_seed_caught(seed, &opts) {
+        match run_seed_caught(seed) {
             Ok(r) => {
                 if r.failed() {
                     eprintln!(

@@ -47,9 +47,10 @@ impl DualSlot {
         self.region.half(seq % 2).offset
     }
 
-    /// Writes `bytes` (sequence `seq`) to the first `copies` present members, each flushed
-    /// when `sync`, and counts a metadata write on each. Stops at the first member that
-    /// fails.
+    /// Writes `bytes` (sequence `seq`) to the first `copies` present members that take it,
+    /// each flushed when `sync`, and counts a metadata write on each. A member whose write or
+    /// flush fails is passed over (the next one takes its copy) and returned, for the caller
+    /// to fail like a member failing a data write; an error only when no member took it.
     pub fn write(
         &self,
         members: &[Option<Arc<dyn Member>>],
@@ -58,28 +59,45 @@ impl DualSlot {
         seq: u64,
         bytes: &[u8],
         sync: bool,
-    ) -> Result<(), SlotWriteError> {
+    ) -> Result<Vec<(usize, std::io::Error)>, SlotWriteError> {
         assert!(
             bytes.len() as u64 <= self.slot_bytes(),
             "{} record larger than its slot",
             self.name
         );
         let at = self.at(seq);
-        let present = members
+        let mut written = 0;
+        let mut dead: Vec<(usize, std::io::Error)> = Vec::new();
+        for (i, m) in members
             .iter()
             .enumerate()
-            .filter_map(|(i, m)| Some((i, m.as_ref()?)));
-        for (i, m) in present.take(copies) {
-            m.write_at(bytes, at)
+            .filter_map(|(i, m)| Some((i, m.as_ref()?)))
+        {
+            if written == copies {
+                break;
+            }
+            match m
+                .write_at(bytes, at)
                 .and_then(|_| if sync { m.flush() } else { Ok(()) })
-                .map_err(|source| SlotWriteError {
-                    name: self.name,
-                    member: i,
-                    source,
-                })?;
-            counters[i].meta_writes.fetch_add(1, Ordering::Relaxed);
+            {
+                Ok(()) => {
+                    counters[i].meta_writes.fetch_add(1, Ordering::Relaxed);
+                    written += 1;
+                }
+                Err(e) => dead.push((i, e)),
+            }
         }
-        Ok(())
+        if written == 0 && copies > 0 {
+            let (member, source) = dead
+                .pop()
+                .unwrap_or((usize::MAX, std::io::Error::other("no member is present")));
+            return Err(SlotWriteError {
+                name: self.name,
+                member,
+                source,
+            });
+        }
+        Ok(dead)
     }
 
     /// Both slots of every present member, as far as a record there reaches: the first

@@ -141,14 +141,26 @@ impl CrashSwitch {
         if self.countdown.load(Ordering::SeqCst) > 0
             && self.countdown.fetch_sub(1, Ordering::SeqCst) == 1
         {
-            self.dead.store(true, Ordering::SeqCst);
-            let mut d = self.desc.lock().unwrap();
-            d.1 = d.0.as_ref().and_then(|p| std::fs::read(p).ok());
+            self.die();
             return true;
         }
         false
     }
-    fn reset(&self) {
+    /// The process dies now (the served harness's crash at a moment, not at a write).
+    pub fn trip_now(&self) {
+        self.disarm();
+        if !self.is_dead() {
+            self.die();
+        }
+    }
+    fn die(&self) {
+        // The descriptor is saved first: a write racing with us sees `dead` only after it.
+        let mut d = self.desc.lock().unwrap();
+        d.1 = d.0.as_ref().and_then(|p| std::fs::read(p).ok());
+        self.dead.store(true, Ordering::SeqCst);
+    }
+    /// Alive again, nothing armed (after the crash was applied and before reopening).
+    pub fn reset(&self) {
         self.disarm();
         self.dead.store(false, Ordering::SeqCst);
     }
@@ -157,7 +169,7 @@ impl CrashSwitch {
         *self.desc.lock().unwrap() = (Some(path.to_path_buf()), None);
     }
     /// Puts back the descriptor as it was when the crash tripped (if it did).
-    fn restore_descriptor(&self) -> io::Result<()> {
+    pub fn restore_descriptor(&self) -> io::Result<()> {
         let mut d = self.desc.lock().unwrap();
         if let (Some(p), Some(b)) = (d.0.clone(), d.1.take()) {
             std::fs::write(p, b)?;
@@ -265,6 +277,20 @@ impl MemberFaults {
             s[(offset % SECTOR) as usize] ^= 1 << (bit % 8);
         }
         Ok(())
+    }
+
+    /// A process kill (not a power loss): every write the member took is in the page cache,
+    /// so all of it survives; only the record of what was unflushed is dropped.
+    pub fn apply_kill(&self) -> CrashOutcome {
+        let mut st = self.st.lock().unwrap();
+        let out = CrashOutcome {
+            pending_writes: st.pending.len() as u64,
+            all_durable: true,
+            ..CrashOutcome::default()
+        };
+        st.pending.clear();
+        st.pre.clear();
+        out
     }
 
     /// Applies a crash to the member file: decides, for every write not yet flushed, what
@@ -438,6 +464,20 @@ impl Member for FaultMember {
             st.lost_writes -= 1;
             return Ok(());
         }
+        // A sector that cannot be remapped fails the write that would land on it, as a drive
+        // with no spare sectors left reports (a write that "succeeded" onto a sector that
+        // still cannot be read would be an acknowledged write lost with no fault since).
+        let end = offset + buf.len() as u64;
+        if let Some(&(s, e, _)) = st
+            .lse
+            .iter()
+            .find(|&&(s, e, remap)| !remap && s < end && offset < e)
+        {
+            return Err(io::Error::other(format!(
+                "injected write error: {} bytes {s}..{e} cannot be remapped",
+                self.f.path.display()
+            )));
+        }
         let mut at = offset;
         if let Some((n, shift)) = st.misdirect {
             st.misdirect = (n > 1).then_some((n - 1, shift));
@@ -583,6 +623,11 @@ impl Model {
     /// Unflushed writes since the last flush.
     pub fn dirty(&self) -> bool {
         !self.pend.is_empty()
+    }
+    /// Writes whose outcome is unknown (they failed, or were in flight at a crash) and that
+    /// were not read or rewritten since.
+    pub fn has_unknown(&self) -> bool {
+        !self.unk.is_empty()
     }
     /// The pool crashed: every sector with unflushed writes becomes ambiguous.
     pub fn crash(&mut self, garbage: bool) {
@@ -906,6 +951,175 @@ pub fn create_opts(
         },
         journal_bytes: protection.journal.then_some(256 << 10),
         ..CreateOpts::new(kind, params, members, chunk)
+    }
+}
+
+/// One member fault, as [`FaultDraw::draw`] picks it.
+#[derive(Clone, Copy, Debug)]
+pub enum Fault {
+    /// Every I/O of the member takes this much longer (costs no redundancy).
+    Slow(Duration),
+    /// Bit `bit` of member byte `at` flips at rest.
+    BitFlip { at: u64, bit: u8 },
+    /// The member's next this-many writes are acknowledged and dropped.
+    LoseWrites(u32),
+    /// The member's next write lands this many bytes away.
+    Misdirect(i64),
+    /// The member stops answering (every I/O fails).
+    FailStop,
+    /// Reads of member bytes `at..at + len` fail; with `remap` a rewrite clears them.
+    Lse { at: u64, len: u64, remap: bool },
+    /// The operator fails the member (the harness calls the pool's `fail`).
+    AdminFail,
+}
+
+impl Fault {
+    /// Injects the fault into `f` and counts it; returns a log line, or `None` for
+    /// [`Fault::AdminFail`], which the caller carries out through the pool (and counts).
+    pub fn apply(self, f: &MemberFaults, counts: &mut FaultCounts) -> Option<String> {
+        Some(match self {
+            Fault::Slow(d) => {
+                f.set_slow(d);
+                counts.slow_members += 1;
+                format!("slow ({} us per I/O)", d.as_micros())
+            }
+            Fault::BitFlip { at, bit } => {
+                if f.flip_bit(at, bit).is_err() {
+                    return Some(format!("bit flip at {at} failed (file too short)"));
+                }
+                counts.bit_flips += 1;
+                format!("bit {bit} of byte {at} flipped")
+            }
+            Fault::LoseWrites(n) => {
+                f.lose_writes(n);
+                counts.lost_writes += n as u64;
+                format!("loses its next {n} writes")
+            }
+            Fault::Misdirect(shift) => {
+                f.misdirect(1, shift);
+                counts.misdirected_writes += 1;
+                format!("next write lands {shift} bytes off")
+            }
+            Fault::FailStop => {
+                f.fail_stop();
+                counts.fail_stop += 1;
+                "fail-stop".to_string()
+            }
+            Fault::Lse { at, len, remap } => {
+                f.add_lse(at, at + len, remap);
+                counts.latent_sector_errors += 1;
+                format!(
+                    "latent errors {at}..{} ({})",
+                    at + len,
+                    if remap {
+                        "a rewrite remaps them"
+                    } else {
+                        "persistent: rewriting does not help"
+                    }
+                )
+            }
+            Fault::AdminFail => return None,
+        })
+    }
+}
+
+/// What a harness needs to pick a member fault the run's kind and its fault atlas allow
+/// (shared by the plain harness and the served one, `crate::faultsim_served`).
+pub struct FaultDraw<'a> {
+    pub rng: &'a mut Rng,
+    pub kind: RunKind,
+    pub protection: Protection,
+    pub atlas: &'a mut Atlas,
+    /// Members hit by a beyond-tolerance fault so far.
+    pub beyond_hit: &'a mut BTreeSet<usize>,
+    pub counts: &'a mut FaultCounts,
+    /// In a mixed run: a crash now would keep the redundancy (or none is armed), so a fault
+    /// that costs redundancy may be injected.
+    pub crash_ok: bool,
+    /// A crash-then-fail run has crashed with unflushed writes.
+    pub crashed_dirty: bool,
+    /// The member's data area and checksum region `[lo, hi)` (faults land there).
+    pub data_range: (u64, u64),
+    pub checksum_range: (u64, u64),
+    pub chunk_bytes: u64,
+}
+
+impl FaultDraw<'_> {
+    /// Picks a fault for member `m`, charging it to the atlas; `None` when the atlas refuses
+    /// (counted).
+    pub fn draw(&mut self, m: usize) -> Option<Fault> {
+        let (lo, hi) = self.data_range;
+        // Slow members cost no redundancy: any run.
+        if self.rng.chance(0.15) {
+            let us = 20 + self.rng.below(200);
+            return Some(Fault::Slow(Duration::from_micros(us)));
+        }
+        let silent = match self.kind {
+            RunKind::Silent => true,
+            RunKind::Mixed => self.protection.checksums && self.rng.chance(0.3),
+            _ => false,
+        };
+        // Which member may take it.
+        let allowed = match self.kind {
+            RunKind::Mixed => self.atlas.allows_member_fault(m) && self.crash_ok,
+            RunKind::OverFail => {
+                self.beyond_hit.contains(&m) || self.beyond_hit.len() <= self.atlas.tolerance
+            }
+            RunKind::Silent => {
+                self.beyond_hit.contains(&m) || self.beyond_hit.len() < self.atlas.tolerance.max(1)
+            }
+            RunKind::CrashFail => {
+                self.crashed_dirty
+                    && (self.beyond_hit.contains(&m)
+                        || self.beyond_hit.len() < self.atlas.tolerance)
+            }
+        };
+        if !allowed {
+            self.counts.refused_by_atlas += 1;
+            return None;
+        }
+        self.beyond_hit.insert(m);
+        if self.kind == RunKind::Mixed {
+            self.atlas.charged.insert(m);
+        }
+        if silent {
+            return Some(match self.rng.below(3) {
+                0 => {
+                    // Mostly the data area; sometimes a copy of checksum entries.
+                    let (clo, chi) = self.checksum_range;
+                    let at = if chi > clo && self.rng.chance(0.25) {
+                        clo + self.rng.below(chi - clo)
+                    } else {
+                        lo + self.rng.below(hi - lo)
+                    };
+                    let bit = self.rng.below(8) as u8;
+                    Fault::BitFlip { at, bit }
+                }
+                1 => Fault::LoseWrites(1 + self.rng.below(3) as u32),
+                _ => {
+                    let chunk = self.chunk_bytes as i64;
+                    let k = 1 + self.rng.below(4) as i64;
+                    Fault::Misdirect(if self.rng.chance(0.5) {
+                        k * chunk
+                    } else {
+                        -k * chunk
+                    })
+                }
+            });
+        }
+        Some(match self.rng.below(3) {
+            0 => Fault::FailStop,
+            1 => {
+                let len = SECTOR * (1 + self.rng.below(64));
+                let at = lo + self.rng.below((hi - lo - len) / SECTOR) * SECTOR;
+                Fault::Lse {
+                    at,
+                    len,
+                    remap: self.rng.chance(0.5),
+                }
+            }
+            _ => Fault::AdminFail,
+        })
     }
 }
 
@@ -1243,114 +1457,27 @@ impl Run {
         }
         let m = present[self.rng.below(present.len() as u64) as usize];
         let f = self.member_faults(m);
-        let (lo, hi) = self.data_range;
-        // Slow members cost no redundancy: any run.
-        if self.rng.chance(0.15) {
-            let us = 20 + self.rng.below(200);
-            f.set_slow(Duration::from_micros(us));
-            self.report.faults.slow_members += 1;
-            self.log(format_args!(
-                "step {step}: member {m} slow ({us} us per I/O)"
-            ));
-            return;
-        }
-        let silent = match self.kind {
-            RunKind::Silent => true,
-            RunKind::Mixed => self.opts.protection.checksums && self.rng.chance(0.3),
-            _ => false,
+        let chunk = self.pool().geometry().chunk_bytes();
+        let crash_ok = self.crash_keeps_redundancy() || !self.crash.is_armed();
+        let mut draw = FaultDraw {
+            rng: &mut self.rng,
+            kind: self.kind,
+            protection: self.opts.protection,
+            atlas: &mut self.atlas,
+            beyond_hit: &mut self.beyond_hit,
+            counts: &mut self.report.faults,
+            crash_ok,
+            crashed_dirty: self.crashed_dirty,
+            data_range: self.data_range,
+            checksum_range: self.checksum_range,
+            chunk_bytes: chunk,
         };
-        // Which member may take it.
-        let allowed = match self.kind {
-            RunKind::Mixed => {
-                self.atlas.allows_member_fault(m)
-                    && (self.crash_keeps_redundancy() || !self.crash.is_armed())
-            }
-            RunKind::OverFail => {
-                self.beyond_hit.contains(&m) || self.beyond_hit.len() <= self.atlas.tolerance
-            }
-            RunKind::Silent => {
-                self.beyond_hit.contains(&m) || self.beyond_hit.len() < self.atlas.tolerance.max(1)
-            }
-            RunKind::CrashFail => {
-                self.crashed_dirty
-                    && (self.beyond_hit.contains(&m)
-                        || self.beyond_hit.len() < self.atlas.tolerance)
-            }
+        let Some(fault) = draw.draw(m) else {
+            return;
         };
-        if !allowed {
-            self.report.faults.refused_by_atlas += 1;
-            return;
-        }
-        self.beyond_hit.insert(m);
-        if self.kind == RunKind::Mixed {
-            self.atlas.charged.insert(m);
-        }
-        if silent {
-            match self.rng.below(3) {
-                0 => {
-                    // Mostly the data area; sometimes a copy of checksum entries.
-                    let (clo, chi) = self.checksum_range;
-                    let at = if chi > clo && self.rng.chance(0.25) {
-                        clo + self.rng.below(chi - clo)
-                    } else {
-                        lo + self.rng.below(hi - lo)
-                    };
-                    let bit = self.rng.below(8) as u8;
-                    if f.flip_bit(at, bit).is_ok() {
-                        self.report.faults.bit_flips += 1;
-                        self.log(format_args!(
-                            "step {step}: member {m} bit {bit} of byte {at} flipped"
-                        ));
-                    }
-                }
-                1 => {
-                    let n = 1 + self.rng.below(3) as u32;
-                    f.lose_writes(n);
-                    self.report.faults.lost_writes += n as u64;
-                    self.log(format_args!(
-                        "step {step}: member {m} loses its next {n} writes"
-                    ));
-                }
-                _ => {
-                    let chunk = self.pool().geometry().chunk_bytes() as i64;
-                    let k = 1 + self.rng.below(4) as i64;
-                    let shift = if self.rng.chance(0.5) {
-                        k * chunk
-                    } else {
-                        -k * chunk
-                    };
-                    f.misdirect(1, shift);
-                    self.report.faults.misdirected_writes += 1;
-                    self.log(format_args!(
-                        "step {step}: member {m}'s next write lands {shift} bytes off"
-                    ));
-                }
-            }
-            return;
-        }
-        match self.rng.below(3) {
-            0 => {
-                f.fail_stop();
-                self.report.faults.fail_stop += 1;
-                self.log(format_args!("step {step}: member {m} fail-stop"));
-            }
-            1 => {
-                let len = SECTOR * (1 + self.rng.below(64));
-                let at = lo + self.rng.below((hi - lo - len) / SECTOR) * SECTOR;
-                let remap = self.rng.chance(0.5);
-                f.add_lse(at, at + len, remap);
-                self.report.faults.latent_sector_errors += 1;
-                self.log(format_args!(
-                    "step {step}: member {m} latent errors {at}..{} ({})",
-                    at + len,
-                    if remap {
-                        "a rewrite remaps them"
-                    } else {
-                        "persistent: rewriting does not help"
-                    }
-                ));
-            }
-            _ => {
+        match fault.apply(&f, draw.counts) {
+            Some(line) => self.log(format_args!("step {step}: member {m} {line}")),
+            None => {
                 self.report.faults.admin_fail += 1;
                 self.log(format_args!("step {step}: fail member {m}"));
                 match self.pool().fail(m) {

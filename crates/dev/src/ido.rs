@@ -416,7 +416,7 @@ impl Surrogate {
 
     fn sync(&mut self) -> Result<()> {
         match self {
-            Surrogate::Local(p) => p.sync_members().map_err(sur_err),
+            Surrogate::Local(p) => p.sync().map_err(sur_err),
             Surrogate::Remote(r) => r.run(|c| c.flush()),
         }
     }

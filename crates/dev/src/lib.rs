@@ -23,6 +23,7 @@ pub mod csum;
 mod dual_slot;
 pub mod exec;
 pub mod faultsim;
+pub mod faultsim_served;
 pub mod ido;
 pub mod journal;
 pub mod pool;

@@ -250,6 +250,29 @@ impl Pool {
         }
     }
 
+    /// Before a write of `[offset, offset + len)`: every lost range it overlaps must be
+    /// covered whole, since a write cannot make part of a lost range readable again (the
+    /// rest stays unknown, and reads are refused per range): a partial rewrite fails with
+    /// [`PoolError::Lost`] naming the range, rather than being acknowledged and then
+    /// unreadable. Returns whether the write rewrites some lost range (to clear it after).
+    pub(crate) fn check_lost_for_write(&self, offset: u64, len: u64) -> Result<bool> {
+        let mut rewrites = false;
+        for l in &self.file.desc.lost {
+            let end = l.logical_offset + l.length;
+            if !(l.logical_offset < offset + len && offset < end) {
+                continue;
+            }
+            if offset <= l.logical_offset && end <= offset + len {
+                rewrites = true;
+            } else {
+                return Err(PoolError::Lost {
+                    ranges: vec![l.clone()],
+                });
+            }
+        }
+        Ok(rewrites)
+    }
+
     /// A write covered `[offset, offset + len)`: lost ranges inside it hold data again.
     pub(crate) fn clear_lost(&mut self, offset: u64, len: u64) {
         if !self.file.desc.lost.is_empty() {

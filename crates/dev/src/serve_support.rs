@@ -53,13 +53,6 @@ type MemberSet = Vec<Option<Arc<dyn Member>>>;
 pub use crate::pool::RebuildCursor;
 
 impl Pool {
-    /// Makes every completed member write durable (`sync_data` on every present member, in
-    /// parallel).
-    pub fn sync_members(&self) -> Result<()> {
-        flush_all(&self.members.handles)
-            .map_err(|(i, e)| PoolError::Io(format!("flush of member {i}: {e}")))
-    }
-
     /// Marks the superblocks `Active` (in use, not cleanly shut down) when the pool is
     /// otherwise clean; a degraded or rebuilding pool already says so.
     pub fn mark_in_use(&mut self) -> Result<()> {
@@ -68,27 +61,6 @@ impl Pool {
         }
         Ok(())
     }
-}
-
-/// Flushes every present member in parallel; the first failure as (member, error).
-fn flush_all(
-    members: &[Option<Arc<dyn Member>>],
-) -> std::result::Result<(), (usize, std::io::Error)> {
-    let results: Vec<(usize, std::io::Result<()>)> = std::thread::scope(|s| {
-        let hs: Vec<_> = members
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| m.as_ref().map(|m| (i, m)))
-            .map(|(i, m)| s.spawn(move || (i, m.flush())))
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().expect("flush thread"))
-            .collect()
-    });
-    for (i, r) in results {
-        r.map_err(|e| (i, e))?;
-    }
-    Ok(())
 }
 
 /// What one [`SharedPool::policy_step`] did.
@@ -158,6 +130,9 @@ pub struct SharedPool {
     ido_persisted: Mutex<Instant>,
 }
 
+/// How long [`SharedPool::close`] waits for requests still running on the members.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
+
 /// How often zone popularity is recorded while served.
 const IDO_PERSIST_EVERY: Duration = Duration::from_secs(30);
 
@@ -190,7 +165,17 @@ impl MainPool for SpMain<'_> {
         // The members are taken under the pool mutex, written outside it: a sync must not
         // stall every request's planning (records are serialized by the IDO lock).
         let members = self.0.with_pool(|p| Ok(p.members.handles.clone()))?;
-        Pool::write_ido_record(&members, &self.0.counters, seq, bytes, sync)
+        let dead = Pool::write_ido_record(&members, &self.0.counters, seq, bytes, sync)?;
+        if !dead.is_empty() {
+            // Members that failed the record's write are failed like members failing a data
+            // write (the record went to others).
+            self.0.with_pool(|p| {
+                p.fail_dead_members(&dead)?;
+                let tag = p.tag();
+                p.persist(tag)
+            })?;
+        }
+        Ok(())
     }
 }
 
@@ -264,18 +249,22 @@ fn stripe_ids(plans: &[Plan]) -> Vec<StripeId> {
 }
 
 /// A served pool as a place writes run ([`crate::pool::write_loop`]): planned under the
-/// pool mutex, run under the stripe locks outside it.
-struct Served<'a>(&'a SharedPool);
+/// pool mutex, run under the stripe locks outside it; and whether the write being planned
+/// rewrites a lost range whole (cleared once it is written).
+struct Served<'a>(&'a SharedPool, bool);
 
 impl<'a> WriteSite for Served<'a> {
     type Run = (StripeGuard<'a>, MemberSet);
 
     fn plan(&mut self, offset: u64, len: u64) -> Result<Option<Attempt<Self::Run>>> {
         let sp: &'a SharedPool = self.0;
-        let (deferred, run) = sp.plan_locked(|p| {
+        let ((deferred, rewrites_lost), run) = sp.plan_locked(|p| {
             p.check_range(offset, len)?;
-            p.plan_write_listed(offset, len)
+            let rewrites_lost = p.check_lost_for_write(offset, len)?;
+            let (plans, deferred) = p.plan_write_listed(offset, len)?;
+            Ok((plans, (deferred, rewrites_lost)))
         })?;
+        self.1 = rewrites_lost;
         let Some((plans, guard, members)) = run else {
             // Planned against a state an event has since replaced: plan again.
             sp.deferred_done(&deferred);
@@ -305,8 +294,15 @@ impl<'a> WriteSite for Served<'a> {
         self.0.flush_deferred()
     }
 
-    fn written(&mut self, _offset: u64, _len: u64) -> Result<()> {
-        Ok(())
+    /// Lost ranges the write covered whole hold data again.
+    fn written(&mut self, offset: u64, len: u64) -> Result<()> {
+        if !self.1 {
+            return Ok(());
+        }
+        self.0.with_pool(|p| {
+            p.clear_lost(offset, len);
+            Ok(())
+        })
     }
 }
 
@@ -322,8 +318,11 @@ impl SharedPool {
         pool.mark_in_use()?;
         let n = pool.members.handles.len();
         let ido = Arc::clone(&pool.ido);
-        if ido.needs_surrogate_now() || ido.phase() != Phase::Normal {
-            // Redirected data lives there: reads need it.
+        if ido.needs_surrogate_now()
+            || (ido.phase() != Phase::Normal && ido.policy().uses_surrogate())
+        {
+            // Redirected data lives there: reads need it. (An interrupted `pr` or `pro`
+            // rebuild has no surrogate and needs none.)
             ido.attach(None)?;
         }
         let sp = Arc::new(SharedPool {
@@ -522,7 +521,8 @@ impl SharedPool {
             let (plans, extra) = plan(p)?;
             let stripes = stripe_ids(&plans);
             let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-            if l.held.try_lock(&stripes) {
+            // (Current by construction, unless the planning itself failed a member.)
+            if plans.iter().all(|pl| p.state.plan_is_current(pl)) && l.held.try_lock(&stripes) {
                 drop(l);
                 let guard = StripeGuard {
                     owner: self,
@@ -597,6 +597,9 @@ impl SharedPool {
         for _ in 0..REPLANS_MAX {
             let ((), Some((plans, guard, members))) = self.plan_locked(|p| {
                 p.check_range(offset, buf.len() as u64)?;
+                // Ranges known lost fail (the plain path's rule; a served rebuild zeroes the
+                // blocks it could not rebuild and lists them here at once).
+                p.check_lost(offset, buf.len() as u64)?;
                 Ok((plan_read(&p.geo, &p.state, offset, buf.len() as u64)?, ()))
             })?
             else {
@@ -654,7 +657,7 @@ impl SharedPool {
         }
         let piece = self.journal.as_ref().map(|j| j.piece_bytes());
         for (at, range) in pieces(offset, data.len(), piece) {
-            write_loop(&mut Served(self), at, &data[range])?;
+            write_loop(&mut Served(self, false), at, &data[range])?;
         }
         Ok(())
     }
@@ -672,22 +675,14 @@ impl SharedPool {
         Ok(())
     }
 
-    /// Makes every write completed so far durable on every present member. A member whose
-    /// flush fails is failed (its data may be lost), like a member whose write fails.
+    /// Makes every write completed so far durable on every present member (what an NBD FLUSH
+    /// waits for). The members are flushed outside the pool mutex (a sync must not stall every
+    /// request's planning); a member whose flush fails is failed, like a member whose write
+    /// fails, and the flush fails when the pool has lost data ([`Pool::sync`]'s rule).
     pub fn flush(&self) -> Result<()> {
         let members = self.with_pool(|p| Ok(p.members.handles.clone()))?;
-        if let Err((i, e)) = flush_all(&members) {
-            self.with_pool(|p| {
-                p.fail_members(&[i as u32])?;
-                if p.state.data_lost(&p.geo) {
-                    return Err(PoolError::Io(format!("flush of member {i}: {e}")));
-                }
-                // The others are durable; try them again without the failed one.
-                flush_all(&p.members.handles)
-                    .map_err(|(j, e)| PoolError::Io(format!("flush of member {j}: {e}")))
-            })?;
-        }
-        Ok(())
+        let dead = crate::pool::flush_each(&members);
+        self.with_pool(|p| p.after_flush(dead))
     }
 
     fn fold_counters(&self, p: &Pool) {
@@ -1030,7 +1025,7 @@ impl SharedPool {
         drop(g);
         {
             let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-            let deadline = Instant::now() + Duration::from_secs(30);
+            let deadline = Instant::now() + CLOSE_WAIT;
             while l.held.held() > 0 && Instant::now() < deadline {
                 l.waiters += 1;
                 l = self
@@ -1040,12 +1035,81 @@ impl SharedPool {
                     .0;
                 l.waiters -= 1;
             }
+            if l.held.held() > 0 {
+                // Requests still run on the members (a member hangs): the pool is not
+                // recorded clean, so that the next start treats it as after a crash (issue
+                // 21, item 5: it was marked clean anyway). What was flushed stays durable.
+                let held = l.held.held();
+                drop(l);
+                let _ = crate::pool::flush_each(&p.members.handles);
+                return Err(PoolError::Io(format!(
+                    "closing: {held} stripes are still held by requests after {} s (a member \
+                     does not answer?); the pool is left marked in use, so the next start \
+                     checks it as after a crash",
+                    CLOSE_WAIT.as_secs()
+                )));
+            }
         }
         self.fold_counters(&p);
-        p.sync_members()?;
+        // `Pool::close` records the state after flushing every member (a member whose flush
+        // fails is failed and recorded, as anywhere else).
         let status = p.status();
         p.close()?;
         Ok(status)
+    }
+
+    /// Fault-injection support: the process dies now. Stops the rebuild and flusher threads
+    /// and drops the pool without flushing or recording anything, so that the members hold
+    /// what a killed process would have left. Later requests fail. (Requests running outside
+    /// the pool mutex finish on the members they hold; the harness stops its clients first.)
+    pub fn abandon(&self) {
+        self.stop_rebuild();
+        self.stop_flusher.store(true, Ordering::SeqCst);
+        let h = self
+            .flusher_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(h) = h {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+        let mut g = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        drop(g.take());
+    }
+}
+
+/// A served pool as an NBD export's backend (what `raidforge serve` exports, and what the
+/// served fault-injection harness, `crate::faultsim_served`, talks to through real NBD
+/// connections).
+pub struct PoolBackend(pub Arc<SharedPool>);
+
+/// A pool error as the I/O error an NBD reply carries (a usage error is the client's
+/// fault: `EINVAL`; everything else `EIO`).
+pub fn pool_io_error(e: PoolError) -> std::io::Error {
+    let kind = match &e {
+        PoolError::Usage(_) => std::io::ErrorKind::InvalidInput,
+        _ => std::io::ErrorKind::Other,
+    };
+    std::io::Error::new(kind, e.to_string())
+}
+
+impl nbd::Backend for PoolBackend {
+    fn size(&self) -> u64 {
+        self.0.capacity_bytes()
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.0.read(offset, buf).map_err(pool_io_error)
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.0.write(offset, data).map_err(pool_io_error)
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        self.0.flush().map_err(pool_io_error)
+    }
+    fn write_zeroes(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.0.write_zeroes(offset, len).map_err(pool_io_error)
     }
 }
 
@@ -1132,24 +1196,21 @@ mod tests {
         let cap = shared.capacity_bytes();
         let blocks = (cap / 4096).min(512);
         let threads = 4u64;
-        let phase = |round: u64| {
-            std::thread::scope(|s| {
-                for t in 0..threads {
-                    let shared = &shared;
-                    s.spawn(move || {
-                        for k in (t..blocks).step_by(threads as usize) {
-                            // Unaligned writes across blocks of other threads' neighbours are
-                            // avoided: each thread owns whole blocks.
-                            let data = bytes(round * 1_000_000 + k, 4096);
-                            shared.write(k * 4096, &data).unwrap();
-                            let mut back = vec![0u8; 4096];
-                            shared.read(k * 4096, &mut back).unwrap();
-                            assert!(back == data, "block {k} round {round}");
-                        }
-                    });
-                }
-            });
+        // One pass of thread `t` over its blocks (each written, read back and compared);
+        // `count` is called after each block.
+        let pass = |t: u64, round: u64, count: &dyn Fn()| {
+            for k in (t..blocks).step_by(threads as usize) {
+                // Unaligned writes across blocks of other threads' neighbours are avoided: each
+                // thread owns whole blocks.
+                let data = bytes(round * 1_000_000 + k, 4096);
+                shared.write(k * 4096, &data).unwrap();
+                let mut back = vec![0u8; 4096];
+                shared.read(k * 4096, &mut back).unwrap();
+                assert!(back == data, "block {k} round {round}");
+                count();
+            }
         };
+        let pass = &pass;
         let check = |round: u64| {
             for k in 0..blocks {
                 let mut back = vec![0u8; 4096];
@@ -1160,30 +1221,77 @@ mod tests {
                 );
             }
         };
-        phase(1);
-        check(1);
-        // Fail member 1 while writes run.
         std::thread::scope(|s| {
-            s.spawn(|| phase(2));
-            std::thread::sleep(Duration::from_millis(5));
-            shared.fail(1).unwrap();
+            for t in 0..threads {
+                s.spawn(move || pass(t, 1, &|| {}));
+            }
         });
+        check(1);
+        // Fail member 1 while writes run: the threads write without pause, pass after pass
+        // (the same bytes), until each has made a whole pass that began after the failure;
+        // the failure comes once they have written a first few blocks.
+        let failed = AtomicBool::new(false);
+        let (before, after) = (AtomicU64::new(0), AtomicU64::new(0));
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let (failed, before, after) = (&failed, &before, &after);
+                s.spawn(move || loop {
+                    let last = failed.load(Ordering::SeqCst);
+                    pass(t, 2, &|| {
+                        let c = if failed.load(Ordering::SeqCst) {
+                            after
+                        } else {
+                            before
+                        };
+                        c.fetch_add(1, Ordering::SeqCst);
+                    });
+                    if last {
+                        break;
+                    }
+                });
+            }
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while before.load(Ordering::SeqCst) < 2 * threads {
+                assert!(Instant::now() < deadline, "the writers did not start");
+                std::thread::yield_now();
+            }
+            shared.fail(1).unwrap();
+            failed.store(true, Ordering::SeqCst);
+        });
+        let (before, after) = (before.into_inner(), after.into_inner());
+        assert!(before >= 2 * threads && after >= blocks, "{before} {after}");
         check(2);
         assert_eq!(shared.status().unwrap().state, "degraded");
         shared.replace(1, &dir.0.join("new1.img")).unwrap();
+        // A rebuild in the background, slowed (6 MiB members at 8 MiB/s) so that the writers,
+        // who go on until it ends, overlap it; blocks written while it runs are counted.
         let info = shared
             .start_rebuild(RebuildOpts {
                 parallel_cycles: 2,
+                speed_max_bytes_per_sec: Some(8 << 20),
                 ..RebuildOpts::default()
             })
             .unwrap();
         assert!(info.running);
-        phase(3);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while shared.rebuild_info().running {
-            assert!(Instant::now() < deadline, "rebuild did not finish");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let during = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let during = &during;
+                let shared = &shared;
+                s.spawn(move || loop {
+                    pass(t, 3, &|| {
+                        if shared.rebuild_info().running {
+                            during.fetch_add(1, Ordering::SeqCst);
+                        }
+                    });
+                    if !shared.rebuild_info().running {
+                        break;
+                    }
+                });
+            }
+        });
+        let during = during.into_inner();
+        assert!(during > 0, "no block was written while the rebuild ran");
         let info = shared.rebuild_info();
         assert!(info.finished, "{info:?}");
         check(3);

@@ -233,19 +233,36 @@ fn surrogate_failure_during_an_ido_rebuild_loses_nothing() {
     sp.close().unwrap();
 }
 
-/// The background rebuild thread with clients running beside it (the served path).
+/// The background rebuild thread with clients running beside it (the served path). The
+/// rebuild is slowed (5 MiB members at 2 MiB/s) so that client rounds overlap it; rounds that
+/// end while it still runs, and IDO redirecting requests meanwhile, show that they did.
 #[test]
 fn ido_in_the_background_with_concurrent_clients() {
     let (mut rig, sp) = Rig::new("bg");
     rig.fail_and_replace(&sp);
-    sp.start_rebuild_with(opts(), Some(RebuildPolicy::Ido), None)
+    let slowed = dev::pool::RebuildOpts {
+        speed_max_bytes_per_sec: Some(2 << 20),
+        ..opts()
+    };
+    sp.start_rebuild_with(slowed, Some(RebuildPolicy::Ido), None)
         .unwrap();
     let mut rounds = 0;
+    let mut rounds_during = 0;
+    let mut redirected_during = 0;
     while sp.rebuild_info().running {
         rig.workload(&sp, 20);
         rounds += 1;
+        let s = ido_status(&sp);
+        if sp.rebuild_info().running && s.phase == "rebuilding" {
+            rounds_during += 1;
+            redirected_during = s.redirected_requests;
+        }
         assert!(rounds < 100_000);
     }
+    assert!(
+        rounds_during > 0 && redirected_during > 0,
+        "{rounds_during} client rounds ended while the rebuild ran, {redirected_during} requests redirected"
+    );
     let info = sp.rebuild_info();
     assert!(info.finished, "{info:?}");
     rig.check_all(&sp);

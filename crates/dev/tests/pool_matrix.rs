@@ -21,9 +21,10 @@
 //! Pools are reopened from the descriptor (`Pool::open`) between steps. Failure sets rotate the
 //! write policy (md, rmw, modthresh) and the rebuild order (batches of cycles pipelined or not,
 //! one cycle at a time). Sizes are small (2 MiB members, 1 MiB of it data; 4 or 16 KiB chunks):
-//! the file takes about 30 s on two cores. `heavy_*` tests (ignored by default: `cargo test -p
-//! dev --test pool_matrix -- --ignored`, about five minutes) run 8 MiB members, 16 KiB chunks,
-//! more operations, spare and level-6 variants, and RAID+ with n = 13, k = 4.
+//! the file takes about a minute on two cores. Every configuration runs at that size, spare and
+//! level-6 variants and RAID+ with n = 13, k = 4 included; the `heavy_*` soaks run them again
+//! with 8 MiB members, 16 KiB chunks and more operations (ignored by default: `cargo test -p
+//! dev --test pool_matrix -- --ignored`, about seven minutes on two busy cores).
 //!
 //! Beside the matrix: members failing under I/O (reads and a rebuild), `verify` finding a
 //! flipped byte, a second failure half-way through a rebuild, and a pool outliving many more
@@ -884,6 +885,70 @@ fn raidh() {
     scenario("raidh", SchemeKind::RaidH, p, QUICK, 18, false);
 }
 
+// The configurations the heavy soaks below run at full size, at the quick size here so that
+// every run of the suite covers them: random and hash placement at level 6 (every pair of
+// failures), S2-RAID10 and RM2 with a spare, RAIDH with the RAID4S weights, and RAID+ at the
+// benchmark shape n = 13, k = 4.
+
+#[test]
+fn random_level6() {
+    let p = Params {
+        width: Some(4),
+        level: Some(6),
+        seed: 4,
+        stripes: Some(9),
+        ..d(6)
+    };
+    scenario("random6", SchemeKind::Random, p, QUICK, 31, true);
+}
+
+#[test]
+fn hash_level6() {
+    let p = Params {
+        width: Some(4),
+        level: Some(6),
+        seed: 5,
+        stripes: Some(9),
+        ..d(6)
+    };
+    scenario("hash6", SchemeKind::Hash, p, QUICK, 32, true);
+}
+
+#[test]
+fn s2raid10_with_spare() {
+    let p = Params {
+        group: Some(3),
+        partitions: Some(3),
+        spares: 1,
+        ..d(10)
+    };
+    scenario("s2raid10-spare", SchemeKind::S2Raid10, p, QUICK, 33, false);
+}
+
+#[test]
+fn rm2_with_spare() {
+    let p = Params { spares: 1, ..d(9) };
+    scenario("rm2-spare", SchemeKind::Rm2, p, QUICK, 34, true);
+}
+
+#[test]
+fn raid4s_weights() {
+    let p = Params {
+        weights: Some(vec![0, 0, 0, 0, 5]),
+        ..d(5)
+    };
+    scenario("raid4s", SchemeKind::RaidH, p, QUICK, 35, false);
+}
+
+#[test]
+fn raidplus_13_4() {
+    let p = Params {
+        width: Some(4),
+        ..d(13)
+    };
+    scenario("raidplus-13-4", SchemeKind::RaidPlus, p, QUICK, 36, false);
+}
+
 /// Members that stop answering while the pool is open (their files are cut short, so every
 /// read of them fails): a read fails the member and is answered degraded, a rebuild that loses
 /// a second member part-way records what it did, asks for a replacement and then completes;
@@ -1140,11 +1205,12 @@ fn many_replacements_over_a_pool_lifetime() {
     assert!(pool.verify().unwrap().inconsistent.is_empty());
 }
 
-// Heavier variants, ignored by default (several minutes on two cores):
-// `cargo test -p dev --test pool_matrix -- --ignored`.
+// Soaks: the configurations above (every one of them also runs at the quick size in every
+// run of the suite) with bigger members and chunks and more operations. Several minutes on two
+// cores: `cargo test -p dev --test pool_matrix -- --ignored`.
 
 #[test]
-#[ignore]
+#[ignore = "soak (minutes): cargo test -p dev --test pool_matrix -- --ignored"]
 fn heavy_classic() {
     let p = |n, w, sp| Params {
         width: w,
@@ -1179,7 +1245,7 @@ fn heavy_classic() {
 }
 
 #[test]
-#[ignore]
+#[ignore = "soak (minutes): cargo test -p dev --test pool_matrix -- --ignored"]
 fn heavy_declustered() {
     let random6 = Params {
         width: Some(4),
@@ -1229,7 +1295,7 @@ fn heavy_declustered() {
 
 /// RAID+ at the benchmark shape (n = 13, k = 4), every single failure.
 #[test]
-#[ignore]
+#[ignore = "soak (minutes): cargo test -p dev --test pool_matrix -- --ignored"]
 fn heavy_raidplus_13_4() {
     let p = Params {
         width: Some(4),

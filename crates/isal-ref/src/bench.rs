@@ -7,12 +7,18 @@
 //! - `decode_2` (p = 2): two data buffers lost, rebuilt from P and Q.
 //!
 //! Throughput is data bytes per second, `k * chunk / time`, in decimal GB/s.
-//! Each figure is the best of several repetitions, each repetition long
-//! enough to be stable. ISA-L has no RAID decode, so decode cases have no
-//! ISA-L figure; instead `decode_vs_encode` is our decode time divided by our
-//! encode time for the same shape.
+//! Each figure is the best of many short repetitions; in an encode case ours
+//! and ISA-L's calls alternate repetition by repetition and write the *same*
+//! parity buffers, so that load changes during the run and the placement of
+//! the outputs relative to the inputs (which decides how well a CPU streams
+//! them: see `codec`'s kernels) are the same for both. Each case names the
+//! codec path that ran (`scalar`, `sse2`, `avx2`, `avx512`, `gfni`). ISA-L
+//! has no RAID decode, so decode cases have no ISA-L figure; instead
+//! `decode_vs_encode` is our decode time divided by our encode time for the
+//! same shape.
 
 use crate::AlignedBuf;
+use std::cell::RefCell;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -35,14 +41,15 @@ pub struct BenchConfig {
 }
 
 impl Default for BenchConfig {
-    /// 4+1, 8+1, 8+2, 16+2 with 64 KiB and 1 MiB chunks, 0.3 s per figure,
-    /// best of 10: about 10-12 s in all.
+    /// 4+1, 8+1, 8+2, 16+2 with 4 KiB, 64 KiB, 1 MiB and 4 MiB chunks,
+    /// 0.25 s per figure, best of 40 (short repetitions find the quiet moments
+    /// of a shared machine): about 20 s in all.
     fn default() -> Self {
         BenchConfig {
             shapes: vec![(4, 1), (8, 1), (8, 2), (16, 2)],
-            chunk_sizes: vec![64 * 1024, 1024 * 1024],
-            case_secs: 0.3,
-            repetitions: 10,
+            chunk_sizes: vec![4 * 1024, 64 * 1024, 1024 * 1024, 4 * 1024 * 1024],
+            case_secs: 0.25,
+            repetitions: 40,
             isa: None,
             with_isal: true,
         }
@@ -60,6 +67,8 @@ pub struct BenchCase {
     pub p: usize,
     /// Bytes per buffer.
     pub chunk: usize,
+    /// The codec path that ran.
+    pub isa: codec::Isa,
     /// Our throughput, data GB/s (1e9 bytes).
     pub ours_gbps: f64,
     /// ISA-L's throughput on the same buffers (encode cases, when loaded).
@@ -107,6 +116,21 @@ pub fn run_parity_bench(cfg: &BenchConfig) -> BenchReport {
     }
 }
 
+const PAGE: usize = 4096;
+
+/// Buffer i of a case starts `i * PLACEMENT_STEP` bytes past a page
+/// boundary (modulo a page). Where buffers sit relative to each other
+/// modulo 4 KiB changes encode speed several-fold on some CPUs, for ISA-L and
+/// for us alike: an output that starts less than one loop step (ISA-L's
+/// `pq_gen`: 96 bytes) past an input makes each load of that input wait for
+/// the output's non-temporal stores (ISA-L then runs 4-8 times slower;
+/// `codec` checks for it and stores normally instead), and buffers that all
+/// start at the same page offset share L1 sets. Consecutive `malloc` blocks
+/// produce either case depending on size and history, so the benchmark
+/// places the buffers itself, in a layout that avoids both: a comparison of
+/// the kernels, not of allocator luck.
+const PLACEMENT_STEP: usize = 256;
+
 fn bench_shape(
     cfg: &BenchConfig,
     isa: codec::Isa,
@@ -117,11 +141,19 @@ fn bench_shape(
     out: &mut Vec<BenchCase>,
 ) {
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64 ^ (k * 31 + p) as u64 ^ chunk as u64;
-    // [D_0 .. D_{k-1}, P, (Q)]
-    let mut bufs: Vec<AlignedBuf> = (0..k + p)
-        .map(|_| {
-            let mut b = AlignedBuf::zeroed(chunk);
-            fill_random(&mut b, &mut seed);
+    // [D_0 .. D_{k-1}, P, (Q)], each in its own allocation, placed (see
+    // `PLACEMENT_STEP`).
+    let mut raw: Vec<AlignedBuf> = (0..k + p)
+        .map(|_| AlignedBuf::zeroed(chunk + PAGE))
+        .collect();
+    let mut bufs: Vec<&mut [u8]> = raw
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| {
+            let want = i * PLACEMENT_STEP % PAGE;
+            let start = (want + PAGE - b.as_ptr() as usize % PAGE) % PAGE;
+            let b = &mut b[start..start + chunk];
+            fill_random(b, &mut seed);
             b
         })
         .collect();
@@ -129,44 +161,35 @@ fn bench_shape(
     let gbps = |secs: f64| bytes / secs / 1e9;
     let measure = |fs: &mut [&mut dyn FnMut()]| best_times(fs, cfg.case_secs, cfg.repetitions);
 
-    // Encode: ours and ISA-L's measured in alternation, so that a change in
-    // machine load during the run affects both alike.
+    // Encode: ours and ISA-L's measured in alternation, writing the same
+    // parity buffers.
     let (op, ours_enc, isal_enc) = {
         let (data, parity) = bufs.split_at_mut(k);
         let data: Vec<&[u8]> = data.iter().map(|b| &b[..]).collect();
-        // Separate outputs for ISA-L (aligned, the same for both anyway).
-        let mut theirs: Vec<AlignedBuf> = (0..p).map(|_| AlignedBuf::zeroed(chunk)).collect();
-        let times = if p == 1 {
-            let par = &mut parity[0];
-            let ours = &mut || {
-                codec::xor::encode_with(isa, &data, par).expect("xor encode");
-            };
-            let their_par = &mut theirs[0];
-            let isal_fn = &mut || crate::xor_gen(&data, their_par).expect("ISA-L xor_gen");
-            if isal {
-                measure(&mut [ours, isal_fn])
-            } else {
-                measure(&mut [ours])
-            }
-        } else {
-            let (pp, qq) = parity.split_at_mut(1);
-            let (pp, qq) = (&mut pp[0], &mut qq[0]);
-            let ours = &mut || {
-                codec::pq::encode_with(isa, &data, pp, qq).expect("pq encode");
-            };
-            let (tp, tq) = theirs.split_at_mut(1);
-            let (tp, tq) = (&mut tp[0], &mut tq[0]);
-            let isal_fn = &mut || crate::pq_gen(&data, tp, tq).expect("ISA-L pq_gen");
-            if isal {
-                measure(&mut [ours, isal_fn])
-            } else {
-                measure(&mut [ours])
-            }
+        let parity = RefCell::new(parity);
+        let ours = &mut || {
+            let mut parity = parity.borrow_mut();
+            encode_ours(isa, &data, &mut parity);
         };
+        let isal_fn = &mut || {
+            let mut parity = parity.borrow_mut();
+            encode_isal(&data, &mut parity);
+        };
+        let times = if isal {
+            measure(&mut [ours, isal_fn])
+        } else {
+            measure(&mut [ours])
+        };
+        let parity = parity.into_inner();
         if isal {
+            encode_isal(&data, parity);
+            let theirs: Vec<Vec<u8>> = parity.iter().map(|b| b.to_vec()).collect();
+            encode_ours(isa, &data, parity);
             for (ours, theirs) in parity.iter().zip(&theirs) {
                 assert!(ours[..] == theirs[..], "codec and ISA-L parities differ");
             }
+        } else {
+            encode_ours(isa, &data, parity);
         }
         let op = if p == 1 { "xor_gen" } else { "pq_gen" };
         (op, times[0], times.get(1).copied())
@@ -176,6 +199,7 @@ fn bench_shape(
         k,
         p,
         chunk,
+        isa,
         ours_gbps: gbps(ours_enc),
         isal_gbps: isal_enc.map(gbps),
         ratio: isal_enc.map(|t| t / ours_enc),
@@ -183,13 +207,13 @@ fn bench_shape(
     });
 
     // Decodes, on the same buffers (now holding valid parity).
-    let mut views: Vec<&mut [u8]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
+    let views = &mut bufs;
     let mut decode = |op: &'static str, erased: &[usize]| {
         let secs = measure(&mut [&mut || {
             if p == 1 {
-                codec::xor::recover_with(isa, &mut views, erased).expect("xor recover");
+                codec::xor::recover_with(isa, views, erased).expect("xor recover");
             } else {
-                codec::pq::recover_with(isa, &mut views, erased).expect("pq recover");
+                codec::pq::recover_with(isa, views, erased).expect("pq recover");
             }
         }])[0];
         out.push(BenchCase {
@@ -197,6 +221,7 @@ fn bench_shape(
             k,
             p,
             chunk,
+            isa,
             ours_gbps: gbps(secs),
             isal_gbps: None,
             ratio: None,
@@ -207,7 +232,25 @@ fn bench_shape(
     if p == 2 {
         decode("decode_2", &[0, 1]);
     }
-    black_box(&bufs);
+    black_box(&raw);
+}
+
+/// Our encode of `data` into `parity` (P, or P and Q).
+fn encode_ours(isa: codec::Isa, data: &[&[u8]], parity: &mut [&mut [u8]]) {
+    match parity {
+        [p] => codec::xor::encode_with(isa, data, p).expect("xor encode"),
+        [p, q] => codec::pq::encode_with(isa, data, p, q).expect("pq encode"),
+        _ => unreachable!("one or two parity buffers"),
+    }
+}
+
+/// ISA-L's encode of `data` into `parity`.
+fn encode_isal(data: &[&[u8]], parity: &mut [&mut [u8]]) {
+    match parity {
+        [p] => crate::xor_gen(data, p).expect("ISA-L xor_gen"),
+        [p, q] => crate::pq_gen(data, p, q).expect("ISA-L pq_gen"),
+        _ => unreachable!("one or two parity buffers"),
+    }
 }
 
 /// The best seconds per call of each function: one warm-up call each to size
@@ -260,8 +303,9 @@ fn cpu_model() -> Option<String> {
 impl BenchReport {
     /// The report as one JSON object:
     /// `{"cpu": .., "isa": .., "isal": "ok" | "<reason>", "cases": [{"op",
-    /// "k", "p", "chunk", "ours_gbps", "isal_gbps", "ratio",
-    /// "decode_vs_encode"}, ..]}` with `null` for absent values.
+    /// "k", "p", "chunk", "isa", "ours_gbps", "isal_gbps", "ratio",
+    /// "decode_vs_encode"}, ..]}` with `null` for absent values; a case's
+    /// `isa` is the codec path that ran it.
     pub fn to_json(&self) -> String {
         let mut s = String::from("{");
         s += &format!(
@@ -278,11 +322,12 @@ impl BenchReport {
                 s.push(',');
             }
             s += &format!(
-                "{{\"op\":{},\"k\":{},\"p\":{},\"chunk\":{},\"ours_gbps\":{},\"isal_gbps\":{},\"ratio\":{},\"decode_vs_encode\":{}}}",
+                "{{\"op\":{},\"k\":{},\"p\":{},\"chunk\":{},\"isa\":{},\"ours_gbps\":{},\"isal_gbps\":{},\"ratio\":{},\"decode_vs_encode\":{}}}",
                 json_string(c.op),
                 c.k,
                 c.p,
                 c.chunk,
+                json_string(c.isa.name()),
                 json_number(Some(c.ours_gbps)),
                 json_number(c.isal_gbps),
                 json_number(c.ratio),
@@ -305,14 +350,14 @@ impl BenchReport {
             }
         );
         s += &format!(
-            "{:<9} {:>4} {:>8} {:>10} {:>10} {:>7} {:>10}\n",
-            "op", "k+p", "chunk", "ours GB/s", "isal GB/s", "ratio", "vs encode"
+            "{:<9} {:>4} {:>8} {:>7} {:>10} {:>10} {:>7} {:>10}\n",
+            "op", "k+p", "chunk", "path", "ours GB/s", "isal GB/s", "ratio", "vs encode"
         );
         let opt =
             |v: Option<f64>, prec: usize| v.map_or("-".to_string(), |v| format!("{v:.prec$}"));
         for c in &self.cases {
             s += &format!(
-                "{:<9} {:>4} {:>8} {:>10.2} {:>10} {:>7} {:>10}\n",
+                "{:<9} {:>4} {:>8} {:>7} {:>10.2} {:>10} {:>7} {:>10}\n",
                 c.op,
                 format!("{}+{}", c.k, c.p),
                 if c.chunk % (1024 * 1024) == 0 {
@@ -320,6 +365,7 @@ impl BenchReport {
                 } else {
                     format!("{}KiB", c.chunk / 1024)
                 },
+                c.isa.name(),
                 c.ours_gbps,
                 opt(c.isal_gbps, 2),
                 opt(c.ratio, 2),
@@ -391,6 +437,32 @@ mod tests {
         assert!(json.contains("\"op\":\"decode_2\",\"k\":4,\"p\":2,\"chunk\":4096"));
         assert!(json.contains("\"isal_gbps\":null"));
         assert_eq!(report.to_table().lines().count(), 4 + report.cases.len());
+        let best = codec::Isa::best();
+        assert!(report.cases.iter().all(|c| c.isa == best));
+        assert!(json.contains(&format!("\"chunk\":4096,\"isa\":\"{best}\"")));
+    }
+
+    #[test]
+    fn each_case_names_the_path_that_ran() {
+        let cfg = BenchConfig {
+            shapes: vec![(2, 2)],
+            chunk_sizes: vec![64],
+            case_secs: 0.001,
+            repetitions: 1,
+            isa: Some(codec::Isa::Scalar),
+            with_isal: false,
+        };
+        let report = run_parity_bench(&cfg);
+        assert_eq!(report.cases.len(), 3);
+        assert!(report.cases.iter().all(|c| c.isa == codec::Isa::Scalar));
+        let table = report.to_table();
+        let rows: Vec<&str> = table.lines().skip(4).collect();
+        assert!(
+            rows.iter()
+                .all(|r| r.split_whitespace().nth(3) == Some("scalar")),
+            "{table}"
+        );
+        assert_eq!(report.to_json().matches("\"isa\":\"scalar\"").count(), 4);
     }
 
     #[test]

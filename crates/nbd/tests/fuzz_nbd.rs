@@ -57,7 +57,7 @@ fn campaign_cases() {
             panic!("case {:#x}: {e}", 0x5eed_0000 + i);
         }
     }
-    for (i, input) in fuzzutil::corpus_files("nbd").iter().enumerate() {
+    for (i, input) in fuzzutil::kept_corpus("nbd").iter().enumerate() {
         let mut rng = fuzzutil::Rng::new(i as u64);
         let config = target::config(&mut rng);
         target::check_stream(&mut rng, &config, input)

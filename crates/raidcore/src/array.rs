@@ -430,13 +430,16 @@ impl ArrayState {
             })
             .collect();
     }
-    /// True when `plan` was made against the current state of its cycle: no event since, and
-    /// the cycle still in the same layout generation. Executors check this (under the plan's
-    /// locks) before starting a plan, and re-plan otherwise.
+    /// True when `plan` was made against the current state of its cycle: no event since, the
+    /// cycle still in the same layout generation, and, for a plan that left a background
+    /// parity alone because it was stale, no deferred-parity entry dropped since
+    /// ([`Plan::bpgl_removals`]). Executors check this (under the plan's locks) before
+    /// starting a plan, and re-plan otherwise.
     #[inline]
     pub fn plan_is_current(&self, plan: &Plan) -> bool {
         plan.state_generation == self.generation
             && self.cycle_gen[plan.cycle as usize] == plan.layout_generation
+            && plan.bpgl_removals.is_none_or(|r| r == self.bpgl.removals())
     }
 
     /// Position of every place in generation `gen` (indexed by place).

@@ -405,6 +405,10 @@ pub struct Bpgl {
     capacity: usize,
     entries: BTreeMap<StripeId, Entry>,
     next_seq: u64,
+    /// Entries dropped so far (by flushes and rebuilds): a plan made while it assumed some
+    /// background parity stale is current only while this has not moved (see
+    /// [`crate::Plan::bpgl_removals`]).
+    removals: u64,
 }
 
 /// Magic of a persisted BPGL slot.
@@ -508,7 +512,12 @@ impl Bpgl {
             capacity: capacity.min(BPGL_MAX_CAPACITY),
             entries: BTreeMap::new(),
             next_seq: 1,
+            removals: 0,
         }
+    }
+    /// Entries dropped so far (see [`crate::Plan::bpgl_removals`]).
+    pub fn removals(&self) -> u64 {
+        self.removals
     }
     /// The bound.
     pub fn capacity(&self) -> usize {
@@ -608,8 +617,11 @@ impl ArrayState {
     /// Replaces the list by a persisted one (assembly after a crash).
     pub fn restore_bpgl(&mut self, r: &BpglRecord) {
         let cap = self.bpgl.capacity;
+        let removals = self.bpgl.removals;
         self.bpgl = Bpgl::from_record(r);
         self.bpgl.capacity = self.bpgl.capacity.max(cap);
+        // Whatever was planned against the list before is stale now.
+        self.bpgl.removals = removals + 1;
     }
     /// Takes over `other`'s list (a state rebuilt from compacted history keeps it).
     pub fn adopt_bpgl(&mut self, other: &ArrayState) {
@@ -647,6 +659,7 @@ impl ArrayState {
                 .is_some_and(|e| e.seq == *seq && e.in_flight == 0)
             {
                 self.bpgl.entries.remove(s);
+                self.bpgl.removals += 1;
                 removed += 1;
             }
         }
@@ -672,6 +685,7 @@ impl ArrayState {
         for s in listed {
             if self.bpgl.entries[&s].in_flight == 0 {
                 self.bpgl.entries.remove(&s);
+                self.bpgl.removals += 1;
             }
         }
     }

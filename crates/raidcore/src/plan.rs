@@ -271,6 +271,13 @@ pub struct Plan {
     pub locks: Vec<StripeId>,
     /// For writes: the mode chosen for each parity stripe written (stripe index, mode).
     pub modes: Vec<(usize, WriteMode)>,
+    /// When the plan treats some background parity as stale (listed in the deferred-parity
+    /// list, or deferred by this lazy write): the list's removal count when planned. Such a
+    /// plan neither reads nor writes that parity, which is right only while the stripe stays
+    /// listed: once an entry is dropped (a flush made the parity current), the plan is no
+    /// longer current ([`crate::ArrayState::plan_is_current`]) and must be made again, or it
+    /// would leave the parity stale with nothing listing it.
+    pub bpgl_removals: Option<u64>,
 }
 
 /// Member I/O totals of a plan (or of one member).
@@ -548,6 +555,7 @@ mod tests {
             writes: vec![],
             locks: vec![],
             modes: vec![],
+            bpgl_removals: None,
         }
     }
 

@@ -198,6 +198,7 @@ impl Builder {
                 })
                 .collect(),
             modes,
+            bpgl_removals: (!view.stale.is_empty()).then(|| state.bpgl().removals()),
         };
         if cfg!(debug_assertions) {
             plan.validate();

@@ -64,6 +64,7 @@ pub fn plan_verify_cycle(geo: &Geometry, state: &ArrayState, c: u64) -> Plan {
         writes: Vec::new(),
         locks: Vec::new(),
         modes: Vec::new(),
+        bpgl_removals: None,
     }
 }
 

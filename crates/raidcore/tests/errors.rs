@@ -16,7 +16,7 @@ fn raid5(disks: usize, spares: usize) -> Harness {
         ..Params::default()
     };
     Harness::new(
-        geometry(scheme(SchemeKind::Raid5, p).unwrap(), 512, 3),
+        geometry(scheme(SchemeKind::Raid5, p), 512, 3),
         WritePolicy::Md,
     )
 }
@@ -59,8 +59,7 @@ fn geometry_and_event_errors() {
             disks: Some(5),
             ..Params::default()
         },
-    )
-    .unwrap();
+    );
     assert_eq!(
         Geometry::new(s.clone(), 512, 5 * 512 - 1).unwrap_err(),
         CoreError::MemberTooSmall {
@@ -139,7 +138,7 @@ fn too_many_failures_lose_data() {
         ..Params::default()
     };
     let mut m = Harness::new(
-        geometry(scheme(SchemeKind::Raid1, p).unwrap(), 512, 2),
+        geometry(scheme(SchemeKind::Raid1, p), 512, 2),
         WritePolicy::Md,
     );
     m.write(0, &[9; 1024]);

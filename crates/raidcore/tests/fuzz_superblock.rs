@@ -88,7 +88,7 @@ fn campaign_cases() {
             panic!("case {:#x}: {e}", 0x5eed_0000 + i);
         }
     }
-    for (i, input) in fuzzutil::corpus_files("superblock").iter().enumerate() {
+    for (i, input) in fuzzutil::kept_corpus("superblock").iter().enumerate() {
         target::check(input, None, false).unwrap_or_else(|e| panic!("corpus input {i}: {e}"));
     }
 }

@@ -71,7 +71,7 @@ fn run_lazy(h: &mut Harness, reqs: &[Req]) {
 }
 
 fn rm2(n: usize) -> Geometry {
-    geometry(scheme(SchemeKind::Rm2, d(n)).unwrap(), 512, 3)
+    geometry(scheme(SchemeKind::Rm2, d(n)), 512, 3)
 }
 
 #[test]
@@ -110,7 +110,7 @@ fn rm2_fpg_min_matches_the_seed_formula() {
 
 #[test]
 fn p_plus_q_defers_q_and_raid5_defers_nothing() {
-    let geo = geometry(scheme(SchemeKind::Raid6, d(6)).unwrap(), 512, 2);
+    let geo = geometry(scheme(SchemeKind::Raid6, d(6)), 512, 2);
     let g = LazyGroups::new(&geo);
     for s in 0..geo.healthy().stripes.len() {
         let q = g
@@ -118,7 +118,7 @@ fn p_plus_q_defers_q_and_raid5_defers_nothing() {
             .expect("every RAID6 stripe defers Q");
         assert_eq!(geo.role(q), layout::Role::Q);
     }
-    let geo5 = geometry(scheme(SchemeKind::Raid5, d(5)).unwrap(), 512, 2);
+    let geo5 = geometry(scheme(SchemeKind::Raid5, d(5)), 512, 2);
     let g5 = LazyGroups::new(&geo5);
     assert!(!g5.supported());
     let mut st = raidcore::ArrayState::new(&geo5);
@@ -154,7 +154,7 @@ fn small_writes_cost_four_member_ios_instead_of_six() {
             assert_eq!(l, 4, "RM2 N={n} chunk {i} lazy (fpg {:?})", g.fpg(0));
         }
     }
-    let geo = geometry(scheme(SchemeKind::Raid6, d(6)).unwrap(), 512, 1);
+    let geo = geometry(scheme(SchemeKind::Raid6, d(6)), 512, 1);
     let (e, l) = ios_per_write(&geo, 1);
     assert_eq!((e, l), (6, 4), "RAID6 RMW: 3+3 eager, 2+2 lazy");
     let p = Params {
@@ -162,7 +162,7 @@ fn small_writes_cost_four_member_ios_instead_of_six() {
         level: Some(6),
         ..d(7)
     };
-    let geo = geometry(scheme(SchemeKind::RaidPlus, p).unwrap(), 512, 1);
+    let geo = geometry(scheme(SchemeKind::RaidPlus, p), 512, 1);
     let (e, l) = ios_per_write(&geo, 0);
     assert_eq!((e, l), (6, 4), "RAID+ level 6 RMW");
 }
@@ -292,19 +292,13 @@ fn rm2_every_pair_with_and_without_deferred_updates() {
 
 #[test]
 fn raid6_and_raidplus6_every_pair_with_deferred_updates() {
-    all_pairs(
-        geometry(scheme(SchemeKind::Raid6, d(6)).unwrap(), 512, 3),
-        61,
-    );
+    all_pairs(geometry(scheme(SchemeKind::Raid6, d(6)), 512, 3), 61);
     let p = Params {
         width: Some(4),
         level: Some(6),
         ..d(7)
     };
-    all_pairs(
-        geometry(scheme(SchemeKind::RaidPlus, p).unwrap(), 512, 1),
-        62,
-    );
+    all_pairs(geometry(scheme(SchemeKind::RaidPlus, p), 512, 1), 62);
 }
 
 #[test]
@@ -329,7 +323,7 @@ fn rebuild_recomputes_deferred_parity() {
 fn a_second_failure_before_the_flush_can_lose_data_and_says_so() {
     // Not a guarantee the array gives (one failure is tolerated while updates are deferred);
     // the planner must refuse rather than return wrong bytes.
-    let geo = geometry(scheme(SchemeKind::Raid6, d(4)).unwrap(), 512, 1);
+    let geo = geometry(scheme(SchemeKind::Raid6, d(4)), 512, 1);
     let mut h = Harness::new(geo.clone(), WritePolicy::Md);
     let cb = geo.chunk_bytes();
     lazy_write(&mut h, 0, &vec![9u8; cb as usize]);
@@ -343,4 +337,56 @@ fn a_second_failure_before_the_flush_can_lose_data_and_says_so() {
         Err(CoreError::DataLost { .. }) => {}
         other => panic!("expected DataLost, got {other:?}"),
     }
+}
+
+/// Issue 21, defect 2: a flush is planned; a write is planned while its stripe is listed and
+/// the list is full, so it falls back to eager parity and, the listed Q being stale, leaves Q
+/// alone (and is not counted in flight); the flush then runs and drops the entry. The write's
+/// plan must no longer be current: run as planned, it would write data and P, leave Q stale,
+/// and nothing would list the stripe (a second failure then reconstructs wrong bytes).
+#[test]
+fn a_write_planned_against_a_listed_stripe_goes_stale_when_a_flush_drops_the_entry() {
+    let geo = geometry(scheme(SchemeKind::Raid6, d(5)), 512, 4);
+    let mut h = Harness::new(geo.clone(), WritePolicy::Md);
+    h.state.set_bpgl_capacity(1);
+    // Stripe 0 of cycle 0 listed; the list is full.
+    assert_eq!(lazy_write(&mut h, 0, &[1u8; 512]), 1);
+    let flush = plan_flush_cycle(&geo, &h.state, 0)
+        .unwrap()
+        .expect("listed");
+    // 1024..2048 covers the end of stripe 0 (listed) and the start of stripe 1 (no room):
+    // the cycle falls back to eager parity.
+    let data = vec![3u8; 1024];
+    let lw = plan_write_lazy(&geo, &h.state, 1024, 1024, &h.policy).unwrap();
+    assert!(lw.deferred.is_empty(), "eager fallback expected");
+    let w = lw.plans[0].clone();
+    assert!(h.state.plan_is_current(&w));
+    // The flush wins the race for the stripe locks.
+    h.mem.run(&flush.plan, &mut []).unwrap();
+    assert_eq!(h.state.flush_done(&flush.entries), 1);
+    assert!(h.state.bpgl().is_empty());
+    assert!(
+        !h.state.plan_is_current(&w),
+        "the write was planned with Q stale; the flush made Q current and dropped the entry"
+    );
+    // What the check prevents: run as planned, the write leaves Q stale in an unlisted stripe.
+    let mut wrong = h.mem.clone();
+    wrong.run(&w, &mut data.clone()).unwrap();
+    assert!(
+        raidcore::mem::check_consistency(&geo, &h.state, &wrong.members, 0).is_err(),
+        "the stale plan leaves stripe 0 inconsistent"
+    );
+    // Planned again, it is eager and complete.
+    let again = plan_write_lazy(&geo, &h.state, 1024, 1024, &h.policy).unwrap();
+    h.state.defer(&again.deferred);
+    for p in &again.plans {
+        assert!(h.state.plan_is_current(p));
+        let at = p.user_offset as usize;
+        h.mem
+            .run(p, &mut data[at..at + p.buffers[0]].to_vec())
+            .unwrap();
+    }
+    h.state.deferred_write_done(&again.deferred);
+    flush_all(&mut h);
+    raidcore::mem::check_consistency(&geo, &h.state, &h.mem.members, 0).unwrap();
 }

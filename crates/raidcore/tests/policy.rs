@@ -12,7 +12,7 @@ fn raid(kind: SchemeKind, disks: usize) -> Harness {
         disks: Some(disks),
         ..Params::default()
     };
-    Harness::new(geometry(scheme(kind, p).unwrap(), 512, 2), WritePolicy::Md)
+    Harness::new(geometry(scheme(kind, p), 512, 2), WritePolicy::Md)
 }
 
 /// The single plan of a write of `chunks` whole chunks at logical chunk 0 (stripe 0: MD's
@@ -176,7 +176,7 @@ fn every_policy_leaves_the_same_bytes() {
         ),
     ];
     for (kind, p) in cases {
-        let geo = geometry(scheme(kind, p).unwrap(), 512, 2);
+        let geo = geometry(scheme(kind, p), 512, 2);
         let disks = geo.disks();
         let policies = [
             WritePolicy::Md,

@@ -32,7 +32,7 @@ fn harness(which: u8) -> Harness {
         1 => WritePolicy::Modthresh,
         _ => WritePolicy::Rmw,
     };
-    Harness::new(geometry(scheme(kind, p).unwrap(), 512, 2), policy)
+    Harness::new(geometry(scheme(kind, p), 512, 2), policy)
 }
 
 proptest! {

@@ -13,10 +13,7 @@ use raidcore::{
 };
 
 fn harness(kind: SchemeKind, p: Params, cycles: u64) -> Harness {
-    Harness::new(
-        geometry(scheme(kind, p).unwrap(), 512, cycles),
-        WritePolicy::Md,
-    )
+    Harness::new(geometry(scheme(kind, p), 512, cycles), WritePolicy::Md)
 }
 
 fn d(n: usize) -> Params {

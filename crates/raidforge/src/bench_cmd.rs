@@ -6,11 +6,14 @@ use isal_ref::bench::{run_parity_bench, BenchConfig};
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
-    /// Parity math speed on one core: XOR and P+Q encode, one- and two-erasure decode, each beside
-    /// ISA-L's xor_gen / pq_gen on the same buffers when libisal.so.2 is installed, for k+p in
-    /// {4+1, 8+1, 8+2, 16+2} and 64 KiB and 1 MiB chunks. Takes about ten seconds.
+    /// Parity math speed on one core: XOR and P+Q encode, one- and two-erasure decode, each encode
+    /// beside ISA-L's xor_gen / pq_gen on the same buffers when libisal.so.2 is installed, for k+p
+    /// in {4+1, 8+1, 8+2, 16+2} and 4 KiB, 64 KiB, 1 MiB and 4 MiB chunks. Each line names the
+    /// instruction-set path that ran (scalar, sse2, avx2, avx512, gfni). Takes about 20 seconds;
+    /// on a busy machine compare the ratios, which are measured side by side.
     Parity {
-        /// Print one JSON object: {"cases": [{"op", "k", "p", "chunk", "ours_gbps", "isal_gbps", "ratio"}]}.
+        /// Print one JSON object: {"cpu", "isa", "isal", "cases": [{"op", "k", "p", "chunk", "isa",
+        /// "ours_gbps", "isal_gbps", "ratio", "decode_vs_encode"}]}.
         #[arg(long)]
         json: bool,
         /// Seconds per measured case (longer is steadier on a busy machine).
@@ -51,7 +54,7 @@ pub fn run(c: BenchCommand) -> anyhow::Result<()> {
                 }
             }
             if !json {
-                eprintln!("measuring parity speed on one core (about ten seconds)...");
+                eprintln!("measuring parity speed on one core (about 20 seconds)...");
             }
             let report = run_parity_bench(&cfg);
             if json {

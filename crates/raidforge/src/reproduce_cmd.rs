@@ -17,8 +17,8 @@ pub struct ReproduceArgs {
     /// Scaled-down runs (smaller disks, shorter traces): every seed in about two minutes.
     #[arg(long)]
     quick: bool,
-    /// Directory of the real traces (default: $RAIDFORGE_TRACES, else the workspace's
-    /// ../shared/traces).
+    /// Folder of the traces the reproductions replay (default: $RAIDFORGE_TRACES, else the
+    /// repository's data/traces).
     #[arg(long)]
     traces: Option<PathBuf>,
     /// Print the reports as JSON on stdout (one object: {"reports": [...]}).

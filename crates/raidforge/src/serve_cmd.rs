@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use dev::pool::{Pool, PoolError, RebuildOpts};
-use dev::serve_support::{Concurrency, SharedPool};
+use dev::serve_support::{Concurrency, PoolBackend, SharedPool};
 use nbd::{Backend, BlockSize, Export, ExportInfo, Server, ServerOptions};
 use serde_json::{json, Value};
 
@@ -85,35 +85,6 @@ fn install_signal_handlers() -> anyhow::Result<()> {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
     Ok(())
-}
-
-/// A pool as an NBD backend.
-struct PoolBackend(Arc<SharedPool>);
-
-fn io_error(e: PoolError) -> std::io::Error {
-    let kind = match &e {
-        PoolError::Usage(_) => std::io::ErrorKind::InvalidInput,
-        _ => std::io::ErrorKind::Other,
-    };
-    std::io::Error::new(kind, e.to_string())
-}
-
-impl Backend for PoolBackend {
-    fn size(&self) -> u64 {
-        self.0.capacity_bytes()
-    }
-    fn read(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.0.read(offset, buf).map_err(io_error)
-    }
-    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.0.write(offset, data).map_err(io_error)
-    }
-    fn flush(&self) -> std::io::Result<()> {
-        self.0.flush().map_err(io_error)
-    }
-    fn write_zeroes(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.0.write_zeroes(offset, len).map_err(io_error)
-    }
 }
 
 /// One served pool.

@@ -492,6 +492,68 @@ fn fio_finish(child: Child, what: &str) -> (u64, u64) {
     (written, verified)
 }
 
+/// What the server of `pool` says through its control socket: NBD requests answered so far
+/// and whether a rebuild is running.
+struct ServedCounters {
+    requests: u64,
+    rebuild_running: bool,
+}
+
+fn served(pool: &Path) -> ServedCounters {
+    let ctl = PathBuf::from(format!("{}.ctl", pool.display()));
+    let mut s = std::os::unix::net::UnixStream::connect(&ctl)
+        .unwrap_or_else(|e| panic!("{}: {e}", ctl.display()));
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(b"{\"op\": \"status\"}\n").unwrap();
+    let mut line = String::new();
+    BufReader::new(&s).read_line(&mut line).unwrap();
+    let v: Value = serde_json::from_str(&line).expect("control socket JSON");
+    assert_eq!(v["ok"], true, "{v}");
+    ServedCounters {
+        requests: v["server"]["requests"].as_u64().expect("server.requests"),
+        rebuild_running: v["rebuild"]["running"].as_bool().expect("rebuild.running"),
+    }
+}
+
+/// Waits until the server of `pool` has answered `n` requests in all, while `fio` runs (it
+/// fails if fio ends first).
+fn wait_for_requests(pool: &Path, n: u64, fio: &mut Child, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if served(pool).requests >= n {
+            return;
+        }
+        assert!(
+            matches!(fio.try_wait(), Ok(None)),
+            "fio ended before the server answered {n} requests ({what})"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "{n} requests not reached ({what})"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Polls the server of `pool` until `rebuild` (a `raidforge rebuild` child) ends; returns it
+/// and the first and last request counts seen while the server reported its rebuild running.
+fn watch_rebuild(pool: &Path, mut rebuild: Child) -> (Child, Option<(u64, u64)>) {
+    let mut during: Option<(u64, u64)> = None;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while matches!(rebuild.try_wait(), Ok(None)) {
+        let c = served(pool);
+        if c.rebuild_running {
+            during = Some((during.map_or(c.requests, |d| d.0), c.requests));
+        }
+        if Instant::now() > deadline {
+            let _ = rebuild.kill();
+            panic!("the rebuild did not end within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (rebuild, during)
+}
+
 fn fio_scenarios(name: &str, layout: &[&str], n: usize) {
     let Some(fio) = tool("fio") else { return };
     let dir = TempDir::new(name);
@@ -509,20 +571,26 @@ fn fio_scenarios(name: &str, layout: &[&str], n: usize) {
         &format!("{name} healthy"),
     );
 
-    // A member fails mid-run (through the control socket).
+    // A member fails mid-run (through the control socket), once the server has answered a
+    // first batch of fio's requests; fio's requests go on being answered after the failure.
     let mut f = fio_start(&fio, &uri, capacity, 2);
-    std::thread::sleep(Duration::from_millis(700));
+    let before = served(&pool).requests;
+    wait_for_requests(&pool, before + 64, &mut f, "before the failure");
     let st = json(&["fail", p, "--member", "1", "--json"]);
     assert_eq!(st["state"], "degraded", "{st}");
-    assert!(
-        matches!(f.try_wait(), Ok(None)),
-        "fio still running after the failure"
-    );
+    let at_fail = served(&pool).requests;
     fio_finish(f, &format!("{name} member failed mid-run"));
+    let after = served(&pool).requests;
+    assert!(
+        after > at_fail,
+        "{name}: no request of fio was answered after the failure ({at_fail} then {after})"
+    );
 
-    // Replacement and rebuild start mid-run; the rebuild is slowed so that it overlaps.
+    // Replacement and rebuild start mid-run; the rebuild is slowed so that it overlaps with
+    // fio, and the server's request count must grow while the rebuild runs.
     let mut f = fio_start(&fio, &uri, capacity, 3);
-    std::thread::sleep(Duration::from_millis(500));
+    let before = served(&pool).requests;
+    wait_for_requests(&pool, before + 64, &mut f, "before the replacement");
     let new = dir.join("new1.img");
     let st = json(&[
         "replace",
@@ -534,25 +602,38 @@ fn fio_scenarios(name: &str, layout: &[&str], n: usize) {
         "--json",
     ]);
     assert_eq!(st["members"][1]["state"], "rebuilding", "{st}");
+    let rebuild = Command::new(env!("CARGO_BIN_EXE_raidforge"))
+        .args([
+            "rebuild",
+            p,
+            "--speed-max",
+            "4M",
+            "--parallel",
+            "2",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start raidforge rebuild");
+    // Requests answered while the server said its rebuild was running: the first and the
+    // last count seen then (polled until the rebuild command ends).
+    let (rebuild, during) = watch_rebuild(&pool, rebuild);
+    let out = rebuild.wait_with_output().unwrap();
     assert!(
-        matches!(f.try_wait(), Ok(None)),
-        "fio runs when the rebuild starts"
+        out.status.success(),
+        "rebuild: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    let t0 = Instant::now();
-    let out = ok(&[
-        "rebuild",
-        p,
-        "--speed-max",
-        "4M",
-        "--parallel",
-        "2",
-        "--json",
-    ]);
-    let overlapped = matches!(f.try_wait(), Ok(None));
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (first, last) = during.expect("the rebuild was never seen running");
     eprintln!(
-        "{name}: rebuild took {:.2} s; fio {} running at its end",
-        t0.elapsed().as_secs_f64(),
-        if overlapped { "still" } else { "no longer" }
+        "{name}: {} requests answered during the rebuild",
+        last - first
+    );
+    assert!(
+        last > first,
+        "{name}: no client request was answered while the rebuild ran"
     );
     let last: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert_eq!(last["done"], true);

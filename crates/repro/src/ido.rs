@@ -84,7 +84,7 @@ fn scale(opts: &Opts) -> Scale {
     }
 }
 
-fn workloads(opts: &Opts, s: &Scale) -> Vec<Wl> {
+fn workloads(opts: &Opts, s: &Scale) -> anyhow::Result<Vec<Wl>> {
     let fin = |cfg: SyntheticConfig, speedup: f64| {
         let mut c = cfg;
         c.requests = Some(s.fin_requests);
@@ -122,37 +122,35 @@ fn workloads(opts: &Opts, s: &Scale) -> Vec<Wl> {
             published: Some([2.1, 2.5, 1.3, 2.4, 78.7]),
         },
     ];
-    let web = opts.traces_dir().join("websearch-head.mqsim");
-    if web.exists() {
-        out.push(Wl {
-            name: "Web2",
-            what: format!(
-                "websearch-head.mqsim (real WebSearch head, first 60 s, ~100 % reads, 15 KiB) \
-                 at 0.2x speed{}{}",
-                s.web_limit
-                    .map(|l| format!(", first {l} requests"))
-                    .unwrap_or_default(),
-                if s.web_loops > 1 {
-                    format!(", replayed {} times", s.web_loops)
-                } else {
-                    String::new()
-                }
-            ),
-            spec: WorkloadSpec::Trace {
-                path: web,
-                format: None,
-            },
-            opts: SourceOptions {
-                speedup: 0.2,
-                limit: s.web_limit,
-                loops: s.web_loops,
-                lenient: false,
-            },
-            hotspot: None,
-            published: Some([2.2, 2.7, 1.1, 1.4, 72.4]),
-        });
-    }
-    out
+    let web = opts.trace("websearch-head.mqsim")?;
+    out.push(Wl {
+        name: "Web2",
+        what: format!(
+            "websearch-head.mqsim (real WebSearch head, first 60 s, ~100 % reads, 15 KiB) \
+             at 0.2x speed{}{}",
+            s.web_limit
+                .map(|l| format!(", first {l} requests"))
+                .unwrap_or_default(),
+            if s.web_loops > 1 {
+                format!(", replayed {} times", s.web_loops)
+            } else {
+                String::new()
+            }
+        ),
+        spec: WorkloadSpec::Trace {
+            path: web,
+            format: None,
+        },
+        opts: SourceOptions {
+            speedup: 0.2,
+            limit: s.web_limit,
+            loops: s.web_loops,
+            lenient: false,
+        },
+        hotspot: None,
+        published: Some([2.2, 2.7, 1.1, 1.4, 72.4]),
+    });
+    Ok(out)
 }
 
 /// One run's configuration.
@@ -302,7 +300,7 @@ fn note_scaled(row: Row) -> Row {
 /// Runs every experiment of this seed.
 pub fn run(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Experiment>> {
     let s = scale(opts);
-    let wls = workloads(opts, &s);
+    let wls = workloads(opts, &s)?;
     let mut out = Vec::new();
 
     // Figures 9 and 11 (RAID5) and 12 (RAID6).

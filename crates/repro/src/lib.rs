@@ -34,21 +34,30 @@ pub struct Opts {
     /// Scaled-down configurations (smaller disks, shorter traces): all seeds in under two
     /// minutes in a release build.
     pub quick: bool,
-    /// Where the real traces live (`../shared/traces` of the workspace by default).
+    /// Where the traces live (`--traces DIR`); by default `$RAIDFORGE_TRACES`, else the
+    /// repository's `data/traces` (see [`sim::locate_traces_dir`]).
     pub traces_dir: Option<PathBuf>,
 }
 
 impl Opts {
-    /// The trace directory: `opts.traces_dir`, else `$RAIDFORGE_TRACES`, else the workspace's
-    /// `../shared/traces`.
-    pub fn traces_dir(&self) -> PathBuf {
-        if let Some(d) = &self.traces_dir {
-            return d.clone();
+    /// The trace folder: `opts.traces_dir`, else `$RAIDFORGE_TRACES`, else the repository's
+    /// `data/traces`; an error that says how to name it when there is none.
+    pub fn traces_dir(&self) -> anyhow::Result<PathBuf> {
+        Ok(sim::locate_traces_dir(self.traces_dir.as_deref())?)
+    }
+
+    /// The trace `name` of the trace folder; an error naming the file and the ways to point at
+    /// another folder when it is not there.
+    pub fn trace(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let dir = self.traces_dir()?;
+        let path = dir.join(name);
+        if !path.is_file() {
+            anyhow::bail!(
+                "trace {} not found (pass --traces DIR or set RAIDFORGE_TRACES to a folder holding {name})",
+                path.display()
+            );
         }
-        if let Some(d) = std::env::var_os("RAIDFORGE_TRACES") {
-            return PathBuf::from(d);
-        }
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
+        Ok(path)
     }
 }
 

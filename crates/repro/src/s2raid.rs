@@ -33,6 +33,8 @@
 //! - Member disks queue requests first come, first served; the drive model is the datasheet's,
 //!   the same as in every other experiment.
 
+use std::path::{Path, PathBuf};
+
 use layout::{Params, SchemeKind};
 use raidcore::SpeedLimits;
 use sim::{Drive, Phase};
@@ -97,11 +99,11 @@ impl Wl {
         }
     }
 
-    fn load(self, opts: &Opts) -> Load {
+    fn load(self, web: &Path) -> Load {
         match self {
             Wl::Fin1 => Load::Synthetic("financial1".into()),
             Wl::Fin2 => Load::Synthetic("financial2".into()),
-            Wl::Web => Load::Trace(opts.traces_dir().join("websearch-head.mqsim")),
+            Wl::Web => Load::Trace(web.to_path_buf()),
         }
     }
 }
@@ -332,6 +334,8 @@ fn plural(n: usize) -> &'static str {
 struct Ctx<'o> {
     opts: &'o Opts,
     scale: &'static Scale,
+    /// The WebSearch head (`websearch-head.mqsim` of the trace folder).
+    web: PathBuf,
 }
 
 impl Ctx<'_> {
@@ -356,7 +360,7 @@ impl Ctx<'_> {
     }
 
     fn online(&self, array: ArraySpec, fail: u32, wl: Wl, min_kib: u64) -> RunSpec {
-        self.spec(array, fail, wl.load(self.opts), min_kib)
+        self.spec(array, fail, wl.load(&self.web), min_kib)
     }
 
     /// The configuration lines every experiment shows.
@@ -413,6 +417,7 @@ pub fn run(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Ex
     let ctx = Ctx {
         opts,
         scale: if opts.quick { &QUICK } else { &FULL },
+        web: opts.trace("websearch-head.mqsim")?,
     };
     let mut runner = Runner::new(progress);
     let t5 = table5(&ctx, &mut runner)?;

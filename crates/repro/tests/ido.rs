@@ -1,13 +1,33 @@
 //! `raidforge reproduce ido --quick` as CI runs it: every figure of seed 003 present, every
-//! claim holding, notes where ours departs from the published values, the documented JSON.
+//! claim holding, every row within 20 % of the paper or on the list below, the documented JSON.
 
 mod common;
 
-use common::{experiment, row};
+use common::{experiment, row, Differs};
+
+/// Rows of the quick run allowed to differ from the paper (see `common::Differs`).
+const ALLOWED: &[Differs] = &[
+    Differs {
+        experiment: "fig9",
+        label: "* IDO speedup over *",
+        lo: 0.18,
+        hi: 5.1,
+        why: "scaled-down array, datasheet drives, synthetic Financial workloads with an \
+              assumed locality and 60 s of WebSearch: the claims compare directions",
+    },
+    Differs {
+        experiment: "fig11",
+        label: "* ido redirected",
+        lo: 0.091,
+        hi: 2.0,
+        why: "the share redirected depends on the workload's locality, assumed for the \
+              synthetic Financial loads; the WebSearch head is read-only and spread out",
+    },
+];
 
 #[test]
 fn quick_run_upholds_every_claim() {
-    let r = common::check_seed("ido");
+    let r = common::check_seed("ido", ALLOWED);
     let ids: Vec<&str> = r.experiments.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids, ["fig9", "fig11", "fig12", "fig13", "fig14", "fig16"]);
     let f11 = experiment(&r, "fig11");

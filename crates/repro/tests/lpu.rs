@@ -1,14 +1,43 @@
 //! `raidforge reproduce lpu --quick` as CI runs it: the MTTDL figures (5 and 6) with the seed's
-//! parameters, every claim holding, notes where ours departs from the seed's ratios, and the
-//! documented JSON shape; Figure 7's throughput points on the simulator.
+//! parameters, every claim holding, every row within 20 % of the seed or on the list below, and
+//! the documented JSON shape; Figure 7's throughput points on the simulator.
 
 mod common;
 
-use common::{experiment, row};
+use common::{experiment, row, Differs};
+
+/// Rows allowed to differ from the seed (see `common::Differs`).
+const ALLOWED: &[Differs] = &[
+    Differs {
+        experiment: "fig6",
+        label: "* disks RAID6+LPU / RAID6",
+        lo: 1.5,
+        hi: 8.3,
+        why: "with the seed's rates updates are pending 3 % of the time and flushed in under \
+              an hour; its 0.2x needs longer exposure than that",
+    },
+    Differs {
+        experiment: "fig6",
+        label: "* disks RAID6+LPU / RAID5",
+        lo: 0.085,
+        hi: 0.76,
+        why: "the seed's 0.2x of RAID6 and 1000x of RAID5 cannot both hold (they imply RAID6 \
+              at 5000x RAID5, far above any standard chain with its MTTF and MTTR)",
+    },
+    Differs {
+        experiment: "fig7",
+        label: "4K random write qd * RM2+LPU / RM2 throughput",
+        lo: 0.5,
+        // 5 member I/Os per eager RM2 small write on 4 disks against 3 lazy ones: 1.67x at
+        // most, 0.83 of the seed's 2x.
+        hi: 0.84,
+        why: "the seed's 'about 2x' is a sentence; member I/O counts cap the gain at 1.67x",
+    },
+];
 
 #[test]
 fn quick_run_upholds_every_claim() {
-    let r = common::check_seed("lpu");
+    let r = common::check_seed("lpu", ALLOWED);
     let ids: Vec<&str> = r.experiments.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids, ["fig5", "fig6", "fig7"]);
     let f5 = experiment(&r, "fig5");

@@ -1,16 +1,35 @@
 //! The quick RAID+ reproduction: every qualitative claim of the paper that it checks holds,
-//! every row off by more than the tolerance says why, and the report has the documented shape
+//! every row within 20 % of the paper or on the list below, and the report has the documented shape
 //! (the shared checks in `common`).
 
 mod common;
 
 use std::path::PathBuf;
 
-use common::{experiment, ids};
+use common::{experiment, ids, Differs};
+
+/// Rows of the quick run allowed to differ from the paper (see `common::Differs`).
+const ALLOWED: &[Differs] = &[
+    Differs {
+        experiment: "table2",
+        label: "* + 3: * rebuild",
+        lo: 0.1,
+        hi: 0.77,
+        why: "quick run: 16 GB disks instead of the paper's 50 GB (0.32 of its rebuild times)",
+    },
+    Differs {
+        experiment: "cov",
+        label: "n=59 k=7: RAID_H rebuild read-load CoV",
+        lo: 0.22,
+        hi: 0.92,
+        why: "our Jenkins-hash placement spreads a failed disk's stripes about as evenly as \
+              random placement; the paper's hash was more skewed",
+    },
+];
 
 #[test]
 fn quick_raidplus_upholds_the_papers_claims() {
-    let report = common::check_seed("raidplus");
+    let report = common::check_seed("raidplus", ALLOWED);
     assert_eq!(ids(&report), ["table2", "fig10a", "fig10b", "cov"]);
     for e in &report.experiments {
         assert!(!e.claims.is_empty(), "{} checks no claim", e.id);

@@ -1,17 +1,118 @@
 //! The quick S2-RAID reproduction: every qualitative claim of the paper that it checks holds,
-//! every row off by more than the tolerance says why, and the report has the documented shape
-//! (the shared checks in `common`). Needs the WebSearch trace (`RAIDFORGE_TRACES` or the
-//! workspace's ../shared/traces), like the simulator's trace tests.
+//! every row is within 20 % of the paper or on the list below, and the report has the
+//! documented shape (the shared checks in `common`). Replays the WebSearch head of the
+//! repository's `data/traces` (or of `RAIDFORGE_TRACES`).
 
 mod common;
 
 use std::path::PathBuf;
 
-use common::{experiment, ids, row};
+use common::{experiment, ids, row, Differs};
+
+/// Why the quick run's absolute values are off: 128 MiB per disk instead of the paper's
+/// 10 GB (1/80) and shorter phases.
+const SCALE: &str = "quick run: 128 MiB disks instead of 10 GB, shorter phases";
+
+/// Rows of the quick run allowed to differ from the paper (see `common::Differs`).
+const ALLOWED: &[Differs] = &[
+    // Offline rebuild times scale with the disk: 1/80 of the paper's, give or take the
+    // drive model's seek and zone effects; bounded to 0.004..0.025 by that scale, not by
+    // the run.
+    Differs {
+        experiment: "table*",
+        label: "offline: MD RAID* rebuild",
+        lo: 0.004,
+        hi: 0.025,
+        why: SCALE,
+    },
+    Differs {
+        experiment: "table*",
+        label: "offline: S2-RAID* rebuild*",
+        lo: 0.004,
+        hi: 0.025,
+        why: SCALE,
+    },
+    Differs {
+        experiment: "table*",
+        label: "offline: rebuild speed-up *",
+        lo: 0.34,
+        hi: 1.6,
+        why: "quick run: on 128 MiB disks the fixed part of a rebuild weighs more; the test \
+              checks the paper's >= 2x itself",
+    },
+    Differs {
+        experiment: "table*",
+        label: "*: * online rebuild",
+        lo: 0.007,
+        hi: 0.5,
+        why: "quick run: 128 MiB disks, and the rebuild runs at its minimum rate under the \
+              synthetic loads where the paper's MD found idle time",
+    },
+    Differs {
+        experiment: "table*",
+        label: "*: online rebuild speed-up *",
+        lo: 0.2,
+        hi: 2.5,
+        why: SCALE,
+    },
+    Differs {
+        experiment: "table*",
+        label: "*mean response during rebuild",
+        lo: 0.18,
+        hi: 2.6,
+        why: "synthetic Financial-like workloads and a datasheet drive model, not the paper's \
+              traces and testbed",
+    },
+    Differs {
+        experiment: "table*",
+        label: "*: response speed-up *",
+        lo: 0.17,
+        hi: 2.5,
+        why: "synthetic Financial-like workloads and a datasheet drive model",
+    },
+    Differs {
+        experiment: "table7",
+        label: "*: normal * mean response",
+        lo: 0.14,
+        hi: 2.5,
+        why: "synthetic Financial-like workloads, the WebSearch head looped, a datasheet \
+              drive model",
+    },
+    Differs {
+        experiment: "table7",
+        label: "*: degraded * mean response",
+        lo: 0.15,
+        hi: 2.4,
+        why: "synthetic Financial-like workloads, the WebSearch head looped, a datasheet \
+              drive model",
+    },
+    Differs {
+        experiment: "table7",
+        label: "*: degraded response speed-up *",
+        lo: 0.42,
+        hi: 3.0,
+        why: "synthetic Financial-like workloads, the WebSearch head looped, a datasheet \
+              drive model",
+    },
+    Differs {
+        experiment: "fig5",
+        label: "smallest rebuild speed-up over the three thresholds",
+        lo: 0.3,
+        hi: 1.3,
+        why: SCALE,
+    },
+    Differs {
+        experiment: "fig6",
+        label: "mean response-time increase per spare taken away",
+        lo: 0.34,
+        hi: 1.4,
+        why: "synthetic Financial1-like workload on a datasheet drive model",
+    },
+];
 
 #[test]
 fn quick_s2raid_upholds_the_papers_claims() {
-    let report = common::check_seed("s2raid");
+    let report = common::check_seed("s2raid", ALLOWED);
     assert_eq!(ids(&report), ["table5", "table6", "table7", "fig5", "fig6"]);
     for e in &report.experiments {
         assert!(!e.claims.is_empty(), "{} checks no claim", e.id);

@@ -1,7 +1,7 @@
 //! Long fuzz campaign of the trace readers (see `fuzz/traces.rs` for the properties):
 //! `cargo run --release -p sim --example fuzz_traces -- --secs 60` (or `scripts/fuzz.sh`).
-//! Mutates generated lines of every format and the first 64 KiB of the real sample traces in
-//! `/work/shared/traces` (when present). On a failure it prints the case seed; `--case SEED`
+//! Mutates generated lines of every format and the first 64 KiB of the traces in the
+//! repository's `data/traces` (real MQSim traces and synthetic MSR, Tencent and SYSTOR files). On a failure it prints the case seed; `--case SEED`
 //! replays it.
 
 #[path = "../../../fuzz/fuzzutil.rs"]
@@ -12,7 +12,7 @@ mod target;
 fn main() {
     let campaign = fuzzutil::Campaign::from_args("traces");
     let samples = target::real_samples(64 << 10);
-    println!("traces: {} real sample prefixes", samples.len());
+    println!("traces: {} sample prefixes from data/traces", samples.len());
     for (i, input) in fuzzutil::corpus_files("traces").iter().enumerate() {
         for format in sim::TraceFormat::ALL {
             if let Err(e) = target::read_checked(input, format, sim::ReadOptions::default()) {

@@ -4,6 +4,9 @@
 //! cargo run --release -p sim --example sim_speed [TRACE_DIR] [LOOPS] [SCENARIOS]
 //! ```
 //!
+//! `TRACE_DIR` holds `websearch-head.mqsim` (default: `$RAIDFORGE_TRACES`, else the
+//! repository's `data/traces`).
+//!
 //! `SCENARIOS` is a comma-separated subset of `raid5,breakdown,rebuild,rebuild-load` (default:
 //! all of them). Every scenario line ends with `-> N member I/Os/s`, which the comparison
 //! script (`bench/sim_speed.sh`) collects.
@@ -42,7 +45,7 @@ fn show(name: &str, r: &Report, wall_s: f64) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("usage: sim_speed [TRACE_DIR (../shared/traces)] [LOOPS (40)] [raid5,breakdown,rebuild,rebuild-load]");
+        println!("usage: sim_speed [TRACE_DIR ($RAIDFORGE_TRACES, else the repository's data/traces)] [LOOPS (40)] [raid5,breakdown,rebuild,rebuild-load]");
         return;
     }
     let which = args
@@ -50,11 +53,14 @@ fn main() {
         .cloned()
         .unwrap_or_else(|| "raid5,breakdown,rebuild,rebuild-load".to_string());
     let run = |name: &str| which.split(',').any(|w| w == name);
-    let dir = PathBuf::from(
-        args.get(1)
-            .cloned()
-            .unwrap_or_else(|| "../shared/traces".to_string()),
-    );
+    let given = args.get(1).map(PathBuf::from);
+    let dir = match sim::locate_traces_dir(given.as_deref()) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("sim_speed: {e}");
+            std::process::exit(2);
+        }
+    };
     let loops: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(40);
     let trace = WorkloadSpec::Trace {
         path: dir.join("websearch-head.mqsim"),

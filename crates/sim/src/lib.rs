@@ -97,7 +97,8 @@ pub use metrics::{
 pub use rng::SplitMix64;
 pub use run::{parse_bytes, simulate, Source, SourceOptions, SpecError, WorkloadSpec};
 pub use trace::{
-    BlkEvent, Fold, Location, ReadOptions, Request, TimeOrder, TraceError, TraceFormat, TraceReader,
+    locate_traces_dir, repository_traces_dir, BlkEvent, Fold, Location, ReadOptions, Request,
+    TimeOrder, TraceDirError, TraceError, TraceFormat, TraceReader, TRACES_ENV,
 };
 pub use workload::{Arrival, SizeDist, Synthetic, SyntheticConfig, WorkloadError};
 

@@ -1,6 +1,7 @@
-//! Every real trace under `../shared/traces/` replays on RAID5 and RAID+, and a malformed line
-//! stops the run with an error naming the file and the line (or is skipped and counted when
-//! lenient).
+//! Every trace of the repository's `data/traces` (and the real SNIA samples when
+//! `RAIDFORGE_TRACES` names a folder holding them) replays on RAID5 and RAID+, and a malformed
+//! line stops the run with an error naming the file and the line (or is skipped and counted
+//! when lenient).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,9 +14,52 @@ use sim::{
 
 const SEC: u64 = 1_000_000_000;
 
-/// The shared trace directory, from this crate: `<workspace>/../shared/traces`.
-fn traces_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
+/// The traces to replay: every trace of `data/traces` (all five must be there), then the real
+/// SNIA samples of `$RAIDFORGE_TRACES` when it is set.
+fn traces() -> Vec<PathBuf> {
+    let dir = sim::repository_traces_dir();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "csv" || e == "mqsim"))
+        .collect();
+    files.sort();
+    let names: Vec<&str> = files
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "synthetic-msr.csv",
+            "synthetic-systor17.csv",
+            "synthetic-tencent-cbs.csv",
+            "tpcc-small.mqsim",
+            "websearch-head.mqsim"
+        ],
+        "the traces of {}",
+        dir.display()
+    );
+    if let Some(real) = std::env::var_os("RAIDFORGE_TRACES").filter(|d| !d.is_empty()) {
+        let real = PathBuf::from(real);
+        let samples: Vec<PathBuf> = [
+            "msr-hm_0-head1000.csv",
+            "tencent-cbs-sample.csv",
+            "systor17-sample-a.csv",
+            "systor17-sample-b.csv",
+        ]
+        .iter()
+        .map(|n| real.join(n))
+        .filter(|p| p.is_file())
+        .collect();
+        assert!(
+            !samples.is_empty(),
+            "RAIDFORGE_TRACES={} holds none of the SNIA samples",
+            real.display()
+        );
+        files.extend(samples);
+    }
+    files
 }
 
 fn raid5() -> Arc<dyn Scheme> {
@@ -61,27 +105,21 @@ fn replay(scheme: Arc<dyn Scheme>, path: &Path, opts: &SourceOptions) -> Result<
 }
 
 #[test]
-fn every_shared_trace_replays_on_raid5_and_raidplus() {
-    let dir = traces_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!(
-            "SKIPPED: {} is absent; the shared traces are not on this machine",
-            dir.display()
-        );
-        return;
-    };
-    let mut files: Vec<PathBuf> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e != "md"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no traces in {}", dir.display());
+fn every_trace_replays_on_raid5_and_raidplus() {
+    let files = traces();
     // A bounded prefix of each (the Tencent sample alone has 50,000 lines).
     let opts = SourceOptions {
         limit: Some(1500),
         ..SourceOptions::default()
     };
     for path in &files {
+        // Every request of the prefix is replayed (the reader's count, checked on its own in
+        // tests/traces.rs).
+        let in_trace = sim::trace::open(path, None, sim::ReadOptions::default())
+            .unwrap()
+            .count() as u64;
+        let want = in_trace.min(1500);
+        assert!(want > 0, "{}: empty", path.display());
         for scheme in [raid5(), raidplus()] {
             let name = scheme.name();
             let r = replay(scheme, path, &opts)
@@ -93,8 +131,7 @@ fn every_shared_trace_replays_on_raid5_and_raidplus() {
                 r.phase(Phase::Normal).mean_ms,
                 r.member_ios
             );
-            assert!(r.requests > 0, "{}: nothing replayed", path.display());
-            assert!(r.requests <= 1500);
+            assert_eq!(r.requests, want, "{} on {name}", path.display());
             assert_eq!(r.requests_failed, 0);
             assert!(
                 r.rebuild_time_s().is_some(),

@@ -107,22 +107,34 @@ proptest! {
 
 fn samples() -> &'static [(TraceFormat, Vec<u8>)] {
     static SAMPLES: std::sync::OnceLock<Vec<(TraceFormat, Vec<u8>)>> = std::sync::OnceLock::new();
-    SAMPLES.get_or_init(|| {
-        let s = target::real_samples(16 << 10);
-        if s.is_empty() {
-            eprintln!("SKIPPED: sample traces not found; mutating generated lines only");
-        }
-        s
-    })
+    SAMPLES.get_or_init(|| target::real_samples(16 << 10))
 }
 
-/// The real sample prefixes themselves read without an error, every line accounted for.
+/// The trace prefixes of `data/traces` are all there (two real MQSim traces and the three
+/// synthetic fixtures), and read without an error, every line accounted for.
 #[test]
 fn real_prefixes_read_cleanly() {
+    let formats: Vec<TraceFormat> = samples().iter().map(|(f, _)| *f).collect();
+    assert_eq!(
+        formats,
+        [
+            TraceFormat::Msr,
+            TraceFormat::Systor,
+            TraceFormat::Tencent,
+            TraceFormat::MqSim,
+            TraceFormat::MqSim
+        ],
+        "the traces of {} (sorted by name)",
+        target::traces_dir().display()
+    );
     for (format, text) in samples() {
         let read = target::read_checked(text, *format, ReadOptions::default()).unwrap();
         assert!(read.errors.is_empty(), "{format}: {}", read.errors[0]);
-        assert!(!read.requests.is_empty());
+        assert!(
+            read.requests.len() >= 100,
+            "{format}: {}",
+            read.requests.len()
+        );
     }
 }
 
@@ -136,7 +148,8 @@ fn campaign_cases() {
             panic!("case {:#x}: {e}", 0x5eed_0000 + i);
         }
     }
-    for (i, input) in fuzzutil::corpus_files("traces").iter().enumerate() {
+    let corpus = fuzzutil::kept_corpus("traces");
+    for (i, input) in corpus.iter().enumerate() {
         for format in TraceFormat::ALL {
             target::read_checked(input, format, ReadOptions::default())
                 .unwrap_or_else(|e| panic!("corpus input {i} as {format}: {e}"));

@@ -1,27 +1,58 @@
-//! Trace readers on the real sample traces (when present) and on inline fixtures.
+//! Trace readers on the traces of the repository's `data/traces` (two real MQSim traces and
+//! synthetic MSR, Tencent and SYSTOR fixtures, always), on the real SNIA samples when
+//! `RAIDFORGE_TRACES` names a folder holding them (extra checks), and on inline fixtures.
 
 use std::io::{BufReader, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use sim::trace::open;
 use sim::{
     BlkEvent, Fold, Op, ReadOptions, Request, TimeOrder, TraceError, TraceFormat, TraceReader,
 };
 
-/// `/work/shared/traces`, found from this crate: `crates/sim/../../../shared/traces`.
-fn traces_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: sample traces not found at {} (they live outside the repository); \
-             real-trace checks not run",
-            dir.display()
-        );
-        None
-    }
+/// A trace of the repository's `data/traces`.
+fn repo(file: &str) -> PathBuf {
+    let path = sim::repository_traces_dir().join(file);
+    assert!(
+        path.is_file(),
+        "{} is missing (data/traces is part of the repository)",
+        path.display()
+    );
+    path
 }
+
+/// The real SNIA samples that `RAIDFORGE_TRACES` holds, if it names a folder: each one of
+/// `names` found there. Naming a folder that holds none of them is an error (the variable was
+/// set to run these checks).
+fn snia(names: &[&str]) -> Vec<PathBuf> {
+    let Some(dir) = std::env::var_os("RAIDFORGE_TRACES").filter(|d| !d.is_empty()) else {
+        return Vec::new();
+    };
+    let dir = PathBuf::from(dir);
+    assert!(
+        dir.is_dir(),
+        "RAIDFORGE_TRACES={} is not a directory",
+        dir.display()
+    );
+    let found: Vec<PathBuf> = names
+        .iter()
+        .map(|n| dir.join(n))
+        .filter(|p| p.is_file())
+        .collect();
+    assert!(
+        !found.is_empty(),
+        "RAIDFORGE_TRACES={} holds none of {names:?}",
+        dir.display()
+    );
+    found
+}
+
+const SNIA_SAMPLES: [&str; 4] = [
+    "msr-hm_0-head1000.csv",
+    "tencent-cbs-sample.csv",
+    "systor17-sample-a.csv",
+    "systor17-sample-b.csv",
+];
 
 struct Stats {
     count: u64,
@@ -66,201 +97,322 @@ fn collect(reader: impl Iterator<Item = Result<Request, TraceError>>) -> Stats {
     s
 }
 
-/// A real sample: detected format, request count, read fraction (percentage points) and mean
-/// size (KiB) from the traces' README.
+/// What a trace must read as.
+enum Expect {
+    /// Published statistics (the real traces): request count, read fraction within half a
+    /// percentage point, mean size within `kib_tolerance` KiB.
+    Published {
+        requests: u64,
+        read_fraction: f64,
+        mean_kib: f64,
+        kib_tolerance: f64,
+    },
+    /// Exact figures, as `data/traces/make-synthetic.py` generated them (the fixtures).
+    Exact {
+        requests: u64,
+        reads: u64,
+        bytes: u64,
+    },
+}
+
 struct Sample {
     file: &'static str,
     format: TraceFormat,
-    requests: u64,
-    read_fraction: f64,
-    mean_kib: f64,
+    expect: Expect,
+    /// Already in time order in the file.
     sorted: bool,
 }
 
-const SAMPLES: [Sample; 6] = [
+/// The traces of `data/traces`: statistics from its README (the MQSim traces as MQSim
+/// publishes them; the fixtures as the generator printed them).
+const REPO_SAMPLES: [Sample; 5] = [
     Sample {
         file: "websearch-head.mqsim",
         format: TraceFormat::MqSim,
-        requests: 24_783,
-        read_fraction: 1.0,
-        mean_kib: 15.1,
+        expect: Expect::Published {
+            requests: 24_783,
+            read_fraction: 1.0,
+            mean_kib: 15.1,
+            kib_tolerance: 0.06,
+        },
         sorted: true,
     },
     Sample {
         file: "tpcc-small.mqsim",
         format: TraceFormat::MqSim,
-        requests: 6_999,
-        read_fraction: 0.626,
-        mean_kib: 8.3,
+        expect: Expect::Published {
+            requests: 6_999,
+            read_fraction: 0.626,
+            mean_kib: 8.3,
+            kib_tolerance: 0.06,
+        },
         sorted: true,
     },
     Sample {
+        file: "synthetic-msr.csv",
+        format: TraceFormat::Msr,
+        expect: Expect::Exact {
+            requests: 240,
+            reads: 130,
+            bytes: 4_252_672,
+        },
+        sorted: true,
+    },
+    Sample {
+        file: "synthetic-tencent-cbs.csv",
+        format: TraceFormat::Tencent,
+        expect: Expect::Exact {
+            requests: 300,
+            reads: 138,
+            bytes: 10_268_672,
+        },
+        sorted: false,
+    },
+    Sample {
+        file: "synthetic-systor17.csv",
+        format: TraceFormat::Systor,
+        expect: Expect::Exact {
+            requests: 250,
+            reads: 189,
+            bytes: 9_675_776,
+        },
+        sorted: false,
+    },
+];
+
+/// The real SNIA samples (read only when `RAIDFORGE_TRACES` holds them): statistics as
+/// published with them. Their README gives the SYSTOR mean sizes in whole KiB.
+const SNIA_STATS: [Sample; 4] = [
+    Sample {
         file: "msr-hm_0-head1000.csv",
         format: TraceFormat::Msr,
-        requests: 1_000,
-        read_fraction: 0.508,
-        mean_kib: 9.5,
+        expect: Expect::Published {
+            requests: 1_000,
+            read_fraction: 0.508,
+            mean_kib: 9.5,
+            kib_tolerance: 0.06,
+        },
         sorted: true,
     },
     Sample {
         file: "tencent-cbs-sample.csv",
         format: TraceFormat::Tencent,
-        requests: 50_000,
-        read_fraction: 0.490,
-        mean_kib: 29.7,
+        expect: Expect::Published {
+            requests: 50_000,
+            read_fraction: 0.490,
+            mean_kib: 29.7,
+            kib_tolerance: 0.06,
+        },
         sorted: false,
     },
-    // The README gives the SYSTOR mean sizes in whole KiB.
     Sample {
         file: "systor17-sample-a.csv",
         format: TraceFormat::Systor,
-        requests: 999,
-        read_fraction: 0.827,
-        mean_kib: 38.0,
+        expect: Expect::Published {
+            requests: 999,
+            read_fraction: 0.827,
+            mean_kib: 38.0,
+            kib_tolerance: 0.6,
+        },
         sorted: false,
     },
     Sample {
         file: "systor17-sample-b.csv",
         format: TraceFormat::Systor,
-        requests: 999,
-        read_fraction: 0.701,
-        mean_kib: 20.0,
+        expect: Expect::Published {
+            requests: 999,
+            read_fraction: 0.701,
+            mean_kib: 20.0,
+            kib_tolerance: 0.6,
+        },
         sorted: false,
     },
 ];
 
-#[test]
-fn real_samples_match_their_published_statistics() {
-    let Some(dir) = traces_dir() else { return };
-    for sample in &SAMPLES {
-        let path = dir.join(sample.file);
-        // Format detected from content.
-        let reader = open(&path, None, ReadOptions::default()).unwrap();
-        assert_eq!(reader.format(), sample.format, "{}", sample.file);
-        let stats = collect(reader);
-        println!(
-            "{}: {} requests, {:.1} % reads, mean {:.2} KiB",
-            sample.file,
-            stats.count,
-            100.0 * stats.read_fraction(),
-            stats.mean_kib()
-        );
-        assert_eq!(stats.count, sample.requests, "{}", sample.file);
-        assert!(
-            (stats.read_fraction() - sample.read_fraction).abs() < 0.005,
+fn check_sample(sample: &Sample, path: &Path) {
+    // Format detected from content.
+    let reader = open(path, None, ReadOptions::default()).unwrap();
+    assert_eq!(reader.format(), sample.format, "{}", sample.file);
+    let stats = collect(reader);
+    println!(
+        "{}: {} requests, {:.1} % reads, mean {:.2} KiB",
+        path.display(),
+        stats.count,
+        100.0 * stats.read_fraction(),
+        stats.mean_kib()
+    );
+    match sample.expect {
+        Expect::Published {
+            requests,
+            read_fraction,
+            mean_kib,
+            kib_tolerance,
+        } => {
+            assert_eq!(stats.count, requests, "{}", sample.file);
+            assert!(
+                (stats.read_fraction() - read_fraction).abs() < 0.005,
+                "{}",
+                sample.file
+            );
+            assert!(
+                (stats.mean_kib() - mean_kib).abs() < kib_tolerance,
+                "{}: {}",
+                sample.file,
+                stats.mean_kib()
+            );
+        }
+        Expect::Exact {
+            requests,
+            reads,
+            bytes,
+        } => assert_eq!(
+            (stats.count, stats.reads, stats.bytes),
+            (requests, reads, bytes),
             "{}",
             sample.file
-        );
-        let kib_tolerance = if sample.format == TraceFormat::Systor {
-            0.6
-        } else {
-            0.06
-        };
-        assert!(
-            (stats.mean_kib() - sample.mean_kib).abs() < kib_tolerance,
-            "{}: {}",
-            sample.file,
-            stats.mean_kib()
-        );
-        assert_eq!(stats.times[0], 0, "{}: time starts at 0", sample.file);
-        // The default order clamps: times never go backwards.
-        assert!(stats.monotonic(), "{}", sample.file);
-        // Sorted traces are the same with AsRecorded.
-        if sample.sorted {
-            let options = ReadOptions {
-                order: TimeOrder::AsRecorded,
-                ..ReadOptions::default()
-            };
-            let raw = collect(open(&path, Some(sample.format), options).unwrap());
-            assert_eq!(raw.times, stats.times, "{}", sample.file);
-        }
+        ),
     }
-}
-
-#[test]
-fn real_sample_prefixes_are_bounded() {
-    let Some(dir) = traces_dir() else { return };
-    for (file, format, read_fraction) in [
-        ("websearch-head.mqsim", TraceFormat::MqSim, (0.99, 1.0)),
-        ("tpcc-small.mqsim", TraceFormat::MqSim, (0.5, 0.75)),
-        ("tencent-cbs-sample.csv", TraceFormat::Tencent, (0.35, 0.65)),
-    ] {
-        let options = ReadOptions {
-            limit: Some(2_000),
-            ..ReadOptions::default()
-        };
-        let stats = collect(open(&dir.join(file), Some(format), options).unwrap());
-        assert_eq!(stats.count, 2_000, "{file}");
-        let f = stats.read_fraction();
-        assert!(f >= read_fraction.0 && f <= read_fraction.1, "{file}: {f}");
-    }
-}
-
-#[test]
-fn msr_times_are_relative_100ns_ticks() {
-    let Some(dir) = traces_dir() else { return };
-    let stats = collect(
-        open(
-            &dir.join("msr-hm_0-head1000.csv"),
-            None,
-            ReadOptions::default(),
-        )
-        .unwrap(),
-    );
-    let r = &stats.requests;
-    // 128166385295514878 - 128166385295514663 ticks of 100 ns.
-    assert_eq!(r[1].time_ns, 215 * 100);
-    assert_eq!(
-        (r[0].op, r[0].offset_bytes, r[0].len_bytes, r[0].volume),
-        (Op::Write, 9_056_014_336, 2048, 0)
-    );
-}
-
-/// Tencent's sample is stamped in whole seconds and not sorted: its first line says second
-/// ...200, the next hundreds say ...199. A sort window restores the order.
-#[test]
-fn tencent_unsorted_seconds() {
-    let Some(dir) = traces_dir() else { return };
-    let path = dir.join("tencent-cbs-sample.csv");
-
-    let as_recorded = ReadOptions {
+    assert_eq!(stats.times[0], 0, "{}: time starts at 0", sample.file);
+    // The default order clamps: times never go backwards.
+    assert!(stats.monotonic(), "{}", sample.file);
+    // Sorted traces are the same with AsRecorded.
+    let options = ReadOptions {
         order: TimeOrder::AsRecorded,
         ..ReadOptions::default()
     };
-    let raw = collect(open(&path, None, as_recorded).unwrap());
-    // Relative to the first line (second 200); earlier stamps saturate at 0.
-    assert!(raw.times.iter().all(|&t| t == 0));
+    let raw = collect(open(path, Some(sample.format), options).unwrap());
+    assert_eq!(raw.count, stats.count);
+    if sample.sorted {
+        assert_eq!(raw.times, stats.times, "{}", sample.file);
+    }
+}
 
-    let clamp = collect(open(&path, None, ReadOptions::default()).unwrap());
-    assert!(clamp.monotonic());
-    assert!(clamp.times.iter().all(|&t| t == 0));
+#[test]
+fn samples_match_their_statistics() {
+    for sample in &REPO_SAMPLES {
+        check_sample(sample, &repo(sample.file));
+    }
+    let real = snia(&SNIA_SAMPLES);
+    for path in &real {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let sample = SNIA_STATS.iter().find(|s| s.file == name).unwrap();
+        check_sample(sample, path);
+    }
+    println!(
+        "checked the {} traces of data/traces and {} real SNIA samples",
+        REPO_SAMPLES.len(),
+        real.len()
+    );
+}
 
-    let window = ReadOptions {
-        order: TimeOrder::Window(65_536),
-        ..ReadOptions::default()
+#[test]
+fn prefixes_are_bounded() {
+    let mut cases = vec![
+        (repo("websearch-head.mqsim"), 2_000, (0.99, 1.0)),
+        (repo("tpcc-small.mqsim"), 2_000, (0.5, 0.75)),
+        (repo("synthetic-tencent-cbs.csv"), 200, (0.35, 0.65)),
+    ];
+    for p in snia(&["tencent-cbs-sample.csv"]) {
+        cases.push((p, 2_000, (0.35, 0.65)));
+    }
+    for (path, limit, read_fraction) in cases {
+        let options = ReadOptions {
+            limit: Some(limit),
+            ..ReadOptions::default()
+        };
+        let stats = collect(open(&path, None, options).unwrap());
+        assert_eq!(stats.count, limit, "{}", path.display());
+        let f = stats.read_fraction();
+        assert!(
+            f >= read_fraction.0 && f <= read_fraction.1,
+            "{}: {f}",
+            path.display()
+        );
+    }
+}
+
+/// MSR times are 100 ns ticks, relative to the first request; the first lines read as the
+/// fields they hold.
+#[test]
+fn msr_times_are_relative_100ns_ticks() {
+    let check = |path: &Path, second_tick: u64, first: (Op, u64, u64, u32)| {
+        let stats = collect(open(path, None, ReadOptions::default()).unwrap());
+        let r = &stats.requests;
+        assert_eq!(r[0].time_ns, 0);
+        assert_eq!(r[1].time_ns, second_tick * 100, "{}", path.display());
+        assert_eq!(
+            (r[0].op, r[0].offset_bytes, r[0].len_bytes, r[0].volume),
+            first,
+            "{}",
+            path.display()
+        );
     };
-    let sorted = collect(open(&path, None, window).unwrap());
-    assert_eq!(sorted.count, 50_000);
-    assert!(sorted.monotonic());
-    let late = sorted.times.iter().filter(|&&t| t == 1_000_000_000).count();
-    let early = sorted.times.iter().filter(|&&t| t == 0).count();
-    println!("tencent sorted: {early} requests in second 199, {late} in second 200");
-    assert_eq!(early + late, 50_000);
-    assert!(early > 0 && late > 0);
-    // A small window still never goes backwards.
-    let small = ReadOptions {
-        order: TimeOrder::Window(256),
-        ..ReadOptions::default()
+    // The fixture's first two lines: ticks ...000000000 and ...000000250.
+    check(
+        &repo("synthetic-msr.csv"),
+        250,
+        (Op::Write, 4_294_967_296, 4096, 0),
+    );
+    for p in snia(&["msr-hm_0-head1000.csv"]) {
+        // 128166385295514878 - 128166385295514663 ticks of 100 ns.
+        check(&p, 215, (Op::Write, 9_056_014_336, 2048, 0));
+    }
+}
+
+/// Tencent's traces are stamped in whole seconds and not sorted: the first line of the real
+/// sample says second ...200, the next hundreds say ...199 (the fixture does the same: one line
+/// of second S+1, 180 of second S, 119 of S+1). A sort window restores the order.
+#[test]
+fn tencent_unsorted_seconds() {
+    let check = |path: &Path, total: u64, early_late: Option<(usize, usize)>| {
+        let as_recorded = ReadOptions {
+            order: TimeOrder::AsRecorded,
+            ..ReadOptions::default()
+        };
+        let raw = collect(open(path, None, as_recorded).unwrap());
+        // Relative to the first line (the later second); earlier stamps saturate at 0.
+        assert!(raw.times.iter().all(|&t| t == 0));
+
+        let clamp = collect(open(path, None, ReadOptions::default()).unwrap());
+        assert!(clamp.monotonic());
+        assert!(clamp.times.iter().all(|&t| t == 0));
+
+        let window = ReadOptions {
+            order: TimeOrder::Window(65_536),
+            ..ReadOptions::default()
+        };
+        let sorted = collect(open(path, None, window).unwrap());
+        assert_eq!(sorted.count, total);
+        assert!(sorted.monotonic());
+        let late = sorted.times.iter().filter(|&&t| t == 1_000_000_000).count();
+        let early = sorted.times.iter().filter(|&&t| t == 0).count();
+        println!(
+            "{} sorted: {early} requests in the earlier second, {late} in the later",
+            path.display()
+        );
+        assert_eq!((early + late) as u64, total);
+        match early_late {
+            Some(want) => assert_eq!((early, late), want),
+            None => assert!(early > 0 && late > 0),
+        }
+        // A small window still never goes backwards.
+        let small = ReadOptions {
+            order: TimeOrder::Window(64),
+            ..ReadOptions::default()
+        };
+        let small = collect(open(path, None, small).unwrap());
+        assert!(small.monotonic());
+        assert_eq!(small.count, total);
     };
-    let small = collect(open(&path, None, small).unwrap());
-    assert!(small.monotonic());
-    assert_eq!(small.count, 50_000);
+    check(&repo("synthetic-tencent-cbs.csv"), 300, Some((180, 120)));
+    for p in snia(&["tencent-cbs-sample.csv"]) {
+        check(&p, 50_000, None);
+    }
 }
 
 #[test]
 fn speedup_and_fold_on_a_real_trace() {
-    let Some(dir) = traces_dir() else { return };
-    let path = dir.join("tpcc-small.mqsim");
+    let path = repo("tpcc-small.mqsim");
     let normal = collect(open(&path, None, ReadOptions::default()).unwrap());
     let fast = collect(
         open(
@@ -273,6 +425,7 @@ fn speedup_and_fold_on_a_real_trace() {
         )
         .unwrap(),
     );
+    assert_eq!((normal.count, fast.count), (6_999, 6_999));
     for (a, b) in normal.times.iter().zip(&fast.times) {
         assert!((*a as f64 / 2.0 - *b as f64).abs() <= 0.5 + 1e-9, "{a} {b}");
     }

@@ -8,16 +8,23 @@
 //! the features are present ([`crate::Isa::is_available`]).
 //!
 //! Q generation: the SSE2/AVX2/AVX-512BW paths use Horner's scheme with
-//! multiply-by-{02} (add, compare, and-with-0x1d), as Linux MD does. The GFNI
-//! path computes `Q = sum g^i * D_i` directly, one `GF2P8AFFINEQB` per source
-//! with the matrix for g^i: this costs the same instruction count as Horner's
-//! step but has no serial dependency between sources.
+//! multiply-by-{02}, as Linux MD does: add, compare, and-with-0x1d, XOR on
+//! SSE2 and AVX-512BW; on AVX2 one operation fewer, add, `VPSHUFB`, XOR, on
+//! an accumulator kept at a constant offset ([`Q_OFFSET`]). Each step of the
+//! loop covers `UNROLL` vectors of every source, the accumulators staying in
+//! registers; a source list without gaps (encode) gets a loop without the
+//! per-source null test that recovery needs. The GFNI path computes
+//! `Q = sum g^i * D_i` directly, one `GF2P8AFFINEQB` per source with the
+//! matrix for g^i: this costs the same instruction count as Horner's step but
+//! has no serial dependency between sources.
 //!
 //! Outputs of 256 KiB or more that are aligned to the vector width are
 //! written with non-temporal (streaming) stores, followed by `SFENCE`: at
 //! that size they would be evicted before reuse anyway, and streaming saves
 //! the read-for-ownership of every output line (10-20% of the memory traffic
-//! of a wide encode). Smaller or unaligned outputs use ordinary stores.
+//! of a wide encode). Smaller or unaligned outputs use ordinary stores, and
+//! so do outputs placed just past or just before a source modulo 4 KiB
+//! ([`stream_hazard`]), where streaming is several times slower.
 
 // Every function in this module is an unsafe kernel whose contract is the
 // one of `super` (valid pointers, features present); marking each intrinsic
@@ -55,6 +62,20 @@ pub(super) trait Simd {
     }
     /// Multiplication of every byte by {02} in GF(2^8)/0x11d.
     unsafe fn mul2(v: Self::V) -> Self::V;
+    /// Whether Horner's scheme keeps Q in the offset form `t = Q ^ Q_OFFSET`
+    /// and steps it with [`Simd::mul2_offset`] (one operation cheaper than
+    /// [`Simd::mul2`] where a byte shuffle exists).
+    const OFFSET_Q: bool = false;
+    /// Every byte set to `b`.
+    unsafe fn splat(b: u8) -> Self::V;
+    /// Horner's multiply-by-{02} in offset form: given `t = q ^ Q_OFFSET`
+    /// (every byte), returns `mul2(q) ^ Q_OFFSET`. Only called when
+    /// [`Simd::OFFSET_Q`] is set.
+    #[inline(always)]
+    unsafe fn mul2_offset(t: Self::V) -> Self::V {
+        let e = Self::splat(Q_OFFSET);
+        Self::xor(Self::mul2(Self::xor(t, e)), e)
+    }
     unsafe fn prep(c: u8) -> Self::C;
     unsafe fn mulc(v: Self::V, c: Self::C) -> Self::V;
     /// `prep(g^i)`; the GFNI path reads a precomputed matrix table.
@@ -63,6 +84,20 @@ pub(super) trait Simd {
         Self::prep(gf::exp(i))
     }
 }
+
+/// The offset of Horner's accumulator in [`Simd::mul2_offset`].
+///
+/// `mul2(q) = (q << 1) ^ (0x1d if q >= 0x80 else 0)`. A byte shuffle
+/// (`PSHUFB` with a table of sixteen 0x1d) gives `0 if t >= 0x80 else 0x1d`
+/// in one instruction: the reduction term inverted, `red(q) ^ 0x1d`. The
+/// stray 0x1d is absorbed by keeping the accumulator as `t = q ^ e` with
+/// `e = (e << 1) ^ 0x1d` and `e < 0x80` (so that `t` and `q` have the same
+/// top bit): `(t << 1) ^ shuffle(t) = (q << 1) ^ (e << 1) ^ red(q) ^ 0x1d =
+/// mul2(q) ^ e`. Solving bit by bit gives `e = 0x0b` (`0x16 ^ 0x1d`). The
+/// step is then shift, shuffle, XOR: three operations where compare, AND,
+/// shift, XOR are four, and Horner's step is most of the work of encoding.
+const Q_OFFSET: u8 = 0x0b;
+const _: () = assert!(Q_OFFSET < 0x80 && ((Q_OFFSET << 1) ^ 0x1d) == Q_OFFSET);
 
 /// The `VPSHUFB` tables for "multiply by c": `c * x = lo[x & 15] ^ hi[x >> 4]`.
 fn nibble_tables(c: u8) -> ([u8; 16], [u8; 16]) {
@@ -98,6 +133,10 @@ impl Simd for Sse2 {
     #[inline(always)]
     unsafe fn zero() -> __m128i {
         _mm_setzero_si128()
+    }
+    #[inline(always)]
+    unsafe fn splat(b: u8) -> __m128i {
+        _mm_set1_epi8(b as i8)
     }
     #[inline(always)]
     unsafe fn xor(a: __m128i, b: __m128i) -> __m128i {
@@ -157,6 +196,10 @@ impl Simd for Avx2 {
         _mm256_setzero_si256()
     }
     #[inline(always)]
+    unsafe fn splat(b: u8) -> __m256i {
+        _mm256_set1_epi8(b as i8)
+    }
+    #[inline(always)]
     unsafe fn xor(a: __m256i, b: __m256i) -> __m256i {
         _mm256_xor_si256(a, b)
     }
@@ -165,6 +208,13 @@ impl Simd for Avx2 {
         let overflow = _mm256_cmpgt_epi8(_mm256_setzero_si256(), v);
         let reduce = _mm256_and_si256(overflow, _mm256_set1_epi8(0x1d));
         _mm256_xor_si256(_mm256_add_epi8(v, v), reduce)
+    }
+    const OFFSET_Q: bool = true;
+    #[inline(always)]
+    unsafe fn mul2_offset(t: __m256i) -> __m256i {
+        // VPSHUFB yields 0 for bytes with the top bit set, else table[t & 15].
+        let reduce = _mm256_shuffle_epi8(_mm256_set1_epi8(0x1d), t);
+        _mm256_xor_si256(_mm256_add_epi8(t, t), reduce)
     }
     #[inline(always)]
     unsafe fn prep(c: u8) -> [__m256i; 2] {
@@ -206,6 +256,10 @@ impl Simd for Avx512 {
     #[inline(always)]
     unsafe fn zero() -> __m512i {
         _mm512_setzero_si512()
+    }
+    #[inline(always)]
+    unsafe fn splat(b: u8) -> __m512i {
+        _mm512_set1_epi8(b as i8)
     }
     #[inline(always)]
     unsafe fn xor(a: __m512i, b: __m512i) -> __m512i {
@@ -266,6 +320,10 @@ impl Simd for Gfni {
         _mm512_setzero_si512()
     }
     #[inline(always)]
+    unsafe fn splat(b: u8) -> __m512i {
+        _mm512_set1_epi8(b as i8)
+    }
+    #[inline(always)]
     unsafe fn xor(a: __m512i, b: __m512i) -> __m512i {
         _mm512_xor_si512(a, b)
     }
@@ -305,13 +363,39 @@ unsafe fn put<S: Simd, const NT: bool>(p: *mut u8, v: S::V) {
     }
 }
 
-/// Whether outputs of `len` bytes at these addresses are to be streamed.
+/// Whether outputs of `len` bytes at these addresses are to be streamed:
+/// long enough, aligned, and not at a 4 KiB offset close to a source's (see
+/// [`stream_hazard`]).
 #[inline(always)]
-fn use_streaming<S: Simd>(len: usize, outputs: &[*mut u8]) -> bool {
+fn use_streaming<S: Simd>(len: usize, srcs: &[*const u8], outputs: &[*mut u8]) -> bool {
     len >= STREAM_MIN_LEN
         && outputs
             .iter()
             .all(|p| p.is_null() || (*p as usize).is_multiple_of(S::LANES))
+        && !stream_hazard(srcs, outputs, UNROLL * S::LANES)
+}
+
+/// Whether some output lies, modulo 4 KiB, less than two loop steps (`step`
+/// bytes each) ahead of some source, or less than one step behind it.
+///
+/// Ahead: the loop reads that source right after writing the output at an
+/// address that the CPU's store-to-load check, which compares the low 12
+/// bits, cannot tell apart from one it has just written; with non-temporal
+/// stores each such read waits for the write to drain. Measured on AMD EPYC
+/// (AVX2, 1 MiB chunks, 8+2, 128-byte steps): output 32, 64 or 96 bytes past
+/// the last source modulo 4 KiB, 5-7 GB/s; 128 bytes or more, 40-50 GB/s
+/// (ISA-L's `pq_gen`, 96-byte steps, collapses the same way). Behind: a
+/// milder loss (0.7-0.85 of ordinary stores at 32-96 bytes). Ordinary stores
+/// suffer neither measurably, so such calls simply do not stream.
+#[inline(always)]
+fn stream_hazard(srcs: &[*const u8], outputs: &[*mut u8], step: usize) -> bool {
+    const PAGE: usize = 4096;
+    outputs.iter().filter(|o| !o.is_null()).any(|&o| {
+        srcs.iter().filter(|s| !s.is_null()).any(|&s| {
+            let ahead = (o as usize).wrapping_sub(s as usize) % PAGE;
+            ahead != 0 && (ahead < 2 * step || ahead > PAGE - step)
+        })
+    })
 }
 
 // ---------------------------------------------------------------- XOR ----
@@ -327,7 +411,7 @@ unsafe fn xor_kernel<S: Simd>(job: &XorJob<'_>) {
         (job.srcs[0], &job.srcs[1..])
     };
     let mut off = 0;
-    if use_streaming::<S>(job.len, &[job.dst]) {
+    if use_streaming::<S>(job.len, job.srcs, &[job.dst]) {
         while off + UNROLL * lanes <= vec_end {
             xor_block::<S, UNROLL, true>(first, rest, job.dst, off);
             off += UNROLL * lanes;
@@ -411,10 +495,10 @@ impl<C: Copy> Coef<C> {
 
 /// [`PqOut`] with its constants prepared for `S`.
 enum Finish<S: Simd> {
-    Gen {
-        p: *mut u8,
-        q: *mut u8,
-    },
+    /// Encode: both outputs present.
+    Both { p: *mut u8, q: *mut u8 },
+    /// One output may be null (Q-only regeneration).
+    Gen { p: *mut u8, q: *mut u8 },
     Combine {
         p_in: *const u8,
         q_in: *const u8,
@@ -428,6 +512,7 @@ impl<S: Simd> Finish<S> {
     #[inline(always)]
     unsafe fn new(out: &PqOut) -> Self {
         match *out {
+            PqOut::Gen { p, q } if !p.is_null() && !q.is_null() => Finish::Both { p, q },
             PqOut::Gen { p, q } => Finish::Gen { p, q },
             PqOut::Combine {
                 p_in,
@@ -454,8 +539,35 @@ impl<S: Simd> Finish<S> {
     #[inline(always)]
     fn outputs(&self) -> [*mut u8; 2] {
         match *self {
-            Finish::Gen { p, q } => [p, q],
+            Finish::Both { p, q } | Finish::Gen { p, q } => [p, q],
             Finish::Combine { out1, out2, .. } => [out1, out2],
+        }
+    }
+
+    /// Writes the outputs for the `U` vectors at `off`, given their
+    /// syndromes.
+    #[inline(always)]
+    unsafe fn store_block<const NT: bool, const U: usize>(
+        &self,
+        p: [S::V; U],
+        q: [S::V; U],
+        off: usize,
+    ) {
+        let lanes = S::LANES;
+        match *self {
+            Finish::Both { p: p_out, q: q_out } => {
+                for (u, &p) in p.iter().enumerate() {
+                    put::<S, NT>(p_out.add(off + u * lanes), p);
+                }
+                for (u, &q) in q.iter().enumerate() {
+                    put::<S, NT>(q_out.add(off + u * lanes), q);
+                }
+            }
+            _ => {
+                for u in 0..U {
+                    self.store::<NT>(p[u], q[u], off + u * lanes);
+                }
+            }
         }
     }
 
@@ -463,6 +575,10 @@ impl<S: Simd> Finish<S> {
     #[inline(always)]
     unsafe fn store<const NT: bool>(&self, p: S::V, q: S::V, off: usize) {
         match *self {
+            Finish::Both { p: p_out, q: q_out } => {
+                put::<S, NT>(p_out.add(off), p);
+                put::<S, NT>(q_out.add(off), q);
+            }
             Finish::Gen { p: p_out, q: q_out } => {
                 if !p_out.is_null() {
                     put::<S, NT>(p_out.add(off), p);
@@ -503,6 +619,29 @@ impl<S: Simd> Finish<S> {
     }
 }
 
+/// Where a [`PqJob`]'s sources are, in the form its syndrome loop wants.
+enum Sources<'a> {
+    /// Horner's scheme over `srcs`, none of them null (encode).
+    Dense(&'a [*const u8]),
+    /// Horner's scheme over `srcs`, some null (recovery).
+    Sparse(&'a [*const u8]),
+    /// The direct form: the present sources and their data indices.
+    Direct(&'a [*const u8], &'a [u8]),
+}
+
+/// P' and Q' of `U` vectors at `off`.
+#[inline(always)]
+unsafe fn syndromes<S: Simd, const U: usize>(
+    sources: &Sources<'_>,
+    off: usize,
+) -> ([S::V; U], [S::V; U]) {
+    match *sources {
+        Sources::Dense(srcs) => horner_block::<S, U, true>(srcs, off),
+        Sources::Sparse(srcs) => horner_block::<S, U, false>(srcs, off),
+        Sources::Direct(present, index) => direct_block::<S, U>(present, index, off),
+    }
+}
+
 #[inline(always)]
 unsafe fn pq_kernel<S: Simd>(job: &PqJob<'_>) {
     let lanes = S::LANES;
@@ -511,48 +650,36 @@ unsafe fn pq_kernel<S: Simd>(job: &PqJob<'_>) {
     // For the direct form, the present sources and their data indices.
     let mut present = Table::<*const u8, MAX_DATA>::new();
     let mut index = Table::<u8, MAX_DATA>::new();
-    if S::DIRECT_Q {
+    let sources = if S::DIRECT_Q {
         for (i, &s) in job.srcs.iter().enumerate() {
             if !s.is_null() {
                 present.push(s);
                 index.push(i as u8);
             }
         }
-    }
-    let (present, index) = (present.as_slice(), index.as_slice());
+        Sources::Direct(present.as_slice(), index.as_slice())
+    } else if job.srcs.iter().all(|s| !s.is_null()) {
+        Sources::Dense(job.srcs)
+    } else {
+        Sources::Sparse(job.srcs)
+    };
 
     let mut off = 0;
-    if use_streaming::<S>(job.len, &finish.outputs()) {
+    if use_streaming::<S>(job.len, job.srcs, &finish.outputs()) {
         while off + UNROLL * lanes <= vec_end {
-            let (p, q) = if S::DIRECT_Q {
-                direct_block::<S, UNROLL>(present, index, off)
-            } else {
-                horner_block::<S, UNROLL>(job.srcs, off)
-            };
-            for u in 0..UNROLL {
-                finish.store::<true>(p[u], q[u], off + u * lanes);
-            }
+            let (p, q) = syndromes::<S, UNROLL>(&sources, off);
+            finish.store_block::<true, UNROLL>(p, q, off);
             off += UNROLL * lanes;
         }
         _mm_sfence();
     }
     while off + UNROLL * lanes <= vec_end {
-        let (p, q) = if S::DIRECT_Q {
-            direct_block::<S, UNROLL>(present, index, off)
-        } else {
-            horner_block::<S, UNROLL>(job.srcs, off)
-        };
-        for u in 0..UNROLL {
-            finish.store::<false>(p[u], q[u], off + u * lanes);
-        }
+        let (p, q) = syndromes::<S, UNROLL>(&sources, off);
+        finish.store_block::<false, UNROLL>(p, q, off);
         off += UNROLL * lanes;
     }
     while off < vec_end {
-        let (p, q) = if S::DIRECT_Q {
-            direct_block::<S, 1>(present, index, off)
-        } else {
-            horner_block::<S, 1>(job.srcs, off)
-        };
+        let (p, q) = syndromes::<S, 1>(&sources, off);
         finish.store::<false>(p[0], q[0], off);
         off += lanes;
     }
@@ -563,31 +690,50 @@ unsafe fn pq_kernel<S: Simd>(job: &PqJob<'_>) {
 }
 
 /// P' and Q' for `U` vectors at `off` by Horner's scheme, from the last data
-/// index down: `Q = Q * 2 ^ D_i` (a null source contributes only the `* 2`).
+/// index down: `Q = Q * 2 ^ D_i` (a null source contributes only the `* 2`;
+/// with `DENSE` there is none). With [`Simd::OFFSET_Q`] the accumulator is
+/// kept as `Q ^ Q_OFFSET` in between.
 #[inline(always)]
-unsafe fn horner_block<S: Simd, const U: usize>(
+unsafe fn horner_block<S: Simd, const U: usize, const DENSE: bool>(
     srcs: &[*const u8],
     off: usize,
 ) -> ([S::V; U], [S::V; U]) {
     let lanes = S::LANES;
     let (&last, lower) = srcs.split_last().unwrap_or((&core::ptr::null(), &[]));
+    debug_assert!(!DENSE || srcs.iter().all(|s| !s.is_null()));
     let mut p = [S::zero(); U];
-    if !last.is_null() {
+    if DENSE || !last.is_null() {
         for (u, p) in p.iter_mut().enumerate() {
             *p = S::load(last.add(off + u * lanes));
         }
     }
     let mut q = p;
+    if S::OFFSET_Q {
+        let e = S::splat(Q_OFFSET);
+        for q in q.iter_mut() {
+            *q = S::xor(*q, e);
+        }
+    }
     for &s in lower.iter().rev() {
         for q in q.iter_mut() {
-            *q = S::mul2(*q);
+            *q = if S::OFFSET_Q {
+                S::mul2_offset(*q)
+            } else {
+                S::mul2(*q)
+            };
         }
-        if !s.is_null() {
+        if DENSE || !s.is_null() {
             for u in 0..U {
                 let d = S::load(s.add(off + u * lanes));
                 p[u] = S::xor(p[u], d);
                 q[u] = S::xor(q[u], d);
             }
+        }
+    }
+    if S::OFFSET_Q {
+        let e = S::splat(Q_OFFSET);
+        for q in q.iter_mut() {
+            *q = S::xor(*q, e);
         }
     }
     (p, q)
@@ -692,3 +838,95 @@ entry_points!(
     delta_avx512
 );
 entry_points!(Gfni, "avx512f,avx512bw,gfni", xor_gfni, pq_gfni, delta_gfni);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Isa;
+
+    /// `mul2` is the field's multiplication by {02}, and `mul2_offset` keeps
+    /// the offset form, for every byte value.
+    #[inline(always)]
+    unsafe fn check_mul2<S: Simd>() {
+        let bytes: [u8; 256] = core::array::from_fn(|i| i as u8);
+        let (mut plain, mut offset) = ([0u8; 256], [0u8; 256]);
+        for at in (0..256).step_by(S::LANES) {
+            let q = S::load(bytes.as_ptr().add(at));
+            S::store(plain.as_mut_ptr().add(at), S::mul2(q));
+            let t = S::xor(q, S::splat(Q_OFFSET));
+            S::store(offset.as_mut_ptr().add(at), S::mul2_offset(t));
+        }
+        for x in 0..=255u8 {
+            let want = gf::mul(2, x);
+            assert_eq!(plain[x as usize], want, "mul2({x:#04x})");
+            assert_eq!(offset[x as usize], want ^ Q_OFFSET, "mul2_offset({x:#04x})");
+        }
+    }
+
+    #[target_feature(enable = "sse2")]
+    unsafe fn check_sse2() {
+        check_mul2::<Sse2>()
+    }
+    #[target_feature(enable = "avx2")]
+    unsafe fn check_avx2() {
+        check_mul2::<Avx2>()
+    }
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn check_avx512() {
+        check_mul2::<Avx512>()
+    }
+    #[target_feature(enable = "avx512f,avx512bw,gfni")]
+    unsafe fn check_gfni() {
+        check_mul2::<Gfni>()
+    }
+
+    #[test]
+    fn multiply_by_two_in_both_forms_on_every_available_path() {
+        for isa in Isa::available() {
+            // SAFETY: each check runs only where its features are present.
+            unsafe {
+                match isa {
+                    Isa::Sse2 => check_sse2(),
+                    Isa::Avx2 => check_avx2(),
+                    Isa::Avx512 => check_avx512(),
+                    Isa::Gfni => check_gfni(),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn streaming_hazard_is_an_output_close_to_a_source_modulo_4k() {
+        // Addresses only: `stream_hazard` never dereferences them.
+        let src = 0x7000_0000usize;
+        let at = |a: usize| a as *const u8;
+        let out = |a: usize| a as *mut u8;
+        let step = 128;
+        let hazard = |o: usize| stream_hazard(&[at(src)], &[out(o)], step);
+        // Same offset in another page, or far away modulo 4 KiB: no hazard.
+        assert!(!hazard(src + 5 * 4096));
+        assert!(!hazard(src + 5 * 4096 + 2 * step));
+        assert!(!hazard(src + 5 * 4096 + 2048));
+        assert!(!hazard(src + 5 * 4096 - step));
+        // Less than two steps ahead, or less than one behind: a hazard.
+        for d in [32, 64, 96, 128, 224] {
+            assert!(hazard(src + (1 << 20) + d), "{d} ahead");
+        }
+        for d in [32, 96] {
+            assert!(hazard(src + (1 << 20) - d), "{d} behind");
+        }
+        // Any pair counts; null pointers (absent buffers) do not.
+        let far = src + 2048;
+        assert!(stream_hazard(
+            &[at(far), at(src)],
+            &[out(far + 4096), out(src + 64)],
+            step
+        ));
+        assert!(!stream_hazard(
+            &[core::ptr::null(), at(far)],
+            &[out(src + 64), core::ptr::null_mut()],
+            step
+        ));
+    }
+}

@@ -366,6 +366,7 @@ impl Pool {
                 events: Vec::new(),
                 generation: 0,
                 created_unix_secs: now_unix(),
+                rebuilt_unrecorded: Default::default(),
             },
             map: plan.map,
             members: MemberSet::new(members),

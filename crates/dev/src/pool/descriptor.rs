@@ -123,12 +123,28 @@ impl Pool {
             md.meta_writes += c.meta_writes.load(Ordering::Relaxed);
         }
         let text = serde_json::to_string_pretty(&d).expect("descriptor serializes");
-        let tmp = self.file.path.with_extension("tmp");
-        std::fs::write(&tmp, text)
-            .and_then(|_| std::fs::rename(&tmp, &self.file.path))
-            .map_err(|e| PoolError::Descriptor {
-                path: self.file.path.clone(),
-                reason: e.to_string(),
-            })
+        replace_file_durably(&self.file.path, text.as_bytes()).map_err(|e| PoolError::Descriptor {
+            path: self.file.path.clone(),
+            reason: e.to_string(),
+        })
     }
+}
+
+/// Replaces `path` by a file holding `bytes`, atomically and durably: a temporary file beside
+/// it is written and synced, renamed over it, and the directory synced, so that a crash leaves
+/// the old file or the new one, never a torn or an empty one, and a rename that returned
+/// survives the crash (issue 21, item 5: the rename was not synced).
+pub(crate) fn replace_file_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(dir)?.sync_all()
 }

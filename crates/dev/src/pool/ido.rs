@@ -24,6 +24,8 @@ impl crate::ido::MainPool for RecordOnly<'_> {
         self.0.flush_members()
     }
     fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
+        // A member that fails the write is found by the next flush of the exclusive pool
+        // (every superblock update starts with one).
         Pool::write_ido_record(
             &self.0.members.handles,
             &self.0.members.counters,
@@ -31,6 +33,7 @@ impl crate::ido::MainPool for RecordOnly<'_> {
             bytes,
             sync,
         )
+        .map(|_| ())
     }
 }
 
@@ -132,15 +135,17 @@ impl Pool {
         self.sb.uuid
     }
 
-    /// Writes an IDO record to the first two present members (slot `seq mod 2` of
-    /// [`raidcore::region::IDO`]), made durable when `sync`.
+    /// Writes the IDO record (`seq`'s slot of [`raidcore::region::IDO`]) to the first two
+    /// present members that take it, durable when `sync`; returns the members whose write
+    /// (or flush) failed on the way, for the caller to fail. An error only when no member
+    /// took it.
     pub(crate) fn write_ido_record(
         members: &[Option<Arc<dyn Member>>],
         counters: &[Counters],
         seq: u64,
         bytes: &[u8],
         sync: bool,
-    ) -> Result<()> {
+    ) -> Result<Vec<(usize, std::io::Error)>> {
         IDO_SLOTS
             .write(members, counters, 2, seq, bytes, sync)
             .map_err(|e| PoolError::Io(e.to_string()))

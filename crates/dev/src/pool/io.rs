@@ -184,6 +184,13 @@ pub(crate) fn write_loop(site: &mut impl WriteSite, offset: u64, data: &[u8]) ->
             site.flush_deferred()?;
         }
         match outcome.next {
+            Next::Done if !outcome.failed.is_empty() => {
+                // Members failed under the write: what it wrote must still be readable from
+                // the members left, or the write fails (issue 21, defect 3: a served write
+                // beyond the tolerance was acknowledged).
+                site.pool(|p| p.check_written(offset, len))?;
+                return site.written(offset, len);
+            }
             Next::Done => return site.written(offset, len),
             Next::Repair(_) | Next::Replan => {}
             Next::Refused(e) => return Err(e),
@@ -197,6 +204,7 @@ impl WriteSite for Pool {
     type Run = ();
 
     fn plan(&mut self, offset: u64, len: u64) -> Result<Option<Attempt<()>>> {
+        self.check_lost_for_write(offset, len)?;
         let (plans, deferred) = self.plan_write_listed(offset, len)?;
         Ok(Some(Attempt {
             plans,
@@ -311,20 +319,42 @@ impl Pool {
         offset: u64,
         len: u64,
     ) -> Result<(Vec<raidcore::Plan>, Vec<raidcore::StripeId>)> {
+        // A cycle a rebuild moved is recorded before it takes writes in its new places.
+        self.record_layout_before_writes(offset, len)?;
         if self.lazy.parity != ParityPolicy::Lazy {
             return Ok((
                 plan_write(&self.geo, &self.state, offset, len, &self.policy)?,
                 Vec::new(),
             ));
         }
-        let lw = plan_write_lazy(&self.geo, &self.state, offset, len, &self.policy)?;
-        if self.state.defer(&lw.deferred) > 0 {
-            if let Err(e) = self.persist_bpgl() {
-                self.state.deferred_write_done(&lw.deferred);
-                return Err(e);
+        // Each round that finds the plans stale failed a member while writing the list.
+        for _ in 0..=self.members.handles.len() {
+            let lw = plan_write_lazy(&self.geo, &self.state, offset, len, &self.policy)?;
+            if self.state.defer(&lw.deferred) > 0 {
+                if let Err(e) = self.persist_bpgl() {
+                    self.state.deferred_write_done(&lw.deferred);
+                    return Err(e);
+                }
             }
+            if lw.plans.iter().all(|p| self.state.plan_is_current(p)) {
+                return Ok((lw.plans, lw.deferred));
+            }
+            self.state.deferred_write_done(&lw.deferred);
         }
-        Ok((lw.plans, lw.deferred))
+        Err(gave_up("write", offset))
+    }
+
+    /// After a write during which members failed (and were failed): whether what it wrote
+    /// can still be read, reconstructed from the members left. When it cannot, the write
+    /// fails: its client must not count the bytes written.
+    pub(crate) fn check_written(&self, offset: u64, len: u64) -> Result<()> {
+        match plan_read(&self.geo, &self.state, offset, len) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(PoolError::Io(format!(
+                "write at {offset}: members failed while it was written, and what it wrote \
+                 cannot be read back from the members left: {e}"
+            ))),
+        }
     }
 
     /// After an attempt: releases its deferrals (its member writes are over, or it will be

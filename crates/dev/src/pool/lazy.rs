@@ -59,7 +59,7 @@ impl Pool {
     pub(crate) fn persist_bpgl(&mut self) -> Result<()> {
         let seq = self.lazy.seq + 1;
         let bytes = self.state.bpgl().record(self.sb.uuid, seq).encode();
-        BPGL_SLOTS
+        let dead = BPGL_SLOTS
             .write(
                 &self.members.handles,
                 &self.members.counters,
@@ -69,6 +69,15 @@ impl Pool {
                 true,
             )
             .map_err(|e| PoolError::Io(e.to_string()))?;
+        if !dead.is_empty() {
+            // A member that cannot take the list is failed like one failing a data write;
+            // recording that writes the list again, to the members left (each round fails a
+            // member, so this ends). Plans made before are no longer current: callers check.
+            self.fail_dead_members(&dead)?;
+            self.lazy.dirty = true;
+            let tag = self.tag();
+            return self.persist(tag);
+        }
         self.lazy.seq = seq;
         self.lazy.dirty = false;
         self.lazy.on_disk = self.state.bpgl().stripes().collect();
@@ -76,8 +85,17 @@ impl Pool {
     }
 
     /// Plans flushes of up to `max_cycles` cycles of the deferred-parity list.
-    pub(crate) fn plan_flush_batch(&self, max_cycles: usize) -> Result<Vec<raidcore::FlushPlan>> {
+    /// The cycles' layouts are recorded first if a rebuild moved them since
+    /// ([`Pool::record_layout_of_cycles`]: a flush writes parity in the new places).
+    pub(crate) fn plan_flush_batch(
+        &mut self,
+        max_cycles: usize,
+    ) -> Result<Vec<raidcore::FlushPlan>> {
         let mut fps = Vec::new();
+        let cycles = self.state.bpgl().flushable_cycles(max_cycles);
+        if let (Some(&first), Some(&last)) = (cycles.first(), cycles.last()) {
+            self.record_layout_of_cycles(first..=last)?;
+        }
         for c in self.state.bpgl().flushable_cycles(max_cycles) {
             if let Some(f) = plan_flush_cycle(&self.geo, &self.state, c)? {
                 fps.push(f);

@@ -36,6 +36,7 @@ pub use opts::{
     default_journal_bytes, test_opts, CreateOpts, MemberWrap, RebuildOpts, WriteHole,
     DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
 };
+pub(crate) use persist::flush_each;
 pub use rebuild::{RebuildCursor, RebuildProgress};
 pub use status::{MemberStatus, Status, VerifyReport};
 
@@ -158,6 +159,10 @@ pub(crate) struct SuperblockState {
     /// Generation of the newest superblock written.
     pub(crate) generation: u64,
     pub(crate) created_unix_secs: u64,
+    /// Cycles a rebuild moved to their new layout generation since the superblocks last
+    /// recorded the layout: they are recorded before they take writes
+    /// ([`Pool::record_layout_before_writes`]).
+    pub(crate) rebuilt_unrecorded: std::collections::BTreeSet<u64>,
 }
 
 /// Where this pool's regions lie on every member, after the fixed ones of

@@ -183,6 +183,7 @@ impl Pool {
                 events,
                 generation: best.generation,
                 created_unix_secs: best.created_unix_secs,
+                rebuilt_unrecorded: Default::default(),
             },
             map,
             members: MemberSet::new(members),

@@ -76,6 +76,8 @@ impl Pool {
         if self.flush_or_fail()? {
             return self.persist(self.tag_after_failure(tag));
         }
+        // Every cycle's layout generation is on the members now.
+        self.sb.rebuilt_unrecorded.clear();
         self.persist_bpgl_if_dirty()?;
         // Retire the journal records whose in-place writes are done (the members were just
         // flushed; a membership change also moves the journal to the members present).
@@ -94,6 +96,38 @@ impl Pool {
         let ido = Arc::clone(&self.ido);
         ido.persist_if_dirty(&RecordOnly(self), self.sb.uuid, false)?;
         self.save_descriptor()
+    }
+
+    /// Before writes to the cycles of `[offset, offset + len)`: a cycle that a rebuild moved
+    /// to its new layout since the superblocks last recorded the layout is recorded first
+    /// (issue 21, defect 1). A write lands in the cycle's new places only; if the process
+    /// died before the superblocks said the cycle had moved, the pool would come back with
+    /// the cycle in its old layout, whose places (a spare's copy during a copy-back) do not
+    /// have the write: acknowledged and flushed data gone, parity left inconsistent. Reads
+    /// need no such care (both places hold the same bytes until a write).
+    pub(crate) fn record_layout_before_writes(&mut self, offset: u64, len: u64) -> Result<()> {
+        if self.sb.rebuilt_unrecorded.is_empty() || len == 0 {
+            return Ok(());
+        }
+        let cycle_bytes = self.geo.data_per_cycle() * self.geo.chunk_bytes();
+        let (first, last) = (offset / cycle_bytes, (offset + len - 1) / cycle_bytes);
+        self.record_layout_of_cycles(first..=last)
+    }
+
+    /// [`Pool::record_layout_before_writes`] for whole cycles (a flush of deferred parity).
+    pub(crate) fn record_layout_of_cycles(
+        &mut self,
+        cycles: std::ops::RangeInclusive<u64>,
+    ) -> Result<()> {
+        if self.sb.rebuilt_unrecorded.range(cycles).next().is_none() {
+            return Ok(());
+        }
+        // Writes are under way: the pool is in use, not clean.
+        let tag = match self.tag() {
+            ArrayStateTag::Clean => ArrayStateTag::Active,
+            t => t,
+        };
+        self.persist(tag)
     }
 
     /// The state to record after a member failed while recording `tag`.
@@ -117,7 +151,7 @@ impl Pool {
 
     /// Marks members that failed an I/O outside a plan as failed (in memory; the caller
     /// persists). Whether the pool then has lost data is for the caller to report.
-    pub(super) fn fail_dead_members(&mut self, dead: &[(usize, std::io::Error)]) -> Result<()> {
+    pub(crate) fn fail_dead_members(&mut self, dead: &[(usize, std::io::Error)]) -> Result<()> {
         for (i, _) in dead {
             if self.members.handles[*i].take().is_some() {
                 self.state.fail(&self.geo, *i as Disk)?;
@@ -169,23 +203,7 @@ impl Pool {
 
     /// Flushes every present member, all at once; returns the members that failed.
     pub(super) fn flush_each(&self) -> Vec<(usize, std::io::Error)> {
-        let results: Vec<(usize, std::io::Result<()>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = self
-                .members
-                .handles
-                .iter()
-                .enumerate()
-                .filter_map(|(i, m)| m.as_ref().map(|m| (i, s.spawn(move || m.flush()))))
-                .collect();
-            handles
-                .into_iter()
-                .map(|(i, h)| (i, h.join().expect("flush thread")))
-                .collect()
-        });
-        results
-            .into_iter()
-            .filter_map(|(i, r)| r.err().map(|e| (i, e)))
-            .collect()
+        flush_each(&self.members.handles)
     }
 
     /// Makes every completed write durable on every present member (the volume's flush:
@@ -196,6 +214,14 @@ impl Pool {
     /// acknowledged to members failed since cannot be made durable.
     pub fn sync(&mut self) -> Result<()> {
         let dead = self.flush_each();
+        self.after_flush(dead)
+    }
+
+    /// The end of a volume flush whose member flushes failed on `dead` (every failure: Linux
+    /// reports a failed fsync once, so a member whose flush failed is failed, never flushed
+    /// again and counted durable): fails them, records it, and fails the flush when the pool
+    /// has lost data.
+    pub(crate) fn after_flush(&mut self, dead: Vec<(usize, std::io::Error)>) -> Result<()> {
         if !dead.is_empty() {
             self.fail_dead_members(&dead)?;
             let tag = self.tag();
@@ -222,4 +248,25 @@ impl Pool {
         let ido = Arc::clone(&self.ido);
         ido.persist_if_dirty(&RecordOnly(&self), self.sb.uuid, true)
     }
+}
+
+/// Flushes every present member, all at once: one thread each, so that the syncs of members
+/// sharing a file system share its journal commits instead of queueing. Returns every member
+/// whose flush failed.
+pub(crate) fn flush_each(handles: &[Option<Arc<dyn Member>>]) -> Vec<(usize, std::io::Error)> {
+    let results: Vec<(usize, std::io::Result<()>)> = std::thread::scope(|s| {
+        let spawned: Vec<_> = handles
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| m.as_ref().map(|m| (i, s.spawn(move || m.flush()))))
+            .collect();
+        spawned
+            .into_iter()
+            .map(|(i, h)| (i, h.join().expect("flush thread")))
+            .collect()
+    });
+    results
+        .into_iter()
+        .filter_map(|(i, r)| r.err().map(|e| (i, e)))
+        .collect()
 }

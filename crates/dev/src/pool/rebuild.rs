@@ -163,6 +163,9 @@ impl Pool {
             if self.state.plan_is_current(p) {
                 cur.bytes_written += p.writes.iter().map(|w| w.data.len as u64).sum::<u64>();
                 self.state.mark_rebuilt(*c, rebuild_target(p));
+                // Recorded before the cycle takes writes in its new places
+                // (`Pool::record_layout_before_writes`).
+                self.sb.rebuilt_unrecorded.insert(*c);
                 cur.marked.push(*c);
                 cur.rebuilt += 1;
             }

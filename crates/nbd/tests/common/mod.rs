@@ -280,9 +280,14 @@ impl RawClient {
         self.read_reply(|_| n)
     }
 
-    /// True when the server closed the connection (EOF within the timeout).
+    /// True when the server closed the connection: end of file or a reset within the read
+    /// timeout (a timeout is not a close: the connection is still open).
     pub fn closed(&mut self) -> bool {
         let mut b = [0u8; 1];
-        matches!(self.s.read(&mut b), Ok(0) | Err(_))
+        match self.s.read(&mut b) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        }
     }
 }

@@ -32,14 +32,10 @@ impl Rng {
     }
 }
 
-pub fn scheme(kind: SchemeKind, p: Params) -> Option<Arc<dyn Scheme>> {
-    match build(kind, &p) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            println!("note: skipping {kind:?}: the layout crate refuses it ({e})");
-            None
-        }
-    }
+/// The scheme `kind` with parameters `p`. Panics when the layout crate refuses them: a test
+/// whose scheme cannot be built would otherwise check nothing.
+pub fn scheme(kind: SchemeKind, p: Params) -> Arc<dyn Scheme> {
+    build(kind, &p).unwrap_or_else(|e| panic!("{kind:?} {p:?}: the layout crate refuses it: {e}"))
 }
 
 /// A geometry of `cycles` cycles with `chunk` byte chunks.
@@ -334,7 +330,7 @@ pub fn scenario(kind: SchemeKind, p: Params, chunk: u64, seed: u64) {
 
 /// [`scenario`] with member I/O aligned to `align` bytes.
 pub fn scenario_aligned(kind: SchemeKind, p: Params, chunk: u64, align: u64, seed: u64) {
-    let Some(s) = scheme(kind, p) else { return };
+    let s = scheme(kind, p);
     let geo = geometry(s.clone(), chunk, 3).with_io_align(align).unwrap();
     let mut h = Harness::new(geo, WritePolicy::Md);
     // Healthy phase.

@@ -33,6 +33,7 @@ impl Drop for TempDir {
 }
 
 /// Runs `raidforge ARGS` in `dir` (CI unset, so that nothing in it switches to CI behaviour).
+#[allow(dead_code)]
 pub fn raidforge(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_raidforge"))
         .args(args)
@@ -43,6 +44,7 @@ pub fn raidforge(dir: &Path, args: &[&str]) -> Output {
 }
 
 /// Runs a command that must succeed; returns its stdout.
+#[allow(dead_code)]
 pub fn ok(dir: &Path, args: &[&str]) -> String {
     let out = raidforge(dir, args);
     assert!(

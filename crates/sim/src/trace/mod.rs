@@ -32,6 +32,7 @@
 //! ([`ReadOptions::limit`]) and decides what happens when timestamps go backwards
 //! ([`TimeOrder`]; Tencent's traces are not sorted within a second).
 
+mod dir;
 mod formats;
 
 use std::cmp::Reverse;
@@ -43,6 +44,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::Op;
+pub use dir::{locate_traces_dir, repository_traces_dir, TraceDirError, TRACES_ENV};
 use formats::{Parser, Problem, RawRequest};
 
 /// One I/O of a trace or a synthetic workload, in bytes and nanoseconds.

@@ -58,7 +58,7 @@ impl Region {
     }
     /// Whether the region starts and ends on multiples of `align`.
     pub const fn is_aligned(&self, align: u64) -> bool {
-        self.offset % align == 0 && self.bytes % align == 0
+        self.offset.is_multiple_of(align) && self.bytes.is_multiple_of(align)
     }
     /// Half `i` (0 or 1) of the region: the slots of a two-copy record.
     pub const fn half(&self, i: u64) -> Region {

@@ -29,6 +29,7 @@ mod open;
 mod opts;
 mod persist;
 mod rebuild;
+mod site;
 mod status;
 
 pub use descriptor::{Descriptor, MemberDesc};
@@ -39,7 +40,7 @@ pub use opts::{
     DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
 };
 pub(crate) use persist::flush_each;
-pub use rebuild::RebuildProgress;
+pub use rebuild::{RebuildCursor, RebuildProgress};
 pub use status::{MemberStatus, Status, VerifyReport};
 
 use assembly::{judge_members, newest_superblock, probe_members, read_superblock, recorded_state};
@@ -51,6 +52,7 @@ pub(crate) use io::{
 use lazy::newest_bpgl;
 use membership::{open_member, MemberOpen};
 use open::Access;
+use site::{Found, Site};
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -233,6 +235,18 @@ pub(crate) struct LazyParity {
     pub(crate) dirty: bool,
     /// The list as last persisted (a rebuild drops entries without a flush).
     pub(crate) on_disk: Vec<raidcore::StripeId>,
+}
+
+impl MemberSet {
+    /// The pool's members (`None`: failed or missing), their counters at zero, no wrap yet.
+    pub(crate) fn new(handles: Vec<Option<Arc<dyn Member>>>) -> MemberSet {
+        let counters = handles.iter().map(|_| Counters::default()).collect();
+        MemberSet {
+            handles,
+            counters,
+            wrap: None,
+        }
+    }
 }
 
 /// Per-block checksums and lost blocks.

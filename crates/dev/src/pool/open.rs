@@ -158,7 +158,6 @@ impl Pool {
             path: desc_path.to_path_buf(),
             reason: format!("bad uuid '{}'", desc.uuid),
         })?;
-        let n = desc.members.len();
         let (best, opened) = newest_superblock(probe_members(&desc, &uuid, access))?;
         let (kind, params) = layout::from_text(&best.layout)?;
         let scheme = layout::build(kind, &params)?;
@@ -236,11 +235,7 @@ impl Pool {
                 rebuilt_unrecorded: Default::default(),
             },
             map,
-            members: MemberSet {
-                handles: members,
-                counters: (0..n).map(|_| Counters::default()).collect(),
-                wrap: None,
-            },
+            members: MemberSet::new(members),
             policy: WritePolicy::Md,
             lazy: LazyParity {
                 parity: best.parity,

@@ -96,34 +96,40 @@ impl Pool {
         self.flush_bpgl(0)?;
         let mut r = VerifyReport::default();
         for c in 0..self.geo.cycles() {
-            let plan = raidcore::plan_verify_cycle(&self.geo, &self.state, c);
-            let bufs = match crate::exec::run_reads(&plan, &self.members_view()) {
-                Ok(b) => b,
-                Err(e) if e.read_errors.is_empty() => {
-                    // Only blocks that read wrong: `verify` checks parity; `scrub` is what
-                    // repairs blocks. Say so rather than compare damaged bytes.
-                    return Err(PoolError::Io(format!(
-                        "verify stopped at cycle {c}: {} member blocks read wrong (checksum \
-                         mismatches or read errors); run `raidforge scrub` to repair them",
-                        e.bad.len()
-                    )));
-                }
-                Err(e) => {
-                    let failed = e.failed_members();
-                    self.fail_members(&failed)?;
-                    return Err(PoolError::Io(format!(
-                        "verify stopped: members {failed:?} failed while reading"
-                    )));
-                }
-            };
-            let outcome = raidcore::check_verify(&self.state, &plan, &bufs);
-            r.cycles_checked += 1;
-            r.stripes_checked += outcome.checked as u64;
-            r.stripes_degraded += outcome.degraded as u64;
-            r.inconsistent
-                .extend(outcome.inconsistent.iter().map(|&s| (c, s)));
+            self.verify_cycle(c, &mut r)?;
         }
         Ok(r)
+    }
+
+    /// Checks cycle `c`'s stripes into `r` (a served pool calls it under the cycle's stripe
+    /// locks). Stops, failing them, when members fail while reading, and at blocks that read
+    /// wrong: `verify` checks parity, `scrub` is what repairs blocks.
+    pub(crate) fn verify_cycle(&mut self, c: u64, r: &mut VerifyReport) -> Result<()> {
+        let plan = raidcore::plan_verify_cycle(&self.geo, &self.state, c);
+        let bufs = match crate::exec::run_reads(&plan, &self.members_view()) {
+            Ok(b) => b,
+            Err(e) if e.read_errors.is_empty() => {
+                return Err(PoolError::Io(format!(
+                    "verify stopped at cycle {c}: {} member blocks read wrong (checksum \
+                     mismatches or read errors); run `raidforge scrub` to repair them",
+                    e.bad.len()
+                )));
+            }
+            Err(e) => {
+                let failed = e.failed_members();
+                self.fail_members(&failed)?;
+                return Err(PoolError::Io(format!(
+                    "verify stopped: members {failed:?} failed while reading"
+                )));
+            }
+        };
+        let outcome = raidcore::check_verify(&self.state, &plan, &bufs);
+        r.cycles_checked += 1;
+        r.stripes_checked += outcome.checked as u64;
+        r.stripes_degraded += outcome.degraded as u64;
+        r.inconsistent
+            .extend(outcome.inconsistent.iter().map(|&s| (c, s)));
+        Ok(())
     }
 
     /// Status for `raidforge status`.

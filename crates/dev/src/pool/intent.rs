@@ -199,7 +199,9 @@ impl WriteIntent {
     /// the record on the members is updated (and flushed) first when one of them is not
     /// marked there yet. The guard holds them marked until the write is over.
     /// `members` is asked for the members only when the record must be written (the usual
-    /// case, a region already marked, takes nothing but this bitmap's lock).
+    /// case, a region already marked, takes nothing but this bitmap's lock). Lock order: a
+    /// superblock update takes this lock under the pool mutex, so `members` (which may take
+    /// the pool mutex) is never called with this lock held.
     pub(crate) fn begin(
         self: &Arc<Self>,
         offset: u64,
@@ -208,13 +210,20 @@ impl WriteIntent {
         counters: &[Counters],
     ) -> Result<(IntentGuard, DeadMembers)> {
         let regions = self.regions_of(offset, len);
-        let mut st = self.lock();
+        let unmarked = |st: &IntentState| regions.clone().any(|r| !st.on_disk.contains(&r));
         let mut dead = Vec::new();
-        if regions.clone().any(|r| !st.on_disk.contains(&r)) {
-            let mut marked = st.on_disk.clone();
-            marked.extend(regions.clone());
-            // Serialised by the lock: writers of regions already marked go on meanwhile.
-            dead = self.write_record(&mut st, marked, &members()?, counters)?;
+        let mut st = self.lock();
+        if unmarked(&st) {
+            drop(st);
+            let members = members()?;
+            st = self.lock();
+            // Another writer may have marked them meanwhile.
+            if unmarked(&st) {
+                let mut marked = st.on_disk.clone();
+                marked.extend(regions.clone());
+                // Serialised by the lock: writers of regions already marked go on meanwhile.
+                dead = self.write_record(&mut st, marked, &members, counters)?;
+            }
         }
         for r in regions.clone() {
             *st.in_flight.entry(r).or_default() += 1;
@@ -233,7 +242,8 @@ impl WriteIntent {
     /// running, whose last write ended before it (and at least `idle` ago), are consistent
     /// and durable; their marks are cleared on the members. A client's flush waits
     /// [`INTENT_CLEAR_AFTER`] (a region written again soon costs no second bitmap write); a
-    /// superblock update, which flushes every member anyway, clears at once.
+    /// superblock update, which flushes every member anyway, clears at once. `members` is
+    /// called without this bitmap's lock held (see [`WriteIntent::begin`]).
     pub(crate) fn flushed(
         &self,
         started: Instant,
@@ -241,20 +251,26 @@ impl WriteIntent {
         members: impl FnOnce() -> Result<Vec<Option<Arc<dyn Member>>>>,
         counters: &[Counters],
     ) -> Result<DeadMembers> {
-        let now = Instant::now();
+        let clearable = |st: &IntentState| -> Vec<u64> {
+            let now = Instant::now();
+            st.on_disk
+                .iter()
+                .copied()
+                .filter(|r| {
+                    !st.in_flight.contains_key(r)
+                        && st
+                            .last_done
+                            .get(r)
+                            .is_none_or(|&t| t < started && now.duration_since(t) >= idle)
+                })
+                .collect()
+        };
+        if clearable(&self.lock()).is_empty() {
+            return Ok(Vec::new());
+        }
+        let members = members()?;
         let mut st = self.lock();
-        let clear: Vec<u64> = st
-            .on_disk
-            .iter()
-            .copied()
-            .filter(|r| {
-                !st.in_flight.contains_key(r)
-                    && st
-                        .last_done
-                        .get(r)
-                        .is_none_or(|&t| t < started && now.duration_since(t) >= idle)
-            })
-            .collect();
+        let clear = clearable(&st);
         if clear.is_empty() {
             return Ok(Vec::new());
         }
@@ -263,7 +279,7 @@ impl WriteIntent {
             marked.remove(r);
             st.last_done.remove(r);
         }
-        self.write_record(&mut st, marked, &members()?, counters)
+        self.write_record(&mut st, marked, &members, counters)
     }
 
     /// A clean shutdown (every member flushed, no write running): every mark is cleared.

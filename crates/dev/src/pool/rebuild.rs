@@ -162,10 +162,13 @@ impl Pool {
         for (c, p) in batch {
             if self.state.plan_is_current(p) {
                 cur.bytes_written += p.writes.iter().map(|w| w.data.len as u64).sum::<u64>();
-                self.state.mark_rebuilt(*c, rebuild_target(p));
-                // Recorded before the cycle takes writes in its new places
-                // (`Pool::record_layout_before_writes`).
-                self.sb.rebuilt_unrecorded.insert(*c);
+                let to = rebuild_target(p);
+                // A move that leaves a readable old copy (a copy-back) is recorded before the
+                // cycle takes writes in its new places (`Pool::record_layout_before_writes`).
+                if self.state.move_leaves_old_copy(*c, to) {
+                    self.sb.rebuilt_unrecorded.insert(*c);
+                }
+                self.state.mark_rebuilt(*c, to);
                 cur.marked.push(*c);
                 cur.rebuilt += 1;
             }

@@ -68,6 +68,9 @@ pub struct ServedOpts {
     pub clients: usize,
     /// The pools' protection (write journal, block checksums); `None` draws it per seed.
     pub protection: Option<Protection>,
+    /// Create the pools with these features instead of `protection` (a test that claims
+    /// protection the pools lack, to show that the harness then reports losses).
+    pub pool_protection: Option<Protection>,
     /// Print every controller step to stderr.
     pub verbose: bool,
 }
@@ -79,6 +82,7 @@ impl Default for ServedOpts {
             steps: 60,
             clients: 3,
             protection: None,
+            pool_protection: None,
             verbose: false,
         }
     }
@@ -554,7 +558,14 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
         undetected: Vec::new(),
         known_gap: !within && kind.known_gap(protection),
     };
-    let mut copts = create_opts(scheme, params, paths, member_bytes, chunk, protection);
+    let mut copts = create_opts(
+        scheme,
+        params,
+        paths,
+        member_bytes,
+        chunk,
+        opts.pool_protection.unwrap_or(protection),
+    );
     if lazy {
         copts.parity = ParityPolicy::Lazy;
         copts.bpgl_capacity = Some(2 + rng.below(7) as usize);

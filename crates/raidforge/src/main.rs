@@ -6,13 +6,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use raidforge::{layout_cmd, model_cmd, sim_cmd, trace_cmd};
+use raidforge::{layout_cmd, model_cmd, reproduce_cmd, sim_cmd, trace_cmd};
 
 mod bench_cmd;
 mod control;
 mod demo;
 mod pool_cmd;
-mod reproduce_cmd;
 mod serve_cmd;
 
 /// raidforge: a software RAID engine and disk-array simulator sharing one core.

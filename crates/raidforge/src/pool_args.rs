@@ -154,3 +154,14 @@ pub fn create_pool(a: &CreateArgs) -> anyhow::Result<Pool> {
     pool.configure_ido(Some(a.zone_size), a.surrogate.as_deref())?;
     Ok(pool)
 }
+
+/// The last line of `raidforge rebuild --json` (a rebuild without a policy): what was done and
+/// the pool's state after it.
+pub fn rebuild_summary_json(
+    result: &dev::pool::RebuildProgress,
+    status: &dev::pool::Status,
+) -> serde_json::Value {
+    serde_json::json!({"done": true, "elapsed_s": result.elapsed_s,
+        "bytes_written": result.bytes_written, "cycles": result.cycles_total,
+        "state": status.state, "lost": status.lost, "repairs": status.repairs})
+}

@@ -434,9 +434,7 @@ pub fn rebuild(mut a: RebuildArgs) -> anyhow::Result<()> {
     if json {
         println!(
             "{}",
-            serde_json::json!({"done": true, "elapsed_s": result.elapsed_s,
-                "bytes_written": result.bytes_written, "cycles": result.cycles_total,
-                "state": status.state, "lost": status.lost, "repairs": status.repairs})
+            raidforge::pool_args::rebuild_summary_json(&result, &status)
         );
     } else {
         println!(

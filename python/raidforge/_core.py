@@ -122,7 +122,7 @@ class Layout(_Record):
         )
 
     def _repr_html_(self) -> str:
-        return f"<p>{repr(self)[1:-1]}</p>" + self.placement._repr_html_()
+        return f"<p>{repr(self)[1:-1]}</p>" + self.placement.to_html()
 
 
 def layout(
@@ -306,7 +306,7 @@ def _trace_frame(cols: Any, fmt: str, skipped: int) -> pd.DataFrame:
             "offset_bytes": pd.Series(offsets, dtype="uint64"),
             "len_bytes": pd.Series(lens, dtype="uint64"),
             "op": pd.Categorical.from_codes(
-                [1 if w else 0 for w in writes], categories=["read", "write"]
+                [1 if w else 0 for w in writes], categories=pd.Index(["read", "write"])
             ),
             "volume": pd.Series(volumes, dtype="uint32"),
         },
@@ -529,8 +529,6 @@ class Pool:
         kw = dict(locals())
         kw.pop("cls")
         kw["pool"] = kw.pop("path")
-        if disks is None and weights is None:
-            kw["disks"] = len(members)
         native = _native.Pool.create(_cli.argv("create", "Pool.create", kw))
         return cls(native, path)
 

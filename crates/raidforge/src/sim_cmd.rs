@@ -10,7 +10,7 @@ use raidcore::{RebuildOrder, SpeedLimits, WritePolicy};
 use serde_json::{json, Value};
 use sim::{
     parse_bytes, simulate, Drive, Failure, IdoSimConfig, Phase, Report, Scheduler, SimConfig,
-    SourceOptions, TraceFormat, WorkloadSpec,
+    SourceOptions, WorkloadSpec,
 };
 
 use crate::layout_cmd::LayoutArgs;
@@ -194,13 +194,7 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
         None => params_drive.capacity_bytes(),
     };
     let chunk_bytes = bytes(&a.chunk, "--chunk")?;
-    let format = match &a.format {
-        None => None,
-        Some(f) => Some(TraceFormat::from_name(f).with_context(|| {
-            let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
-            format!("unknown --format {f:?}; known: {}", names.join(", "))
-        })?),
-    };
+    let format = crate::trace_cmd::parse_format(a.format.as_deref())?;
     let workload = WorkloadSpec::parse(&a.workload, seed, format)?;
     if let WorkloadSpec::Trace { path, .. } = &workload {
         if !path.exists() {

@@ -48,6 +48,17 @@ pub struct TraceReadArgs {
     pub json: bool,
 }
 
+/// The trace format a `--format` names (`None`: detect it).
+pub fn parse_format(name: Option<&str>) -> anyhow::Result<Option<TraceFormat>> {
+    name.map(|f| {
+        TraceFormat::from_name(f).with_context(|| {
+            let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
+            format!("unknown --format {f:?}; known: {}", names.join(", "))
+        })
+    })
+    .transpose()
+}
+
 /// The requests of a trace, read as `raidforge sim` reads them.
 pub struct TraceRequests {
     source: Source,
@@ -57,13 +68,7 @@ pub struct TraceRequests {
 impl TraceRequests {
     /// Opens the trace `a` names (detecting its format unless given).
     pub fn open(a: &TraceReadArgs) -> anyhow::Result<TraceRequests> {
-        let format = match &a.format {
-            None => None,
-            Some(f) => Some(TraceFormat::from_name(f).with_context(|| {
-                let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
-                format!("unknown --format {f:?}; known: {}", names.join(", "))
-            })?),
-        };
+        let format = parse_format(a.format.as_deref())?;
         if !(a.speedup.is_finite() && a.speedup > 0.0) {
             anyhow::bail!("--speedup must be a positive number, not {}", a.speedup);
         }

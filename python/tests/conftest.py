@@ -45,11 +45,12 @@ class Cli:
         return [json.loads(line) for line in out.stdout.splitlines()]
 
     def error(self, *args: Any, cwd: Any = None) -> str:
-        """The one-line message of a failing command, after `raidforge: error: `."""
+        """The message of a failing command: its first line after `raidforge: error: ` (or
+        clap's `error: `)."""
         out = self.run(*args, cwd=cwd)
         assert out.returncode == 2, f"raidforge {args} exited {out.returncode}: {out.stderr}"
         first = out.stderr.strip().splitlines()[0]
-        return first[len("raidforge: error: "):] if first.startswith("raidforge: error: ") else first
+        return first.removeprefix("raidforge: error: ").removeprefix("error: ")
 
 
 @pytest.fixture(scope="session")

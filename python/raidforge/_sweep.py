@@ -148,10 +148,8 @@ def sweep(
             workers = max_workers or os.cpu_count() or 1
             if workers < 1:
                 raise ValueError(f"max_workers must be at least 1, not {max_workers}")
-            method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
             with ProcessPoolExecutor(
-                max_workers=min(workers, len(runs)) or 1,
-                mp_context=multiprocessing.get_context(method),
+                max_workers=min(workers, len(runs)) or 1, mp_context=_mp_context()
             ) as pool:
                 futures = {pool.submit(_run_one, run): i for i, run in enumerate(runs)}
                 for f in as_completed(futures):
@@ -176,6 +174,17 @@ def sweep(
     df = pd.DataFrame(rows)
     rest = [c for c in df.columns if c not in keys]
     return df[[c for c in keys if c in df.columns] + rest]
+
+
+def _mp_context() -> Any:
+    """Worker processes forked from a server that imported raidforge once (so a sweep does not
+    pay pandas' import per worker, and no thread of this process is forked); spawned where
+    there is no fork server."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["raidforge"])
+    return ctx
 
 
 def _sweep_dask(client: Any, runs: List[Dict[str, Any]], done: Any, failed: Any) -> None:

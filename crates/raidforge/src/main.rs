@@ -1,19 +1,18 @@
-//! raidforge: the command line. Parsing, printing and JSON live here; every decision is made by
-//! the library crates (layout, codec).
+//! raidforge: the command line. Parsing, printing and JSON live here (the data commands' in
+//! this package's library, `lib.rs`, which the Python bindings share); every decision is made
+//! by the library crates (layout, codec, raidcore, sim, dev).
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use raidforge::{layout_cmd, model_cmd, reproduce_cmd, sim_cmd, trace_cmd};
+
 mod bench_cmd;
 mod control;
 mod demo;
-mod layout_cmd;
-mod model_cmd;
 mod pool_cmd;
-mod reproduce_cmd;
 mod serve_cmd;
-mod sim_cmd;
 
 /// raidforge: a software RAID engine and disk-array simulator sharing one core.
 ///
@@ -124,6 +123,11 @@ enum Command {
     /// Example: raidforge model mttdl --mttf-hours 30000 --mttr-hours 24 --disks 4..16
     #[command(subcommand)]
     Model(model_cmd::ModelCommand),
+    /// Read traces as the simulator replays them: `trace read FILE` prints their requests.
+    ///
+    /// Example: raidforge trace read websearch-head.mqsim --requests 10 --json
+    #[command(subcommand)]
+    Trace(trace_cmd::TraceCommand),
 }
 
 /// Output piped into `head` and the like should end the program quietly, as it does for other
@@ -174,6 +178,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::run(a),
         Command::Sim(a) => sim_cmd::run(*a),
         Command::Model(c) => model_cmd::run(c),
+        Command::Trace(c) => trace_cmd::run(c),
         Command::Reproduce(a) => match reproduce_cmd::run(a) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::from(1),

@@ -156,8 +156,20 @@ impl Shared {
                 let avail: Vec<bool> = (0..geo.disks())
                     .map(|d| st.member_available(d as u32, g))
                     .collect();
+                let chunk = off / geo.chunk_bytes();
+                let (_, idx) = geo.locate_chunk(chunk);
+                let place = geo.data_place(idx);
+                let (su, uu) = geo.place_units(place)[0];
+                let loc = st.layout_of(c).stripes[su].units[uu].loc();
+                let moff = p.data_offset_bytes()
+                    + geo.member_offset(c, loc, off % geo.chunk_bytes() / 512 * 512);
+                let mut raw = [0u8; 4];
+                let got = p.members.handles[loc.disk as usize]
+                    .as_ref()
+                    .map(|m| m.read_at(&mut raw, moff).map(|_| raw));
+                let raw_note = format!("unit on member {} at {moff}: {got:?}", loc.disk);
                 Ok(format!(
-                    "cycle {c} gen {g} target {} failed {:?} avail {avail:?} events {} lost {:?} ido {:?}",
+                    "cycle {c} gen {g} target {} failed {:?} avail {avail:?} events {} lost {:?} {raw_note} ido {:?}",
                     st.target_generation(),
                     st.failed(),
                     st.generation(),

@@ -145,7 +145,7 @@ impl Shared {
         })
         .unwrap_or(u64::MAX)
     }
-    fn debug_at(&self, off: u64) -> String {
+    fn debug_at(&self, off: u64, got: &[u8]) -> String {
         let sp = self.serving.lock().unwrap().clone();
         sp.and_then(|(_, sp)| {
             sp.with_pool(|p| {
@@ -156,18 +156,38 @@ impl Shared {
                 let avail: Vec<bool> = (0..geo.disks())
                     .map(|d| st.member_available(d as u32, g))
                     .collect();
-                let chunk = off / geo.chunk_bytes();
-                let (_, idx) = geo.locate_chunk(chunk);
-                let place = geo.data_place(idx);
-                let (su, uu) = geo.place_units(place)[0];
-                let loc = st.layout_of(c).stripes[su].units[uu].loc();
-                let moff = p.data_offset_bytes()
-                    + geo.member_offset(c, loc, off % geo.chunk_bytes() / 512 * 512);
-                let mut raw = [0u8; 4];
-                let got = p.members.handles[loc.disk as usize]
-                    .as_ref()
-                    .map(|m| m.read_at(&mut raw, moff).map(|_| raw));
-                let raw_note = format!("unit on member {} at {moff}: {got:?}", loc.disk);
+                // Where each sector of `got` (what the read returned) lives now, and
+                // whether the member holds the same bytes there.
+                let raw_at = |o: u64| {
+                    let (cc, idx) = geo.locate_chunk(o / geo.chunk_bytes());
+                    let (su, uu) = geo.place_units(geo.data_place(idx))[0];
+                    let loc = st.layout_of(cc).stripes[su].units[uu].loc();
+                    let moff =
+                        p.data_offset_bytes() + geo.member_offset(cc, loc, o % geo.chunk_bytes());
+                    let mut raw = vec![0u8; 512];
+                    let r = p.members.handles[loc.disk as usize]
+                        .as_ref()
+                        .map(|m| m.read_at(&mut raw, moff).map(|_| raw));
+                    (loc.disk, moff, r)
+                };
+                let mut raw_note = String::from("every sector read equals its member's bytes");
+                if let Some(k) = got.chunks(512).position(|x| x.iter().all(|&b| b == 0)) {
+                    let (d, moff, _) = raw_at(off + k as u64 * 512);
+                    raw_note += &format!(" (first zero sector {} on member {d} byte {moff})", off + k as u64 * 512);
+                }
+                for (k, sector) in got.chunks(512).enumerate() {
+                    let o = off + k as u64 * 512;
+                    let (d, moff, r) = raw_at(o);
+                    let same = matches!(&r, Some(Ok(b)) if b.as_slice() == sector);
+                    if !same {
+                        raw_note = format!(
+                            "sector at {o} (member {d} byte {moff}) read {:?}, member holds {:?}",
+                            &sector[..4],
+                            r.map(|x| x.map(|b| b[..4].to_vec()))
+                        );
+                        break;
+                    }
+                }
                 Ok(format!(
                     "cycle {c} gen {g} target {} failed {:?} avail {avail:?} events {} lost {:?} {raw_note} ido {:?}",
                     st.target_generation(),
@@ -363,7 +383,7 @@ impl ClientState {
                     let msg = format!("client {} read {off}+{len}: {why}", self.id);
                     sh.log(format_args!("WRONG DATA: {msg}"));
                     if sh.verbose {
-                        sh.log(format_args!("DEBUG {}", sh.debug_at(off)));
+                        sh.log(format_args!("DEBUG {}", sh.debug_at(off, &buf)));
                     }
                     if sh.within {
                         self.losses.push(msg);
@@ -417,7 +437,7 @@ impl ClientState {
                     sh.server_said()
                 ));
                 if sh.verbose {
-                    sh.log(format_args!("DEBUG {}", sh.debug_at(s * SECTOR)));
+                    sh.log(format_args!("DEBUG {}", sh.debug_at(s * SECTOR, &[])));
                 }
                 self.acked.remove(&s);
                 return;

@@ -1031,8 +1031,24 @@ impl ServedRun {
                 self.update_gone(|g| {
                     g.insert(m);
                 });
-                if let Err(e) = self.sp().fail(m) {
-                    self.op_error(format!("fail {m}: {e}"));
+                let already = |sp: &Arc<SharedPool>| {
+                    sp.with_pool(|p| Ok(p.state().failed().contains(&(m as u32))))
+                        .unwrap_or(false)
+                };
+                if already(self.sp()) {
+                    // The engine failed it already (an earlier fault it met since): the
+                    // operator's command has nothing to do.
+                    self.log(format_args!(
+                        "(member {m} was failed by the engine already)"
+                    ));
+                } else if let Err(e) = self.sp().fail(m) {
+                    if e.to_string().contains("has already failed") {
+                        self.log(format_args!(
+                            "(member {m} failed by the engine meanwhile: {e})"
+                        ));
+                    } else {
+                        self.op_error(format!("fail {m}: {e}"));
+                    }
                 }
             }
         }

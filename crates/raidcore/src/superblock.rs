@@ -619,7 +619,11 @@ mod tests {
         }
         // Unknown feature flags and regions past the data offset are refused.
         let mut d = b.clone();
-        assert_eq!(FEATURES_KNOWN & 8, 0, "the test needs a flag no version knows");
+        assert_eq!(
+            FEATURES_KNOWN & 8,
+            0,
+            "the test needs a flag no version knows"
+        );
         d[2988] |= 8;
         assert!(Superblock::decode(&resealed(d))
             .unwrap_err()

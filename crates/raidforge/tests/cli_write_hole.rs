@@ -58,10 +58,14 @@ fn wh_journal_pool_status_and_io() {
     assert!(text.contains("write hole: journal"), "{text}");
     let st: Value = serde_json::from_str(&ok(dir, &["status", "p.json", "--json"])).unwrap();
     assert_eq!(st["write_hole"], "journal");
-    // Without protection (the default) the status says so.
+    // Without a journal (the default) the status says what protects the pool instead: the
+    // write-intent bitmap and the resync it leads to after a crash.
     let tmp2 = TempDir::new("cli-wh", "none");
     let text = ok(tmp2.path(), &create_args("q.json", &[]));
-    assert!(text.contains("write hole: not protected"), "{text}");
+    assert!(
+        text.contains("write hole: write-intent bitmap") && text.contains("resync"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -615,6 +615,10 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
             }
         }
     }
+    // A member file's size (metadata and journal before the data area): a spare's.
+    let member_bytes = std::fs::metadata(&faults.lock().unwrap()[0].path)
+        .map(|m| m.len())
+        .unwrap_or(member_bytes);
     if auto_heal && rng.chance(0.5) {
         // A hot spare from the start: the first failure heals at once.
         let spare = dir.join("spare0.img");

@@ -23,6 +23,7 @@
 
 use super::*;
 use layout::Disk;
+use std::collections::BTreeSet;
 
 /// How often the healer looks at the pool.
 pub const HEAL_TICK: Duration = Duration::from_millis(100);
@@ -102,6 +103,8 @@ pub(super) struct Healer {
     /// What the last failed attempt to start a rebuild looked at (failed members, spares):
     /// not tried again until it changes.
     refused_for: Option<(Vec<Disk>, usize)>,
+    /// Failed members a spare-space rebuild was started for.
+    handled: BTreeSet<Disk>,
     looked: bool,
 }
 
@@ -361,34 +364,51 @@ impl SharedPool {
         if !look.rebuild_ready {
             return;
         }
-        let still_waiting = {
-            let h = self.healer.lock().unwrap_or_else(|e| e.into_inner());
-            h.failed.values().any(|t| now - *t < opts.rebuild_delay)
-        };
-        if still_waiting {
-            return;
-        }
+        // What the healer rebuilds for: a spare it activated; failed members it has not
+        // rebuilt for yet, on a layout that rebuilds into spare space (once each, after the
+        // delay); or, at its first look, a rebuild a restart interrupted. A replacement or a
+        // rebuild an operator asked for is the operator's (`raidforge rebuild`).
         let key = (look.failed.clone(), look.spares);
-        {
-            let h = self.healer.lock().unwrap_or_else(|e| e.into_inner());
-            if activated.is_empty() && h.refused_for.as_ref() == Some(&key) {
-                return;
-            }
-        }
-        let reason = if !activated.is_empty() {
-            activated
+        let reason = {
+            let mut h = self.healer.lock().unwrap_or_else(|e| e.into_inner());
+            let failed_now: Vec<Disk> = look.failed.clone();
+            h.handled.retain(|d| failed_now.contains(d));
+            let fresh: Vec<Disk> = look
+                .failed
                 .iter()
-                .map(|(d, p)| format!("member {d} failed; spare {} took its place", p.display()))
-                .collect::<Vec<_>>()
-                .join("; ")
-        } else if !look.failed.is_empty() {
-            format!(
-                "members {:?} failed; the layout rebuilds into its spare space",
-                look.failed
-            )
-        } else {
-            "a rebuild was left unfinished (a restart or a stopped rebuild); resuming it".into()
+                .copied()
+                .filter(|d| {
+                    !h.handled.contains(d)
+                        && h.failed
+                            .get(d)
+                            .is_some_and(|t| now - *t >= opts.rebuild_delay)
+                })
+                .collect();
+            if !activated.is_empty() {
+                Some(
+                    activated
+                        .iter()
+                        .map(|(d, p)| {
+                            format!("member {d} failed; spare {} took its place", p.display())
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                )
+            } else if !fresh.is_empty() && h.refused_for.as_ref() != Some(&key) {
+                h.handled.extend(fresh.iter().copied());
+                Some(format!(
+                    "members {fresh:?} failed; the layout rebuilds into its spare space"
+                ))
+            } else if first_look && look.failed.is_empty() {
+                Some(
+                    "a rebuild was left unfinished when the pool was last served; resuming it"
+                        .into(),
+                )
+            } else {
+                None
+            }
         };
+        let Some(reason) = reason else { return };
         match self.start_rebuild(opts.rebuild.clone()) {
             Ok(_) => {
                 {

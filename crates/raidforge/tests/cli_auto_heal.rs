@@ -215,7 +215,6 @@ fn raid6_over_nbdkit_members_fails_two_members_rebuilds_onto_the_spare_without_a
         .unwrap()
         .set_len(member_bytes)
         .unwrap();
-    let pool = dir.join("p.json");
     let mut args: Vec<String> = ["create", "p.json", "--scheme", "raid6", "--disks", "5"]
         .iter()
         .map(|s| s.to_string())

@@ -523,6 +523,7 @@ class Pool:
         journal_size: Optional[Size] = None,
         surrogate: Optional[PathLike] = None,
         zone_size: Optional[Size] = None,
+        hot_spares: Optional[Sequence[PathLike]] = None,
     ) -> "Pool":
         """``raidforge create PATH ...``: every option a keyword (``--member`` is ``members``,
         a list); the pool is returned open."""

@@ -26,6 +26,8 @@ OPTIONS:
                       clients while the faults, rebuilds, copy-backs, lazy flushes, restarts and
                       crashes (process kills and power losses) happen (dev::faultsim_served);
                       the pool's protection is drawn per seed unless --protection is given
+    --auto-heal       every --served run heals itself (hot spares added by the operator, the
+                      served pool activates them and rebuilds); default: drawn per seed
     --clients N       concurrent NBD clients of a --served run (default 3)
     --start SEED      first seed of --seeds/--seconds (default 1)
     --steps N         workload steps per run (default 120; --served: controller steps, 60)
@@ -96,6 +98,7 @@ fn main() {
                 );
             }
             "--served" => served = true,
+            "--auto-heal" => sopts.auto_heal = Some(true),
             "--clients" => {
                 let v = val("--clients");
                 sopts.clients = v

@@ -248,6 +248,9 @@ impl MemberFaults {
     pub fn set_data_range(&self, r: (u64, u64)) {
         self.st.lock().unwrap().data_range = r;
     }
+    pub fn data_range(&self) -> (u64, u64) {
+        self.st.lock().unwrap().data_range
+    }
     pub fn lose_writes(&self, n: u32) {
         self.st.lock().unwrap().lost_writes += n;
     }

@@ -53,7 +53,7 @@ use crate::faultsim::{
 };
 use crate::ido::RebuildPolicy;
 use crate::pool::{CreateOpts, MemberWrap, Pool, RebuildOpts};
-use crate::serve_support::{Concurrency, PoolBackend, SharedPool};
+use crate::serve_support::{Concurrency, HealOpts, HealthEvent, PoolBackend, SharedPool};
 use crate::Member;
 
 /// How to run a served seed.
@@ -73,6 +73,9 @@ pub struct ServedOpts {
     pub pool_protection: Option<Protection>,
     /// Print every controller step to stderr.
     pub verbose: bool,
+    /// Serve the pools with automatic failure handling (hot spares, rebuilds started by the
+    /// served pool itself); `None` draws it per seed.
+    pub auto_heal: Option<bool>,
 }
 
 impl Default for ServedOpts {
@@ -84,6 +87,7 @@ impl Default for ServedOpts {
             protection: None,
             pool_protection: None,
             verbose: false,
+            auto_heal: None,
         }
     }
 }
@@ -539,6 +543,11 @@ struct ServedRun {
     crashed_dirty: bool,
     /// The pool defers parity (lazy parity update).
     lazy: bool,
+    /// The served pool heals itself (issue 25): the operator only adds hot spares; the
+    /// healer replaces failed members with them and starts the rebuilds.
+    auto_heal: bool,
+    /// Bytes of a member file (a spare is made as large).
+    member_bytes: u64,
     report: RunReport,
     replacements: u64,
     incarnations: u64,
@@ -566,6 +575,10 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
     };
     let lazy = matches!(scheme, SchemeKind::Raid6) && rng.chance(0.4);
     let with_surrogate = rng.chance(0.3);
+    // Drawn from the seed apart from `rng`, so that seeds without it replay as before.
+    let auto_heal = opts
+        .auto_heal
+        .unwrap_or_else(|| (seed ^ 0xa07e_4ea1).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 63 == 1);
     // Sectors that may hold random bytes after a crash (not atomic), except on a pool with
     // block checksums and no journal: it rewrites whole 4 KiB blocks around a partial write,
     // and a power cut that garbles a rewritten sector the client did not write loses bytes no
@@ -609,6 +622,11 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
         },
         if with_surrogate { "+surrogate" } else { "" }
     );
+    let layout_name = if auto_heal {
+        format!("{layout_name}+autoheal")
+    } else {
+        layout_name
+    };
     // A crash followed by member failures is within tolerance without a journal too: the
     // write-intent bitmap's resync at reopen makes every stripe consistent before a member
     // may fail (the plain harness's pools all have the journal).
@@ -643,7 +661,7 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
         copts.parity = ParityPolicy::Lazy;
         copts.bpgl_capacity = Some(2 + rng.below(7) as usize);
     }
-    let pool = match Pool::create_wrapped(&desc, copts, Some(make_wrap(&faults))) {
+    let pool = match Pool::create_wrapped(&desc, copts, Some(make_wrap(&faults, &crash))) {
         Ok(p) => p,
         Err(e) => {
             report.losses.push(format!("create {layout_name}: {e}"));
@@ -668,6 +686,25 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
                 let _ = std::fs::remove_dir_all(&dir);
                 return report;
             }
+        }
+    }
+    // A member file's size (metadata and journal before the data area): a spare's.
+    let member_bytes = std::fs::metadata(&faults.lock().unwrap()[0].path)
+        .map(|m| m.len())
+        .unwrap_or(member_bytes);
+    if auto_heal && rng.chance(0.5) {
+        // A hot spare from the start: the first failure heals at once.
+        let spare = dir.join("spare0.img");
+        let made = std::fs::File::create(&spare).and_then(|f| f.set_len(member_bytes));
+        if let Err(e) = made
+            .map_err(|e| e.to_string())
+            .and_then(|_| pool.add_spare(&spare).map_err(|e| e.to_string()))
+        {
+            report
+                .losses
+                .push(format!("adding a spare to {layout_name}: {e}"));
+            let _ = std::fs::remove_dir_all(&dir);
+            return report;
         }
     }
     let tolerance = pool.geometry().scheme().tolerance();
@@ -737,6 +774,8 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
         beyond_hit: BTreeSet::new(),
         crashed_dirty: false,
         lazy,
+        auto_heal,
+        member_bytes,
         report,
         replacements: 0,
         incarnations: 0,
@@ -801,11 +840,32 @@ fn make_surrogate(
     pool.configure_ido(Some(zone.max(4096)), Some(&sdesc))
 }
 
-fn make_wrap(faults: &Arc<Mutex<Vec<Arc<MemberFaults>>>>) -> MemberWrap {
+/// Wraps every member the pool opens in the fault layer of its slot. A member opened at a
+/// path other than the slot's (a hot spare that the served pool's healer put in the place of
+/// a failed member) gets a fresh fault layer, as the harness's own replacements do.
+fn make_wrap(faults: &Arc<Mutex<Vec<Arc<MemberFaults>>>>, crash: &Arc<CrashSwitch>) -> MemberWrap {
     let faults = faults.clone();
+    let crash = crash.clone();
+    let known: Mutex<HashMap<PathBuf, Arc<MemberFaults>>> = Mutex::new(HashMap::new());
     Arc::new(move |i: usize, m: Arc<dyn Member>| -> Arc<dyn Member> {
-        let f = faults.lock().unwrap()[i].clone();
-        Arc::new(FaultMember::new(m, f))
+        let mut all = faults.lock().unwrap();
+        let canon = |a: &Path| std::fs::canonicalize(a).unwrap_or_else(|_| a.to_path_buf());
+        let opened = canon(Path::new(&m.describe()));
+        if opened != canon(&all[i].path) {
+            // The fault layer a file had keeps following it (a crash may put the old
+            // member back in the descriptor).
+            let mut seen = known.lock().unwrap();
+            for f in all.iter() {
+                seen.entry(canon(&f.path)).or_insert_with(|| f.clone());
+            }
+            let range = all[i].data_range();
+            let f = seen
+                .entry(opened.clone())
+                .or_insert_with(|| Arc::new(MemberFaults::new(opened, crash.clone(), range)))
+                .clone();
+            all[i] = f;
+        }
+        Arc::new(FaultMember::new(m, all[i].clone()))
     })
 }
 
@@ -848,6 +908,21 @@ impl ServedRun {
             }
         };
         *self.sh.serving.lock().unwrap() = Some((self.incarnations, Arc::clone(&sp)));
+        if self.auto_heal {
+            let sh = Arc::clone(&self.sh);
+            let rebuild = self.draw_rebuild_opts();
+            self.log(format_args!("auto-heal on, rebuilds {rebuild:?}"));
+            sp.enable_auto_heal(HealOpts {
+                rebuild,
+                sink: Some(Arc::new(move |e: &HealthEvent| {
+                    sh.log(format_args!(
+                        "healer: {} {:?}: {}",
+                        e.event, e.member, e.detail
+                    ))
+                })),
+                ..HealOpts::default()
+            });
+        }
         let socket = self.dir.join(format!("s{}.sock", self.incarnations));
         let listener = UnixListener::bind(&socket).expect("bind the harness's NBD socket");
         let info = nbd::ExportInfo::new("pool", sp.capacity_bytes());
@@ -895,6 +970,10 @@ impl ServedRun {
     /// Stops the clients and the NBD server; the served pool stays.
     fn stop_io(&mut self) -> Option<Arc<SharedPool>> {
         let inc = self.inc.take()?;
+        if let Some(h) = inc.sp.heal_status() {
+            // The healer's rebuilds count as the run's (it started them instead of us).
+            self.report.rebuilds += h.rebuilds_started;
+        }
         *self.sh.serving.lock().unwrap() = None;
         inc.stop_clients.store(true, Ordering::SeqCst);
         for h in inc.clients {
@@ -1082,7 +1161,13 @@ impl ServedRun {
     /// Replaces the failed members (new files) and starts a background rebuild, rate-limited
     /// at times so that it overlaps with the clients, crashes and faults.
     fn recover(&mut self) {
-        if self.sh.crash.is_dead() || self.sp().rebuild_info().running {
+        if self.sh.crash.is_dead() {
+            return;
+        }
+        if self.auto_heal {
+            return self.add_spare();
+        }
+        if self.sp().rebuild_info().running {
             return;
         }
         if !self.replace_failed() {
@@ -1096,7 +1181,24 @@ impl ServedRun {
             self.settle_atlas();
             return;
         }
-        let opts = RebuildOpts {
+        let opts = self.draw_rebuild_opts();
+        let policy = self.policies[self.rng.below(self.policies.len() as u64) as usize];
+        self.report.rebuilds += 1;
+        self.log(format_args!(
+            "rebuild in the background: {opts:?}, policy {:?}",
+            policy.map(|p| p.name())
+        ));
+        if let Err(e) = self.sp().start_rebuild_with(opts, policy, None) {
+            // Refused (a member must be replaced first, too many failures, a policy rebuild
+            // under way with another policy): an operator reads the message and goes on.
+            self.log(format_args!("rebuild refused: {e}"));
+        }
+    }
+
+    /// A rebuild's batch and speed limits, rate-limited at times so that it overlaps with the
+    /// clients, crashes and faults.
+    fn draw_rebuild_opts(&mut self) -> RebuildOpts {
+        RebuildOpts {
             parallel_cycles: 1 + self.rng.below(8) as usize,
             speed_max_bytes_per_sec: if self.rng.chance(0.5) {
                 Some((256 << 10) * (1 + self.rng.below(16)))
@@ -1109,17 +1211,56 @@ impl ServedRun {
                 None
             },
             ..RebuildOpts::default()
+        }
+    }
+
+    /// The operator of a self-healing pool adds a hot spare when fewer spares than failed
+    /// members are listed (now and then one more); the healer does the rest.
+    fn add_spare(&mut self) {
+        let failed = self.failed_members().len();
+        let spares = self
+            .sp()
+            .with_pool(|p| Ok(p.spares().len()))
+            .unwrap_or(usize::MAX);
+        if spares == usize::MAX || (spares >= failed && !self.rng.chance(0.1)) {
+            return;
+        }
+        self.replacements += 1;
+        let path = self.dir.join(format!("spare{}.img", self.replacements));
+        if let Err(e) = std::fs::File::create(&path).and_then(|f| f.set_len(self.member_bytes)) {
+            self.op_error(format!("making the spare {}: {e}", path.display()));
+            return;
+        }
+        self.log(format_args!("add spare {}", path.display()));
+        if let Err(e) = self.sp().add_spare(&path) {
+            self.log(format_args!("add spare: {e}"));
+        }
+    }
+
+    /// The healer put spares in the place of failed members: those members are no longer
+    /// gone (their slot's fault layer is the spare's now, and the pool lists them as present).
+    fn settle_gone(&mut self) {
+        if !self.auto_heal {
+            return;
+        }
+        let failed = self.failed_members();
+        let back: Vec<usize> = {
+            let faults = self.faults.lock().unwrap();
+            self.sh
+                .gone
+                .lock()
+                .unwrap()
+                .iter()
+                .copied()
+                .filter(|&d| !faults[d].is_fail_stopped() && !failed.contains(&(d as u32)))
+                .collect()
         };
-        let policy = self.policies[self.rng.below(self.policies.len() as u64) as usize];
-        self.report.rebuilds += 1;
-        self.log(format_args!(
-            "rebuild in the background: {opts:?}, policy {:?}",
-            policy.map(|p| p.name())
-        ));
-        if let Err(e) = self.sp().start_rebuild_with(opts, policy, None) {
-            // Refused (a member must be replaced first, too many failures, a policy rebuild
-            // under way with another policy): an operator reads the message and goes on.
-            self.log(format_args!("rebuild refused: {e}"));
+        if !back.is_empty() {
+            self.update_gone(|g| {
+                for d in back {
+                    g.remove(&d);
+                }
+            });
         }
     }
 
@@ -1151,6 +1292,7 @@ impl ServedRun {
 
     /// A finished background rebuild frees the atlas's charges.
     fn settle_rebuild(&mut self) {
+        self.settle_gone();
         let Some(inc) = &self.inc else { return };
         let info = inc.sp.rebuild_info();
         if let Some(e) = &info.error {
@@ -1288,7 +1430,7 @@ impl ServedRun {
     /// Opens the pool again from its member files and serves it.
     fn reopen(&mut self, when: &str) {
         self.report.reopens += 1;
-        match Pool::open_wrapped(&self.desc, make_wrap(&self.faults)) {
+        match Pool::open_wrapped(&self.desc, make_wrap(&self.faults, &self.sh.crash)) {
             Ok(p) => self.start(p),
             Err(e) => {
                 let msg = format!("reopen {when}: {e}");
@@ -1349,6 +1491,9 @@ impl ServedRun {
     /// checked once more after starting again.
     fn final_check(&mut self) {
         let sp = Arc::clone(self.sp());
+        // The healer hands over to the final replacements.
+        sp.stop_auto_heal();
+        self.settle_gone();
         sp.stop_rebuild();
         // Replace and rebuild until nothing is left to do (a member may fail during it).
         for _ in 0..4 {
@@ -1409,7 +1554,7 @@ impl ServedRun {
         drop(sp);
         // Started again after the clean shutdown, every byte must still be there.
         self.report.reopens += 1;
-        match Pool::open_wrapped(&self.desc, make_wrap(&self.faults)) {
+        match Pool::open_wrapped(&self.desc, make_wrap(&self.faults, &self.sh.crash)) {
             Ok(p) => match SharedPool::new(p, Concurrency::Stripes) {
                 Ok(sp) => {
                     self.check_all(&sp);

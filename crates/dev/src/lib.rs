@@ -26,6 +26,7 @@ pub mod faultsim;
 pub mod faultsim_served;
 pub mod ido;
 pub mod journal;
+pub mod nbd_member;
 pub mod pool;
 pub mod scrub;
 pub mod serve_support;

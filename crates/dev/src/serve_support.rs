@@ -25,9 +25,17 @@
 //! `Stripes` mode a step holds the stripe locks of its cycles (a rebuild plan locks its whole
 //! cycle) and runs outside the pool mutex, like a request.
 //!
+//! A served pool can heal itself (`heal.rs`, [`SharedPool::enable_auto_heal`]): a failed
+//! member is replaced by a hot spare and rebuilt without a human, with health events.
+//!
 //! While served, the superblocks say `Active` (not cleanly shut down); [`SharedPool::close`]
 //! flushes every member and marks the pool clean (or degraded / rebuilding, as it is).
 
+mod heal;
+pub use heal::{EventSink, HealOpts, HealStatus, HealthEvent, HEAL_EVENTS_KEPT, HEAL_TICK};
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -130,6 +138,12 @@ pub struct SharedPool {
     uuid: [u8; 16],
     /// When zone popularity was last recorded.
     ido_persisted: Mutex<Instant>,
+    /// Automatic failure handling (`heal.rs`): what it did, its options (`None`: off), its
+    /// thread and the flag that stops it.
+    healer: Mutex<heal::Healer>,
+    heal_opts: Mutex<Option<HealOpts>>,
+    heal_thread: Mutex<Option<JoinHandle<()>>>,
+    stop_heal: AtomicBool,
 }
 
 /// How long [`SharedPool::close`] waits for requests still running on the members.
@@ -367,6 +381,10 @@ impl SharedPool {
             journal: pool.wh.journal.clone(),
             intent: pool.wh.intent.clone(),
             pool: Mutex::new(Some(pool)),
+            healer: Mutex::new(heal::Healer::default()),
+            heal_opts: Mutex::new(None),
+            heal_thread: Mutex::new(None),
+            stop_heal: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&sp);
         let h = std::thread::spawn(move || loop {
@@ -742,6 +760,7 @@ impl SharedPool {
 
     fn with_ido(&self, mut s: Status, zones_rebuilt: u64) -> Status {
         s.ido = Some(self.ido.status(zones_rebuilt));
+        s.auto_heal = self.heal_status();
         s
     }
 
@@ -771,6 +790,17 @@ impl SharedPool {
     pub fn replace(&self, i: usize, path: &std::path::Path) -> Result<Status> {
         self.with_pool(|p| {
             p.replace(i, path)?;
+            self.fold_counters(p);
+            Ok(p.status_parts())
+        })
+        .map(|(s, zr)| self.with_ido(s, zr))
+    }
+
+    /// Lists `path` as a hot spare ([`Pool::add_spare`]); the healer uses it for the next
+    /// failed member.
+    pub fn add_spare(&self, path: &std::path::Path) -> Result<Status> {
+        self.with_pool(|p| {
+            p.add_spare(path)?;
             self.fold_counters(p);
             Ok(p.status_parts())
         })
@@ -1049,6 +1079,7 @@ impl SharedPool {
     /// Stops the rebuild, flushes every member and records the pool's state (clean when
     /// nothing is failed or being rebuilt). Later requests fail.
     pub fn close(&self) -> Result<Status> {
+        self.stop_healer();
         self.stop_rebuild();
         self.stop_flusher.store(true, Ordering::SeqCst);
         let h = self
@@ -1107,6 +1138,7 @@ impl SharedPool {
     /// what a killed process would have left. Later requests fail. (Requests running outside
     /// the pool mutex finish on the members they hold; the harness stops its clients first.)
     pub fn abandon(&self) {
+        self.stop_healer();
         self.stop_rebuild();
         self.stop_flusher.store(true, Ordering::SeqCst);
         let h = self

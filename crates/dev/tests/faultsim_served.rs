@@ -58,6 +58,27 @@ fn served_faultsim_ci_seeds() {
     assert!(sum.beyond_tolerance_detected > 0);
 }
 
+/// Self-healing served pools (issue 25): the operator only adds hot spares, the served pool
+/// fails members, activates the spares and rebuilds by itself, through faults, crashes and
+/// restarts; nothing is lost within tolerance, and the healer really rebuilt.
+#[test]
+fn served_faultsim_auto_heal_seeds() {
+    let n: u64 = std::env::var("FAULTSIM_SERVED_CI_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let o = ServedOpts {
+        auto_heal: Some(true),
+        ..opts()
+    };
+    let sum = run_all(5000..5000 + n, &o);
+    eprintln!("{}", serde_json::to_string(&sum).unwrap());
+    assert_eq!(sum.losses_within_tolerance, 0);
+    assert_eq!(sum.beyond_tolerance_undetected_unexpected, 0);
+    assert!(sum.rebuilds > 0, "the healer started no rebuild: {sum:?}");
+    assert!(sum.faults.fail_stop + sum.faults.admin_fail > 0);
+}
+
 /// Every served seed that ever failed, run again.
 #[test]
 fn served_faultsim_regression_seeds() {
@@ -81,6 +102,8 @@ fn served_faultsim_catches_silent_damage_when_checksums_are_claimed() {
             journal: true,
             checksums: false,
         }),
+        // The scenarios this control was calibrated on (self-healing runs draw otherwise).
+        auto_heal: Some(false),
         ..opts()
     };
     let mut caught = 0;

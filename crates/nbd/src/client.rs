@@ -13,6 +13,7 @@
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
+use std::time::Duration;
 
 use crate::proto::*;
 
@@ -124,13 +125,27 @@ fn read_u64(s: &mut dyn Stream) -> io::Result<u64> {
 impl Client {
     /// Connects to `addr` and negotiates its export with `NBD_OPT_GO`.
     pub fn connect(addr: &Address) -> io::Result<Client> {
+        Client::connect_with_timeout(addr, None)
+    }
+
+    /// [`Client::connect`] with every read and write on the connection bounded by `timeout`:
+    /// a server that does not answer in time gives an error (`TimedOut`/`WouldBlock`) and a
+    /// broken connection instead of a wait without end.
+    pub fn connect_with_timeout(addr: &Address, timeout: Option<Duration>) -> io::Result<Client> {
         let (stream, export): (Box<dyn Stream>, &str) = match addr {
             Address::Tcp { host, port, export } => {
                 let s = TcpStream::connect((host.as_str(), *port))?;
                 s.set_nodelay(true)?;
+                s.set_read_timeout(timeout)?;
+                s.set_write_timeout(timeout)?;
                 (Box::new(s), export)
             }
-            Address::Unix { socket, export } => (Box::new(UnixStream::connect(socket)?), export),
+            Address::Unix { socket, export } => {
+                let s = UnixStream::connect(socket)?;
+                s.set_read_timeout(timeout)?;
+                s.set_write_timeout(timeout)?;
+                (Box::new(s), export)
+            }
         };
         Client::handshake(stream, export)
     }

@@ -4,7 +4,7 @@
 //! pool themselves. Clients of the server keep running throughout.
 //!
 //! The protocol is one JSON object per connection each way: a request
-//! `{"op": "status" | "fail" | "replace" | "rebuild" | "verify" | "flush", ...}` and a reply
+//! `{"op": "status" | "fail" | "replace" | "add_spare" | "rebuild" | "verify" | "flush", ...}` and a reply
 //! `{"ok": true, ...}` or `{"ok": false, "error": "..."}`.
 
 use std::io::{BufRead, BufReader, Write};
@@ -127,6 +127,17 @@ pub fn replace(l: &Live, member: usize, with: &Path, json: bool) -> anyhow::Resu
         &json!({"op": "replace", "member": member, "with": abs}),
         QUICK,
     )?;
+    print_status_of(&Live::status_of(&v)?, json)
+}
+
+/// `raidforge add --spare` of a served pool (the path made absolute, as for `replace`).
+pub fn add_spare(l: &Live, spare: &Path, json: bool) -> anyhow::Result<()> {
+    let abs = if spare.is_absolute() || dev::nbd_member::is_nbd_path(spare) {
+        spare.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(spare)
+    };
+    let v = l.request(&json!({"op": "add_spare", "spare": abs}), QUICK)?;
     print_status_of(&Live::status_of(&v)?, json)
 }
 

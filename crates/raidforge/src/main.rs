@@ -84,6 +84,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Add a hot spare: a blank file, device or NBD export that a served pool puts in the
+    /// place of a failed member by itself (then rebuilds onto it, no command typed).
+    ///
+    /// Example: raidforge add p.json --spare /dev/sdf
+    Add {
+        pool: std::path::PathBuf,
+        /// The spare (at least as large as a member; a file is not created, make it first).
+        #[arg(long, required = true)]
+        spare: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// Rebuild lost data into spares or spare space, or copy it back to a replacement.
     Rebuild(pool_cmd::RebuildArgs),
     /// Read every stripe and check its parity or mirrors; exits 1 if any disagree.
@@ -162,6 +174,7 @@ fn main() -> ExitCode {
             with,
             json,
         } => pool_cmd::replace(pool, member, with, json),
+        Command::Add { pool, spare, json } => pool_cmd::add_spare(pool, spare, json),
         Command::Rebuild(a) => pool_cmd::rebuild(a),
         Command::Serve(a) => serve_cmd::run(a),
         Command::Verify(a) => match pool_cmd::verify(a) {

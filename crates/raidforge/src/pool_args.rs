@@ -110,6 +110,12 @@ pub struct CreateArgs {
     /// rebuilds and migrates the hottest zones first.
     #[arg(long, value_parser = parse_size, default_value = "12M")]
     pub zone_size: u64,
+    /// A hot spare (repeat for more): a blank file, device or NBD export that takes the place
+    /// of a failed member without a human when the pool is served (`raidforge serve`), after
+    /// which the rebuild starts by itself. Must be at least as large as a member. Add more
+    /// later with `raidforge add POOL --spare PATH`.
+    #[arg(long = "spare", value_name = "PATH")]
+    pub hot_spares: Vec<PathBuf>,
     /// Print the new pool's status as JSON.
     #[arg(long)]
     pub json: bool,
@@ -152,6 +158,9 @@ pub fn create_pool(a: &CreateArgs) -> anyhow::Result<Pool> {
         },
     )?;
     pool.configure_ido(Some(a.zone_size), a.surrogate.as_deref())?;
+    for s in &a.hot_spares {
+        pool.add_spare(s)?;
+    }
     Ok(pool)
 }
 

@@ -217,6 +217,20 @@ pub fn print_status_of(s: &dev::pool::Status, json: bool) -> anyhow::Result<()> 
             m.path.display()
         );
     }
+    for sp in &s.spares {
+        println!("      hot spare  {}", sp.display());
+    }
+    if let Some(h) = &s.auto_heal {
+        println!(
+            "      auto-heal on: {} spares activated, {} rebuilds started{}",
+            h.spares_activated.len(),
+            h.rebuilds_started,
+            h.last_rebuild_reason
+                .as_ref()
+                .map(|r| format!(" (last: {r})"))
+                .unwrap_or_default()
+        );
+    }
     Ok(())
 }
 
@@ -322,6 +336,18 @@ pub fn replace(pool: PathBuf, member: usize, with: PathBuf, json: bool) -> anyho
     }
     let mut p = Pool::open(&pool)?;
     p.replace(member, &with)?;
+    print_status(&p, json)?;
+    p.close()?;
+    Ok(())
+}
+
+/// `raidforge add POOL --spare PATH`.
+pub fn add_spare(pool: PathBuf, spare: PathBuf, json: bool) -> anyhow::Result<()> {
+    if let Some(live) = crate::control::live(&pool) {
+        return crate::control::add_spare(&live, &spare, json);
+    }
+    let mut p = Pool::open(&pool)?;
+    p.add_spare(&spare)?;
     print_status(&p, json)?;
     p.close()?;
     Ok(())

@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use dev::pool::{Pool, PoolError, RebuildOpts};
-use dev::serve_support::{Concurrency, PoolBackend, SharedPool};
+use dev::serve_support::{Concurrency, HealOpts, PoolBackend, SharedPool};
 use nbd::{Backend, BlockSize, Export, ExportInfo, Server, ServerOptions};
 use serde_json::{json, Value};
 
@@ -64,6 +64,108 @@ pub struct ServeArgs {
     /// cost of counting (bench/ido_tracking.sh); an IDO rebuild then has no hot zones.
     #[arg(long)]
     pub no_zone_tracking: bool,
+    /// Do not handle failures by itself. By default a served pool whose member fails (an I/O
+    /// error, or `raidforge fail`) puts a hot spare in its place (`create --spare`,
+    /// `raidforge add --spare`) and starts the rebuild without a command typed; layouts with
+    /// spare space (RAID+) rebuild into it at once; an interrupted rebuild resumes.
+    #[arg(long)]
+    pub no_auto_heal: bool,
+    /// Seconds a member stays failed before a spare takes its place and the rebuild starts
+    /// (default 0: at once, as MD does with a spare).
+    #[arg(long, default_value_t = 0.0)]
+    pub rebuild_delay: f64,
+    /// Append health events as JSON lines to this file (Fail, DegradedArray, SpareActive,
+    /// RebuildStarted, RebuildFinished, RebuildStopped, NoSpare, SpareRefused), each with
+    /// the time, pool, member and what happened.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+    /// Run this command (with `sh -c`) for every health event, like `mdadm --monitor
+    /// --program`; the details are in its environment: RAIDFORGE_EVENT, RAIDFORGE_POOL,
+    /// RAIDFORGE_MEMBER, RAIDFORGE_SPARE, RAIDFORGE_DETAIL, RAIDFORGE_TIME_MS.
+    #[arg(long, value_name = "CMD")]
+    pub on_event: Option<String>,
+    /// Seconds an I/O on an NBD member (a member path nbd://... or nbd+unix://...) may take,
+    /// reconnections included, before it fails and the pool fails the member.
+    #[arg(long, default_value_t = 30.0)]
+    pub io_timeout: f64,
+}
+
+/// Where health events go: the `--events` file and the `--on-event` program.
+fn event_sink(a: &ServeArgs, pool: &Path) -> anyhow::Result<Option<dev::serve_support::EventSink>> {
+    if a.events.is_none() && a.on_event.is_none() {
+        return Ok(None);
+    }
+    let file = match &a.events {
+        Some(p) => Some(std::sync::Mutex::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("opening the --events file {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let program = a.on_event.clone();
+    let pool = pool.to_path_buf();
+    Ok(Some(Arc::new(
+        move |e: &dev::serve_support::HealthEvent| {
+            eprintln!(
+                "raidforge serve: {}: {}: {}",
+                pool.display(),
+                e.event,
+                e.detail
+            );
+            if let Some(f) = &file {
+                let mut line = json!({
+                    "time_unix_ms": e.time_unix_ms,
+                    "pool": pool,
+                    "event": e.event,
+                    "member": e.member,
+                    "spare": e.spare,
+                    "detail": e.detail,
+                })
+                .to_string();
+                line.push('\n');
+                let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
+                if let Err(err) = f.write_all(line.as_bytes()).and_then(|_| f.flush()) {
+                    eprintln!("raidforge serve: writing the --events file: {err}");
+                }
+            }
+            if let Some(cmd) = &program {
+                let spawned = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(cmd)
+                    .env("RAIDFORGE_EVENT", &e.event)
+                    .env("RAIDFORGE_POOL", &pool)
+                    .env(
+                        "RAIDFORGE_MEMBER",
+                        e.member.map(|m| m.to_string()).unwrap_or_default(),
+                    )
+                    .env(
+                        "RAIDFORGE_SPARE",
+                        e.spare.as_ref().map(|p| p.as_os_str()).unwrap_or_default(),
+                    )
+                    .env("RAIDFORGE_DETAIL", &e.detail)
+                    .env("RAIDFORGE_TIME_MS", e.time_unix_ms.to_string())
+                    .stdin(std::process::Stdio::null())
+                    .spawn();
+                match spawned {
+                    // Reaped in the background: a slow program does not hold the healer.
+                    Ok(mut child) => {
+                        std::thread::spawn(move || child.wait());
+                    }
+                    Err(err) => eprintln!("raidforge serve: running --on-event: {err}"),
+                }
+            }
+        },
+    )))
+}
+
+/// Makes a socket file owner-only (read and write for its owner: connecting needs write).
+fn owner_only(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("making {} owner-only", path.display()))
 }
 
 /// Set by SIGINT and SIGTERM.
@@ -113,7 +215,10 @@ fn bind_unix(path: &Path, what: &str) -> anyhow::Result<UnixListener> {
         std::fs::remove_file(path)
             .with_context(|| format!("removing the stale socket {}", path.display()))?;
     }
-    UnixListener::bind(path).with_context(|| format!("binding {} ({what})", path.display()))
+    let l =
+        UnixListener::bind(path).with_context(|| format!("binding {} ({what})", path.display()))?;
+    owner_only(path)?;
+    Ok(l)
 }
 
 pub fn run(a: ServeArgs) -> anyhow::Result<()> {
@@ -152,6 +257,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
             bail!("two pools would be served as export '{n}': name them with --export");
         }
     }
+    if !(a.rebuild_delay >= 0.0 && a.rebuild_delay.is_finite()) {
+        bail!("--rebuild-delay must be a number of seconds, 0 or more");
+    }
+    if !(a.io_timeout > 0.0 && a.io_timeout.is_finite()) {
+        bail!("--io-timeout must be a number of seconds above 0");
+    }
+    dev::nbd_member::set_io_timeout(Duration::from_secs_f64(a.io_timeout));
     install_signal_handlers()?;
 
     // Open the pools (refusing one that another server has).
@@ -174,6 +286,16 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
         }
         .with_context(|| format!("opening {}", path.display()))
         .and_then(|p| Ok(SharedPool::new(p, mode)?));
+        let opened = opened.and_then(|p| {
+            if !a.no_auto_heal {
+                p.enable_auto_heal(HealOpts {
+                    rebuild_delay: Duration::from_secs_f64(a.rebuild_delay),
+                    sink: event_sink(&a, path)?,
+                    ..HealOpts::default()
+                });
+            }
+            Ok(p)
+        });
         if let Ok(p) = &opened {
             p.ido().set_tracking(!a.no_zone_tracking);
             // A policy rebuild or its reclaim was interrupted (a crash or a stop): resume it,
@@ -285,6 +407,14 @@ fn serve(a: &ServeArgs, served: &[Served], ctl_listeners: Vec<UnixListener>) -> 
         let sa: SocketAddr = addr
             .parse()
             .with_context(|| format!("--listen '{addr}' is not an address like 127.0.0.1:10809"))?;
+        if !sa.ip().is_loopback() {
+            eprintln!(
+                "raidforge serve: warning: --listen {sa} is reachable from other machines and \
+                 NBD runs in plain text without authentication: anyone who can connect can read \
+                 and overwrite the pools. Listen on 127.0.0.1 (and tunnel), or use a Unix socket \
+                 (--socket, owner-only)."
+            );
+        }
         let l = TcpListener::bind(sa).with_context(|| format!("binding {sa}"))?;
         let bound = l.local_addr()?;
         println!("listening on nbd://{bound}/");
@@ -392,6 +522,12 @@ fn handle(line: &str, pool: &Arc<SharedPool>, server: &Server) -> Value {
                     .as_str()
                     .context("the request names no new member")?;
                 json!({"status": pool.replace(member()?, Path::new(with))?})
+            }
+            "add_spare" => {
+                let spare = req["spare"]
+                    .as_str()
+                    .context("the request names no spare")?;
+                json!({"status": pool.add_spare(Path::new(spare))?})
             }
             "rebuild" => {
                 let opts = RebuildOpts {

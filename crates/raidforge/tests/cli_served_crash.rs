@@ -139,7 +139,9 @@ fn a_flushed_write_into_a_freshly_copied_back_cycle_survives_sigkill() {
     let r0 = dir.join("r0.img").display().to_string();
     ok(dir, &["replace", &p, "--member", "0", "--with", &r0]);
 
-    let server = Server::start(dir, &pool, &[]);
+    // The copy-back is this test's to pace (a self-healing server would resume it at once,
+    // at full speed).
+    let server = Server::start(dir, &pool, &["--no-auto-heal"]);
     // The copy-back, one cycle a step at one byte a second: after its first step it waits.
     let mut copyback = Command::new(env!("CARGO_BIN_EXE_raidforge"))
         .args(["rebuild", &p, "--parallel", "1", "--speed-max", "1"])

@@ -286,9 +286,9 @@ fn zeroed_members(opts: &CreateOpts, size: u64) -> Result<Vec<Option<Arc<dyn Mem
             path: p.clone(),
             reason,
         };
-        if let Ok(existing) = FileMember::open(p, OpenOpts::default()) {
+        if let Ok(existing) = super::membership::probe_member(p) {
             let io = |e: std::io::Error| PoolError::Io(format!("{}: {e}", p.display()));
-            if std::fs::metadata(p).map_err(io)?.is_file() {
+            if !crate::nbd_member::is_nbd_path(p) && std::fs::metadata(p).map_err(io)?.is_file() {
                 let f = std::fs::OpenOptions::new()
                     .write(true)
                     .open(p)

@@ -21,6 +21,10 @@ pub struct Descriptor {
     /// Logical ranges known lost (reads of them fail until they are rewritten whole).
     #[serde(default)]
     pub lost: Vec<LostRange>,
+    /// Hot spares: blank members that take a failed member's place without a human
+    /// (`create --spare`, `raidforge add --spare`; a served pool uses them by itself).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spares: Vec<PathBuf>,
 }
 
 /// One member in the descriptor.
@@ -75,6 +79,7 @@ impl Descriptor {
             direct,
             repairs: RepairCounts::default(),
             lost: Vec::new(),
+            spares: Vec::new(),
         }
     }
 }

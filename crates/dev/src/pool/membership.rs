@@ -1,6 +1,20 @@
 //! Members: opening them, failing, replacing, rewrapping, changing their emulated speed.
 
 use super::*;
+use crate::nbd_member::{is_nbd_path, NbdMember};
+
+/// Opens a member to look at it (no lock, no emulation): a file, a device or an NBD export.
+pub(super) fn probe_member(path: &Path) -> std::io::Result<Arc<dyn Member>> {
+    open_member(
+        path,
+        &MemberOpen {
+            emulate: None,
+            create_bytes: None,
+            lock: false,
+            direct: false,
+        },
+    )
+}
 
 /// How a pool opens a member.
 #[derive(Clone, Copy, Debug)]
@@ -18,6 +32,19 @@ pub(super) struct MemberOpen<'a> {
 
 /// Opens a member.
 pub(super) fn open_member(path: &Path, how: &MemberOpen) -> std::io::Result<Arc<dyn Member>> {
+    if is_nbd_path(path) {
+        // An NBD export: its server owns the storage (no lock, no O_DIRECT, its size is fixed).
+        let m = NbdMember::open(&path.to_string_lossy())?;
+        return Ok(match how.emulate {
+            Some(spec) => {
+                let speed = Speed::parse(spec).map_err(|e| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
+                })?;
+                Arc::new(Emulated::new(m, speed))
+            }
+            None => Arc::new(m),
+        });
+    }
     let f = FileMember::open(
         path,
         OpenOpts {
@@ -150,10 +177,10 @@ impl Pool {
             )));
         }
         let size = self.map.data_offset_bytes + self.map.data_bytes;
-        if let Ok(existing) = FileMember::open(path, OpenOpts::default()) {
+        if let Ok(existing) = probe_member(path) {
             // Any raidforge member (another pool's, or a stale copy of this one) is refused:
             // a replacement starts from empty space.
-            if let Ok(sb) = read_superblock(&existing) {
+            if let Ok(sb) = read_superblock(&*existing) {
                 return Err(PoolError::Member {
                     index: i,
                     path: path.to_path_buf(),

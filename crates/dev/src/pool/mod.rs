@@ -30,6 +30,7 @@ mod opts;
 mod persist;
 mod rebuild;
 mod site;
+mod spares;
 mod status;
 
 pub use descriptor::{Descriptor, MemberDesc};

@@ -91,12 +91,12 @@ impl Pool {
         }
         let mut found: Vec<(Superblock, PathBuf)> = Vec::new();
         for (i, p) in paths.iter().enumerate() {
-            let m = FileMember::open(p, OpenOpts::default()).map_err(|e| PoolError::Member {
+            let m = super::membership::probe_member(p).map_err(|e| PoolError::Member {
                 index: i,
                 path: p.clone(),
                 reason: e.to_string(),
             })?;
-            let sb = read_superblock(&m).map_err(|reason| PoolError::Member {
+            let sb = read_superblock(&*m).map_err(|reason| PoolError::Member {
                 index: i,
                 path: p.clone(),
                 reason: format!("{reason} (leave it out to assemble the pool without it)"),

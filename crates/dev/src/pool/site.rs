@@ -72,6 +72,17 @@ impl Site {
     }
 
     fn probe_member(p: &Path) -> Found {
+        if crate::nbd_member::is_nbd_path(p) {
+            return match super::membership::probe_member(p) {
+                Ok(m) => Found::Present {
+                    size: m.size_bytes(),
+                    is_file: false,
+                    pool: read_superblock(&*m).ok().map(|sb| sb.uuid),
+                    lock_error: None,
+                },
+                Err(e) => Found::Unopenable(e.to_string()),
+            };
+        }
         match FileMember::open(p, OpenOpts::default()) {
             Ok(m) => Found::Present {
                 size: m.size_bytes(),

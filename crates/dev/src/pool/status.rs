@@ -75,6 +75,13 @@ pub struct Status {
     /// What the resync after an unclean shutdown did when the pool was opened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resync: Option<super::ResyncReport>,
+    /// Hot spares, in the order they will be used.
+    #[serde(default)]
+    pub spares: Vec<PathBuf>,
+    /// What a served pool's healer did (automatic failure handling: spares activated,
+    /// rebuilds started and why); `None` for a pool that is not served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_heal: Option<crate::serve_support::HealStatus>,
 }
 
 /// Result of `verify`.
@@ -215,6 +222,8 @@ impl Pool {
             ido: None,
             intent_regions_marked: self.wh.intent.as_ref().map_or(0, |w| w.marked().len()),
             resync: self.integrity.resync.clone(),
+            spares: self.file.desc.spares.clone(),
+            auto_heal: None,
         }
     }
 }

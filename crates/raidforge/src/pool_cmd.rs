@@ -10,7 +10,7 @@ use dev::pool::{Pool, RebuildOpts};
 use dev::serve_support::{Concurrency, SharedPool};
 use raidcore::ParityPolicy;
 
-pub use raidforge::pool_args::{parse_parity, parse_size, CreateArgs};
+pub use raidforge::pool_args::{parse_member, parse_parity, parse_size, CreateArgs};
 
 /// Pool commands that take only the pool.
 #[derive(Args, Debug)]
@@ -305,9 +305,45 @@ pub fn flush(a: PoolArg) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn fail(pool: PathBuf, member: usize, json: bool) -> anyhow::Result<()> {
+/// Why failing `member` is refused without --force, or `None` when the pool survives it.
+pub fn fail_refusal(p: &Pool, member: usize) -> Option<String> {
+    let state = p.state();
+    if member >= p.geometry().disks() || state.failed().contains(&(member as layout::Disk)) {
+        return None; // the pool's own error says what is wrong
+    }
+    if state.survives_losing(p.geometry(), &[member as layout::Disk]) {
+        return None;
+    }
+    let geo = p.geometry();
+    let oldest = (0..geo.cycles())
+        .map(|c| state.cycle_generation(c))
+        .min()
+        .unwrap_or(0);
+    let mut missing: Vec<String> = state
+        .failed()
+        .iter()
+        .map(|d| format!("m{d} failed"))
+        .collect();
+    missing.extend(
+        (0..geo.disks() as layout::Disk)
+            .filter(|&d| state.replaced_at(d) > oldest)
+            .map(|d| format!("m{d} replaced but not rebuilt yet")),
+    );
+    Some(format!(
+        "failing member {member} would lose data: with {}, some stripes would have too few \
+         members left (`raidforge status` says how many more failures the pool survives); \
+         rebuild first, or pass --force to fail it anyway",
+        missing.join(" and ")
+    ))
+}
+
+pub fn fail(pool: PathBuf, member: usize, force: bool, json: bool) -> anyhow::Result<()> {
     if let Some(live) = crate::control::live(&pool) {
-        return crate::control::fail(&live, member, json);
+        return crate::control::fail(&live, member, force, json);
+    }
+    // Asked of the members as recorded, before the pool is opened (which writes).
+    if let Some(why) = fail_refusal(&Pool::peek(&pool)?, member).filter(|_| !force) {
+        anyhow::bail!(why);
     }
     let mut p = Pool::open(&pool)?;
     p.fail(member)?;
@@ -324,6 +360,19 @@ pub fn replace(pool: PathBuf, member: usize, with: PathBuf, json: bool) -> anyho
     p.replace(member, &with)?;
     print_status(&p, json)?;
     p.close()?;
+    Ok(())
+}
+
+/// `raidforge wipe`: each path in turn; stops at the first refusal.
+pub fn wipe(members: Vec<PathBuf>) -> anyhow::Result<()> {
+    for m in members {
+        let uuid = dev::pool::wipe_member(&m)?;
+        let uuid: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
+        eprintln!(
+            "wiped {}: it was a member of pool {uuid}, now blank",
+            m.display()
+        );
+    }
     Ok(())
 }
 

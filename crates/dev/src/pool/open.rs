@@ -53,6 +53,13 @@ impl Pool {
         self.members.wrap = wrap;
     }
 
+    /// The pool as its members record it, opened for looking only: nothing locked or written
+    /// (as for [`Pool::peek_status`]); what a command asks before it decides to refuse.
+    pub fn peek(desc_path: &Path) -> Result<Pool> {
+        let desc = Self::read_descriptor(desc_path)?;
+        Self::from_members(desc_path, desc, Access::Peek, None)
+    }
+
     /// The status of a pool without opening it for I/O: no lock taken, nothing written, so it
     /// works while another process (a rebuild, say) has the pool open; rebuild progress is then
     /// what that process last recorded (it does at least every second).

@@ -309,3 +309,47 @@ fn create_that_fails_leaves_nothing_behind() {
     );
     assert_untouched(&before, dir, "create that failed at its first write");
 }
+
+/// `assemble` over the descriptor of another pool is refused and touches nothing; over its own
+/// pool's descriptor it keeps what the superblocks do not hold (here the emulated speed).
+#[test]
+fn assemble_keeps_its_pools_settings_and_never_overwrites_another_pools_descriptor() {
+    let t = TempDir::new("cli-safety", "assemble");
+    let dir = t.path();
+    create(
+        dir,
+        "p.json",
+        &["--scheme", "raid5", "--disks", "3"],
+        3,
+        &["--emulate", "hdd:900MB/s:0ms"],
+    );
+    ok(
+        dir,
+        &[
+            "create", "q.json", "--scheme", "raid1", "--disks", "2", "--member", "q0.img",
+            "--member", "q1.img", "--size", "4M",
+        ],
+    );
+    let data = pattern(50_000, 4);
+    write(dir, "p.json", 0, &data);
+    let before = snapshot(dir);
+    refused(
+        dir,
+        &[
+            "assemble", "p.json", "--member", "q0.img", "--member", "q1.img",
+        ],
+        &["p.json describes another pool", "another descriptor path"],
+    );
+    assert_untouched(&before, dir, "assemble over another pool's descriptor");
+    let st = json(
+        dir,
+        &[
+            "assemble", "p.json", "--member", "m2.img", "--member", "m0.img", "--member", "m1.img",
+            "--json",
+        ],
+    );
+    for m in st["members"].as_array().unwrap() {
+        assert_eq!(m["emulate"], "hdd:900MB/s:0ms", "{st}");
+    }
+    assert_eq!(read(dir, "p.json", 0, data.len()), data);
+}

@@ -141,7 +141,33 @@ impl Pool {
             .enumerate()
             .map(|(i, p)| p.unwrap_or_else(|| PathBuf::from(format!("<missing member {i}>"))))
             .collect();
-        let desc = Descriptor::new(&uuid, &paths, &emulate, false);
+        let mut desc = Descriptor::new(&uuid, &paths, &emulate, false);
+        // An existing descriptor of this pool keeps what the superblocks do not hold (member
+        // speeds unless --emulate is given, O_DIRECT, I/O counters, repairs, lost ranges); one
+        // of another pool is not overwritten. One that cannot be read is what assemble
+        // rebuilds.
+        if let Ok(old) = Self::read_descriptor(desc_path) {
+            if old.uuid != desc.uuid {
+                return Err(PoolError::Usage(format!(
+                    "{} describes another pool ({}), not the pool of these members ({}): \
+                     choose another descriptor path, or remove it first if that pool is gone",
+                    desc_path.display(),
+                    old.uuid,
+                    desc.uuid
+                )));
+            }
+            for (new, was) in desc.members.iter_mut().zip(&old.members) {
+                let path = std::mem::take(&mut new.path);
+                *new = was.clone();
+                new.path = path;
+                if emulate.is_some() {
+                    new.emulate = emulate.clone();
+                }
+            }
+            desc.direct = old.direct;
+            desc.repairs = old.repairs;
+            desc.lost = old.lost;
+        }
         let access = if force {
             Access::Forced
         } else {

@@ -205,6 +205,11 @@ pub fn print_status_of(s: &dev::pool::Status, json: bool) -> anyhow::Result<()> 
         );
     }
     for m in &s.members {
+        if let Some(why) = &m.failed_why {
+            println!("      m{} failed: {why}", m.index);
+        }
+    }
+    for m in &s.members {
         println!(
             "      m{:<3} {:<10} read {:>14} written {:>14}  ios r {:>8} w {:>8} meta {:>6}  {}",
             m.index,
@@ -249,6 +254,27 @@ pub fn status(a: PoolArg) -> anyhow::Result<()> {
     print_status_of(&Pool::peek_status(&a.pool)?, a.json)
 }
 
+/// Opens a pool for I/O and says on stderr which members it had to fail because they were
+/// missing or unusable (status and its --json keep the reason).
+fn open_telling(pool: &std::path::Path) -> anyhow::Result<Pool> {
+    let before: Vec<bool> = std::fs::read_to_string(pool)
+        .ok()
+        .and_then(|t| serde_json::from_str::<dev::pool::Descriptor>(&t).ok())
+        .map(|d| d.members.iter().map(|m| m.failed_why.is_some()).collect())
+        .unwrap_or_default();
+    let p = Pool::open(pool)?;
+    for m in p.status().members {
+        let known = before.get(m.index).copied().unwrap_or(false);
+        if let (Some(why), false) = (&m.failed_why, known) {
+            eprintln!(
+                "raidforge: warning: member {} is failed ({why}); the pool runs degraded",
+                m.index
+            );
+        }
+    }
+    Ok(p)
+}
+
 pub fn io(c: IoCommand) -> anyhow::Result<()> {
     match c {
         IoCommand::Write {
@@ -260,7 +286,7 @@ pub fn io(c: IoCommand) -> anyhow::Result<()> {
             let data =
                 std::fs::read(&input).with_context(|| format!("reading {}", input.display()))?;
             crate::control::refuse_if_served(&pool, "io write")?;
-            let mut p = Pool::open(&pool)?;
+            let mut p = open_telling(&pool)?;
             let saved = p.parity();
             if let Some(parity) = parity {
                 p.set_parity(parity)?;
@@ -278,7 +304,7 @@ pub fn io(c: IoCommand) -> anyhow::Result<()> {
             output,
         } => {
             crate::control::refuse_if_served(&pool, "io read")?;
-            let mut p = Pool::open(&pool)?;
+            let mut p = open_telling(&pool)?;
             let data = p.read(offset, length)?;
             p.close()?;
             std::fs::write(&output, &data)

@@ -353,3 +353,53 @@ fn assemble_keeps_its_pools_settings_and_never_overwrites_another_pools_descript
     }
     assert_eq!(read(dir, "p.json", 0, data.len()), data);
 }
+
+/// A member whose file is missing when a command opens the pool is failed, and the command
+/// says so; `status` (text and --json) says why each failed member failed.
+#[test]
+fn a_member_failed_for_a_missing_file_is_reported_with_its_reason() {
+    let t = TempDir::new("cli-safety", "why");
+    let dir = t.path();
+    create(
+        dir,
+        "p.json",
+        &["--scheme", "raid6", "--disks", "5"],
+        5,
+        &[],
+    );
+    let data = pattern(150_000, 6);
+    write(dir, "p.json", 0, &data);
+    std::fs::rename(dir.join("m1.img"), dir.join("m1.away")).unwrap();
+    let out = raidforge(
+        dir,
+        &[
+            "io", "read", "p.json", "--offset", "0", "--length", "150000", "--output", "out.bin",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("member 1 is failed") && err.contains("m1.img missing"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(dir.join("out.bin")).unwrap(), data);
+    ok(dir, &["fail", "p.json", "--member", "m3"]);
+    let st = status(dir, "p.json");
+    let why = |i: usize| {
+        st["members"][i]["failed_why"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(
+        why(1).contains("m1.img missing when the pool was opened"),
+        "{st}"
+    );
+    assert!(why(3).contains("raidforge fail"), "{st}");
+    assert!(st["members"][0].get("failed_why").is_none(), "{st}");
+    let text = ok(dir, &["status", "p.json"]);
+    assert!(
+        text.contains("m1 failed: file") && text.contains("m3 failed: failed by"),
+        "{text}"
+    );
+}

@@ -104,6 +104,8 @@ impl Pool {
                 self.members.handles[d as usize] = None;
                 self.state.fail(&self.geo, d)?;
                 self.sb.events.push(Event::Fail(d));
+                self.file.desc.members[d as usize].failed_why =
+                    Some("I/O error (a read or write of it failed)".into());
             }
         }
         let tag = self.tag();
@@ -129,6 +131,7 @@ impl Pool {
         let outcome = self.state.fail(&self.geo, i as Disk)?;
         self.members.handles[i] = None;
         self.sb.events.push(Event::Fail(i as u32));
+        self.file.desc.members[i].failed_why = Some("failed by `raidforge fail`".into());
         let tag = self.tag();
         self.persist(tag)?;
         if self.state.data_lost(&self.geo) {
@@ -243,6 +246,7 @@ impl Pool {
         self.sb.events.push(Event::Replace(i as u32));
         self.file.desc.members[i].path =
             std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.file.desc.members[i].failed_why = None;
         self.file.desc.members[i].read_bytes = 0;
         self.file.desc.members[i].write_bytes = 0;
         self.file.desc.members[i].reads = 0;

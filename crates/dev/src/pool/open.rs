@@ -202,7 +202,8 @@ impl Pool {
             geo
         };
         let mut state = recorded_state(&geo, &best)?;
-        let (members, events) = judge_members(opened, &best, &geo, &mut state, &desc)?;
+        let mut desc = desc;
+        let (members, events) = judge_members(opened, &best, &geo, &mut state, &mut desc)?;
         // The deferred-parity list: the newest valid record on any present member (a crash
         // with updates deferred leaves them listed there).
         let bpgl = newest_bpgl(&members, &uuid);

@@ -30,7 +30,7 @@ pub enum IoCommand {
         /// Byte offset in the pool.
         #[arg(long, value_parser = parse_size)]
         offset: u64,
-        /// File whose bytes are written.
+        /// File whose bytes are written; `-` reads them from standard input.
         #[arg(long)]
         input: PathBuf,
         /// Parity policy for this write only (default: the pool's, set at create time):
@@ -41,11 +41,14 @@ pub enum IoCommand {
     /// Read bytes from the pool into a file.
     Read {
         pool: PathBuf,
+        /// Byte offset in the pool where reading starts, e.g. 0, 4096 or 1M.
         #[arg(long, value_parser = parse_size)]
         offset: u64,
+        /// Number of bytes to read, e.g. 4096 or 1M (offset + length at most the pool's size,
+        /// which `raidforge status` shows).
         #[arg(long, value_parser = parse_size)]
         length: u64,
-        /// File to write the bytes to.
+        /// File to write the bytes to; `-` writes them to standard output.
         #[arg(long)]
         output: PathBuf,
     },
@@ -283,8 +286,14 @@ pub fn io(c: IoCommand) -> anyhow::Result<()> {
             input,
             parity,
         } => {
-            let data =
-                std::fs::read(&input).with_context(|| format!("reading {}", input.display()))?;
+            let data = if input.as_os_str() == "-" {
+                let mut b = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
+                    .context("reading standard input")?;
+                b
+            } else {
+                std::fs::read(&input).with_context(|| format!("reading {}", input.display()))?
+            };
             crate::control::refuse_if_served(&pool, "io write")?;
             let mut p = open_telling(&pool)?;
             let saved = p.parity();
@@ -307,8 +316,16 @@ pub fn io(c: IoCommand) -> anyhow::Result<()> {
             let mut p = open_telling(&pool)?;
             let data = p.read(offset, length)?;
             p.close()?;
-            std::fs::write(&output, &data)
-                .with_context(|| format!("writing {}", output.display()))?;
+            if output.as_os_str() == "-" {
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                out.write_all(&data)
+                    .and_then(|_| out.flush())
+                    .context("writing standard output")?;
+            } else {
+                std::fs::write(&output, &data)
+                    .with_context(|| format!("writing {}", output.display()))?;
+            }
             eprintln!("read {} bytes at offset {offset}", data.len());
         }
     }

@@ -151,7 +151,10 @@ fn bad_arguments_are_errors() {
             vec!["--workload", "none", "--disk", "floppy"],
             "unknown --disk",
         ),
-        (vec!["--workload", "none", "--fail", "9"], "member 9"),
+        (
+            vec!["--workload", "none", "--fail", "9"],
+            "cannot fail member 9: the array has members 0 to 3",
+        ),
     ] {
         let mut full = vec![
             "sim",

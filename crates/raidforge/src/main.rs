@@ -153,9 +153,22 @@ fn restore_default_sigpipe() {
     }
 }
 
+/// A negative number given as a value (`--member -1`, `--offset -5`) reaches the option's
+/// parser, which says the value is invalid, instead of clap's tip to write `-- -1`.
+fn allow_negative(cmd: clap::Command) -> clap::Command {
+    cmd.allow_negative_numbers(true)
+        .mut_subcommands(allow_negative)
+}
+
+fn parse_args() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = allow_negative(Cli::command()).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
     restore_default_sigpipe();
-    let cli = Cli::parse();
+    let cli = parse_args();
     let result = match cli.command {
         Command::Layout(c) => layout_cmd::run(c),
         Command::Bench(c) => bench_cmd::run(c),

@@ -66,3 +66,30 @@ fn io_read_help_describes_every_option() {
         );
     }
 }
+
+/// A negative number as a value is reported as an invalid value of that option (not clap's
+/// tip to write `-- -1`).
+#[test]
+fn a_negative_number_is_an_invalid_value() {
+    let t = TempDir::new("cli-words", "negative");
+    for (args, needle) in [
+        (
+            vec!["fail", "p.json", "--member", "-1"],
+            "'-1' is not a member index",
+        ),
+        (
+            vec![
+                "io", "read", "p.json", "--offset", "-5", "--length", "3", "--output", "x",
+            ],
+            "'-5' is not a size",
+        ),
+    ] {
+        let out = common::raidforge(t.path(), &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(needle) && !err.contains("-- -"),
+            "{args:?}: {err}"
+        );
+    }
+}

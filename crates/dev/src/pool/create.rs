@@ -558,6 +558,7 @@ mod tests {
             is_file: false,
             pool: None,
             lock_error: None,
+            foreign: None,
         };
         let plan = CreatePlan::check(&opts, &site(vec![dev(5 << 20), dev(4 << 20), dev(6 << 20)]))
             .unwrap();

@@ -384,10 +384,17 @@ pub fn fail(pool: PathBuf, member: usize, force: bool, json: bool) -> anyhow::Re
     if let Some(live) = crate::control::live(&pool) {
         return crate::control::fail(&live, member, force, json);
     }
-    // Asked of the members as recorded, before the pool is opened (which writes).
-    if let Some(why) = fail_refusal(&Pool::peek(&pool)?, member).filter(|_| !force) {
+    // Asked of the members as recorded, before the pool is opened (which writes); a pool that
+    // another process holds is left to the open below, which says it is in use.
+    let peeked = Pool::peek(&pool)?;
+    let in_use = peeked.status().members.iter().any(|m| {
+        dev::FileMember::open(&m.path, dev::OpenOpts::default())
+            .is_ok_and(|f| f.lock_exclusive().is_err())
+    });
+    if let Some(why) = fail_refusal(&peeked, member).filter(|_| !force && !in_use) {
         anyhow::bail!(why);
     }
+    drop(peeked);
     let mut p = Pool::open(&pool)?;
     p.fail(member)?;
     print_status(&p, json)?;

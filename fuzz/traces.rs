@@ -470,7 +470,7 @@ pub fn error_line(e: &TraceError) -> Option<u64> {
         | TraceError::Overflow { location, .. }
         | TraceError::TooLargeToFold { location, .. }
         | TraceError::TooManyVolumes { location, .. }
-        | TraceError::UnknownFormat { location } => location,
+        | TraceError::UnknownFormat { location, .. } => location,
         _ => return None,
     };
     Some(loc.line)

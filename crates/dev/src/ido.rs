@@ -444,6 +444,12 @@ impl Ido {
         ))
     }
 
+    /// The smallest zone size a pool of `capacity` bytes can have (the metadata area holds
+    /// a bounded number of zones).
+    pub fn min_zone_bytes(capacity: u64) -> u64 {
+        capacity.div_ceil(MAX_ZONES)
+    }
+
     fn table_for(capacity: u64, data_per_cycle: u64, zone_bytes: u64) -> Result<ZoneTable> {
         if zone_bytes == 0 {
             return Err(PoolError::Usage("--zone-size must be above 0".into()));

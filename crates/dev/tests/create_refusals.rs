@@ -44,6 +44,12 @@ fn refused_without_a_write(dir: &Path, opts: CreateOpts, says: &str) {
     for (i, p) in opts.members.iter().enumerate() {
         std::fs::write(p, pattern(i)).unwrap();
     }
+    // The members hold data on purpose (to see that nothing is written): --force, so that
+    // what is refused is the option under test, not the data found at the members.
+    let opts = CreateOpts {
+        force: true,
+        ..opts
+    };
     let desc = dir.join("pool.json");
     let members = opts.members.clone();
     let e: PoolError = Pool::create(&desc, opts)

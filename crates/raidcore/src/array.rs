@@ -297,7 +297,7 @@ pub struct ArrayState {
     generations: Vec<Generation>,
     cycle_gen: Vec<u32>,
     /// Number of cycles in each generation (indexed like `generations`).
-    cycles_in_gen: Vec<u64>,
+    pub(crate) cycles_in_gen: Vec<u64>,
     generation: u64,
     /// Stripes whose background parity is deferred (lazy parity, [`crate::lazy`]).
     pub(crate) bpgl: crate::lazy::Bpgl,

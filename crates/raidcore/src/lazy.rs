@@ -44,7 +44,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use layout::{Code, Role};
+use layout::{Code, Disk, Role};
 
 use crate::array::{ArrayState, Geometry, PlaceId, StripeId};
 use crate::plan::{Plan, PlanKind};
@@ -665,12 +665,88 @@ impl ArrayState {
         }
         removed
     }
-    /// The array's current fault tolerance: the scheme's, minus one while any stripe has a
-    /// deferred parity, minus the failed members (never below zero).
+    /// How many more member failures, whichever they are, the array survives now without
+    /// losing data: the largest `k` such that failing any `k` of the members still present
+    /// leaves every stripe of every cycle reconstructible in the layout it is in now. Computed
+    /// from the layout and the state, never from the scheme's nominal tolerance alone: a
+    /// replacement that is not rebuilt yet holds nothing for the cycles still in the old
+    /// layout (a RAID5 with a replaced member survives no further failure), a rebuild into
+    /// spare space restores redundancy before any replacement (a RAID+ rebuilt into its spare
+    /// space survives another failure), a stripe whose background parity is deferred (lazy
+    /// parity) is protected by its foreground parity only. 0 when data is already lost.
+    ///
+    /// Every `k`-subset of present members is checked against every layout generation a
+    /// cycle is in (and every cycle with deferred parity): `C(members, k)` reconstruction
+    /// schedules for each `k` up to the scheme's tolerance (a healthy array's).
     pub fn fault_tolerance(&self, geo: &Geometry) -> usize {
-        let t = geo.scheme().tolerance();
-        let t = if self.bpgl.is_empty() { t } else { t.min(1) };
-        t.saturating_sub(self.failed().len())
+        if self.data_lost(geo) {
+            return 0;
+        }
+        // A layout derived by rebuilds never protects better than the healthy one.
+        let bound = geo.scheme().tolerance();
+        let present: Vec<Disk> = (0..geo.disks() as Disk)
+            .filter(|d| !self.failed().contains(d))
+            .collect();
+        let gens: Vec<u32> = (0..self.generations().len() as u32)
+            .filter(|&g| self.cycles_in_gen[g as usize] > 0)
+            .collect();
+        // The common case, a healthy array: every cycle in the healthy layout, every member
+        // readable, nothing deferred. The scheme's tolerance is that layout's by definition.
+        let healthy = &self.generations()[0].cycle;
+        if self.bpgl.is_empty()
+            && gens.iter().all(|&g| {
+                self.impaired_slice(g).is_empty()
+                    && std::sync::Arc::ptr_eq(&self.generations()[g as usize].cycle, healthy)
+            })
+        {
+            return bound;
+        }
+        let survives = |extra: &[Disk]| self.survives_losing_in(geo, &gens, extra);
+        let mut t = 0;
+        for k in 1..=bound.min(present.len()) {
+            let mut idx: Vec<usize> = (0..k).collect();
+            loop {
+                let subset: Vec<Disk> = idx.iter().map(|&i| present[i]).collect();
+                if !survives(&subset) {
+                    return t;
+                }
+                // Next k-combination of 0..present.len(), in lexicographic order.
+                let Some(i) = (0..k).rev().find(|&i| idx[i] < present.len() - k + i) else {
+                    break;
+                };
+                idx[i] += 1;
+                for j in i + 1..k {
+                    idx[j] = idx[j - 1] + 1;
+                }
+            }
+            t = k;
+        }
+        t
+    }
+    /// Whether every byte stays readable if members `extra` fail too (on top of those failed
+    /// now): what `raidforge fail` asks before failing a member.
+    pub fn survives_losing(&self, geo: &Geometry, extra: &[Disk]) -> bool {
+        let gens: Vec<u32> = (0..self.generations().len() as u32)
+            .filter(|&g| self.cycles_in_gen[g as usize] > 0)
+            .collect();
+        self.survives_losing_in(geo, &gens, extra)
+    }
+
+    /// [`ArrayState::survives_losing`] for the generations `gens` cycles are in.
+    fn survives_losing_in(&self, geo: &Geometry, gens: &[u32], extra: &[Disk]) -> bool {
+        let mut stale_cycles: Vec<u64> = self.bpgl.entries.keys().map(|s| s.cycle).collect();
+        stale_cycles.dedup();
+        gens.iter()
+            .all(|&g| crate::recon::recoverable_without(geo, self, g, extra, Vec::new()))
+            && stale_cycles.iter().all(|&c| {
+                crate::recon::recoverable_without(
+                    geo,
+                    self,
+                    self.cycle_generation(c),
+                    extra,
+                    self.stale_places(c),
+                )
+            })
     }
     /// Lazy writes may defer parity now: nothing failed, every cycle in the target layout.
     pub fn lazy_allowed(&self) -> bool {

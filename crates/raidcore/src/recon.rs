@@ -550,6 +550,38 @@ impl Known<'_, '_> {
 
 /// The first stripe of a cycle in generation `gen` that cannot be reconstructed, if any (the
 /// answer is the same for every cycle in that generation).
+/// Whether every stripe of a cycle laid out in generation `gen` can still be reconstructed
+/// with members `extra` lost as well as those `gen` cannot read, and places `stale` unreadable
+/// (deferred background parities of the cycle in question).
+pub(crate) fn recoverable_without(
+    geo: &Geometry,
+    state: &ArrayState,
+    gen: u32,
+    extra: &[Disk],
+    stale: Vec<PlaceId>,
+) -> bool {
+    let mut impaired = state.impaired_slice(gen).to_vec();
+    impaired.extend(
+        extra
+            .iter()
+            .filter(|d| !impaired.contains(d))
+            .collect::<Vec<_>>(),
+    );
+    let view = View {
+        geo,
+        c: 0,
+        layout: &state.generations()[gen as usize].cycle,
+        impaired: &impaired,
+        locs: state.place_locs(gen),
+        stale,
+    };
+    if !view.any_lost() {
+        return true;
+    }
+    let lost: Vec<PlaceId> = (0..geo.places()).filter(|&p| !view.available(p)).collect();
+    schedule(&view, &|_| false, &lost).is_ok()
+}
+
 pub(crate) fn unrecoverable_stripe(geo: &Geometry, state: &ArrayState, gen: u32) -> Option<usize> {
     let view = View::in_generation(geo, state, 0, gen);
     if !view.any_lost() {

@@ -110,8 +110,11 @@ pub fn status(l: &Live, json: bool) -> anyhow::Result<()> {
 }
 
 /// `raidforge fail` of a served pool.
-pub fn fail(l: &Live, member: usize, json: bool) -> anyhow::Result<()> {
-    let v = l.request(&json!({"op": "fail", "member": member}), QUICK)?;
+pub fn fail(l: &Live, member: usize, force: bool, json: bool) -> anyhow::Result<()> {
+    let v = l.request(
+        &json!({"op": "fail", "member": member, "force": force}),
+        QUICK,
+    )?;
     print_status_of(&Live::status_of(&v)?, json)
 }
 

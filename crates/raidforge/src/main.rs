@@ -63,20 +63,25 @@ enum Command {
     /// Read or write pool bytes through files.
     #[command(subcommand)]
     Io(pool_cmd::IoCommand),
-    /// Mark a member failed, as if it had died (the pool keeps serving, degraded).
+    /// Mark a member failed, as if it had died (the pool keeps serving, degraded). Refused
+    /// when the pool would lose data (it survives no failure of that member now: see
+    /// `raidforge status`), unless --force.
     Fail {
         pool: std::path::PathBuf,
-        /// Member index (see `raidforge status`).
-        #[arg(long)]
+        /// Member index, as `raidforge status` shows it: 1 or m1.
+        #[arg(long, value_parser = pool_cmd::parse_member)]
         member: usize,
+        /// Fail the member even though the pool then loses data.
+        #[arg(long)]
+        force: bool,
         #[arg(long)]
         json: bool,
     },
     /// Put a new, empty member in the place of a failed one (then run `raidforge rebuild`).
     Replace {
         pool: std::path::PathBuf,
-        /// Index of the failed member.
-        #[arg(long)]
+        /// Index of the failed member, as `raidforge status` shows it: 1 or m1.
+        #[arg(long, value_parser = pool_cmd::parse_member)]
         member: usize,
         /// Path of the new member (a file is created at the pool's member size).
         #[arg(long)]
@@ -95,6 +100,15 @@ enum Command {
         spare: std::path::PathBuf,
         #[arg(long)]
         json: bool,
+    },
+    /// Erase member files or devices no longer wanted, so that `create` and `replace` take
+    /// them as blank (like mdadm --zero-superblock): a file is emptied; on a device the
+    /// raidforge metadata before the data area and the last MiB are zeroed. Refused for a path
+    /// that holds no raidforge superblock and for a member a running raidforge process holds.
+    Wipe {
+        /// Member files or block devices.
+        #[arg(required = true)]
+        members: Vec<std::path::PathBuf>,
     },
     /// Rebuild lost data into spares or spare space, or copy it back to a replacement.
     Rebuild(pool_cmd::RebuildArgs),
@@ -151,9 +165,22 @@ fn restore_default_sigpipe() {
     }
 }
 
+/// A negative number given as a value (`--member -1`, `--offset -5`) reaches the option's
+/// parser, which says the value is invalid, instead of clap's tip to write `-- -1`.
+fn allow_negative(cmd: clap::Command) -> clap::Command {
+    cmd.allow_negative_numbers(true)
+        .mut_subcommands(allow_negative)
+}
+
+fn parse_args() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = allow_negative(Cli::command()).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
     restore_default_sigpipe();
-    let cli = Cli::parse();
+    let cli = parse_args();
     let result = match cli.command {
         Command::Layout(c) => layout_cmd::run(c),
         Command::Bench(c) => bench_cmd::run(c),
@@ -167,7 +194,12 @@ fn main() -> ExitCode {
         } => pool_cmd::assemble(pool, members, emulate, json, force),
         Command::Status(a) => pool_cmd::status(a),
         Command::Io(c) => pool_cmd::io(c),
-        Command::Fail { pool, member, json } => pool_cmd::fail(pool, member, json),
+        Command::Fail {
+            pool,
+            member,
+            force,
+            json,
+        } => pool_cmd::fail(pool, member, force, json),
         Command::Replace {
             pool,
             member,
@@ -175,6 +207,7 @@ fn main() -> ExitCode {
             json,
         } => pool_cmd::replace(pool, member, with, json),
         Command::Add { pool, spare, json } => pool_cmd::add_spare(pool, spare, json),
+        Command::Wipe { members } => pool_cmd::wipe(members),
         Command::Rebuild(a) => pool_cmd::rebuild(a),
         Command::Serve(a) => serve_cmd::run(a),
         Command::Verify(a) => match pool_cmd::verify(a) {

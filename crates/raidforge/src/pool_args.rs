@@ -36,6 +36,15 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{s}' is too large"))
 }
 
+/// Parses a member index as `raidforge status` labels members: `1` or `m1`.
+pub fn parse_member(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let digits = t.strip_prefix('m').unwrap_or(t);
+    digits.parse().map_err(|_| {
+        format!("'{s}' is not a member index (members are numbered as `raidforge status` shows them: 0, 1, ... or m0, m1, ...)")
+    })
+}
+
 /// `raidforge create`.
 #[derive(Args, Debug)]
 pub struct CreateArgs {
@@ -105,7 +114,8 @@ pub struct CreateArgs {
     /// process serves: nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH.
     #[arg(long)]
     pub surrogate: Option<PathBuf>,
-    /// Zone size for popularity tracking (rounded up to whole layout cycles), e.g. 12M. Every
+    /// Zone size for popularity tracking (rounded up to whole layout cycles, and to 1/32768
+    /// of the pool: a pool above 384 GiB gets larger zones), e.g. 12M. Every
     /// request adds one to its zone's count (halved every 65536 requests); an IDO rebuild
     /// rebuilds and migrates the hottest zones first.
     #[arg(long, value_parser = parse_size, default_value = "12M")]
@@ -157,7 +167,10 @@ pub fn create_pool(a: &CreateArgs) -> anyhow::Result<Pool> {
             journal_bytes: a.journal_size,
         },
     )?;
-    pool.configure_ido(Some(a.zone_size), a.surrogate.as_deref())?;
+    let zone = a
+        .zone_size
+        .max(dev::ido::Ido::min_zone_bytes(pool.capacity_bytes()));
+    pool.configure_ido(Some(zone), a.surrogate.as_deref())?;
     for s in &a.hot_spares {
         pool.add_spare(s)?;
     }

@@ -10,7 +10,7 @@ use dev::pool::{Pool, RebuildOpts};
 use dev::serve_support::{Concurrency, SharedPool};
 use raidcore::ParityPolicy;
 
-pub use raidforge::pool_args::{parse_parity, parse_size, CreateArgs};
+pub use raidforge::pool_args::{parse_member, parse_parity, parse_size, CreateArgs};
 
 /// Pool commands that take only the pool.
 #[derive(Args, Debug)]
@@ -30,7 +30,7 @@ pub enum IoCommand {
         /// Byte offset in the pool.
         #[arg(long, value_parser = parse_size)]
         offset: u64,
-        /// File whose bytes are written.
+        /// File whose bytes are written; `-` reads them from standard input.
         #[arg(long)]
         input: PathBuf,
         /// Parity policy for this write only (default: the pool's, set at create time):
@@ -41,11 +41,14 @@ pub enum IoCommand {
     /// Read bytes from the pool into a file.
     Read {
         pool: PathBuf,
+        /// Byte offset in the pool where reading starts, e.g. 0, 4096 or 1M.
         #[arg(long, value_parser = parse_size)]
         offset: u64,
+        /// Number of bytes to read, e.g. 4096 or 1M (offset + length at most the pool's size,
+        /// which `raidforge status` shows).
         #[arg(long, value_parser = parse_size)]
         length: u64,
-        /// File to write the bytes to.
+        /// File to write the bytes to; `-` writes them to standard output.
         #[arg(long)]
         output: PathBuf,
     },
@@ -205,6 +208,11 @@ pub fn print_status_of(s: &dev::pool::Status, json: bool) -> anyhow::Result<()> 
         );
     }
     for m in &s.members {
+        if let Some(why) = &m.failed_why {
+            println!("      m{} failed: {why}", m.index);
+        }
+    }
+    for m in &s.members {
         println!(
             "      m{:<3} {:<10} read {:>14} written {:>14}  ios r {:>8} w {:>8} meta {:>6}  {}",
             m.index,
@@ -263,6 +271,27 @@ pub fn status(a: PoolArg) -> anyhow::Result<()> {
     print_status_of(&Pool::peek_status(&a.pool)?, a.json)
 }
 
+/// Opens a pool for I/O and says on stderr which members it had to fail because they were
+/// missing or unusable (status and its --json keep the reason).
+fn open_telling(pool: &std::path::Path) -> anyhow::Result<Pool> {
+    let before: Vec<bool> = std::fs::read_to_string(pool)
+        .ok()
+        .and_then(|t| serde_json::from_str::<dev::pool::Descriptor>(&t).ok())
+        .map(|d| d.members.iter().map(|m| m.failed_why.is_some()).collect())
+        .unwrap_or_default();
+    let p = Pool::open(pool)?;
+    for m in p.status().members {
+        let known = before.get(m.index).copied().unwrap_or(false);
+        if let (Some(why), false) = (&m.failed_why, known) {
+            eprintln!(
+                "raidforge: warning: member {} is failed ({why}); the pool runs degraded",
+                m.index
+            );
+        }
+    }
+    Ok(p)
+}
+
 pub fn io(c: IoCommand) -> anyhow::Result<()> {
     match c {
         IoCommand::Write {
@@ -271,10 +300,16 @@ pub fn io(c: IoCommand) -> anyhow::Result<()> {
             input,
             parity,
         } => {
-            let data =
-                std::fs::read(&input).with_context(|| format!("reading {}", input.display()))?;
+            let data = if input.as_os_str() == "-" {
+                let mut b = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
+                    .context("reading standard input")?;
+                b
+            } else {
+                std::fs::read(&input).with_context(|| format!("reading {}", input.display()))?
+            };
             crate::control::refuse_if_served(&pool, "io write")?;
-            let mut p = Pool::open(&pool)?;
+            let mut p = open_telling(&pool)?;
             let saved = p.parity();
             if let Some(parity) = parity {
                 p.set_parity(parity)?;
@@ -292,11 +327,19 @@ pub fn io(c: IoCommand) -> anyhow::Result<()> {
             output,
         } => {
             crate::control::refuse_if_served(&pool, "io read")?;
-            let mut p = Pool::open(&pool)?;
+            let mut p = open_telling(&pool)?;
             let data = p.read(offset, length)?;
             p.close()?;
-            std::fs::write(&output, &data)
-                .with_context(|| format!("writing {}", output.display()))?;
+            if output.as_os_str() == "-" {
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                out.write_all(&data)
+                    .and_then(|_| out.flush())
+                    .context("writing standard output")?;
+            } else {
+                std::fs::write(&output, &data)
+                    .with_context(|| format!("writing {}", output.display()))?;
+            }
             eprintln!("read {} bytes at offset {offset}", data.len());
         }
     }
@@ -319,10 +362,53 @@ pub fn flush(a: PoolArg) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn fail(pool: PathBuf, member: usize, json: bool) -> anyhow::Result<()> {
-    if let Some(live) = crate::control::live(&pool) {
-        return crate::control::fail(&live, member, json);
+/// Why failing `member` is refused without --force, or `None` when the pool survives it.
+pub fn fail_refusal(p: &Pool, member: usize) -> Option<String> {
+    let state = p.state();
+    if member >= p.geometry().disks() || state.failed().contains(&(member as layout::Disk)) {
+        return None; // the pool's own error says what is wrong
     }
+    if state.survives_losing(p.geometry(), &[member as layout::Disk]) {
+        return None;
+    }
+    let geo = p.geometry();
+    let oldest = (0..geo.cycles())
+        .map(|c| state.cycle_generation(c))
+        .min()
+        .unwrap_or(0);
+    let mut missing: Vec<String> = state
+        .failed()
+        .iter()
+        .map(|d| format!("m{d} failed"))
+        .collect();
+    missing.extend(
+        (0..geo.disks() as layout::Disk)
+            .filter(|&d| state.replaced_at(d) > oldest)
+            .map(|d| format!("m{d} replaced but not rebuilt yet")),
+    );
+    Some(format!(
+        "failing member {member} would lose data: with {}, some stripes would have too few \
+         members left (`raidforge status` says how many more failures the pool survives); \
+         rebuild first, or pass --force to fail it anyway",
+        missing.join(" and ")
+    ))
+}
+
+pub fn fail(pool: PathBuf, member: usize, force: bool, json: bool) -> anyhow::Result<()> {
+    if let Some(live) = crate::control::live(&pool) {
+        return crate::control::fail(&live, member, force, json);
+    }
+    // Asked of the members as recorded, before the pool is opened (which writes); a pool that
+    // another process holds is left to the open below, which says it is in use.
+    let peeked = Pool::peek(&pool)?;
+    let in_use = peeked.status().members.iter().any(|m| {
+        dev::FileMember::open(&m.path, dev::OpenOpts::default())
+            .is_ok_and(|f| f.lock_exclusive().is_err())
+    });
+    if let Some(why) = fail_refusal(&peeked, member).filter(|_| !force && !in_use) {
+        anyhow::bail!(why);
+    }
+    drop(peeked);
     let mut p = Pool::open(&pool)?;
     p.fail(member)?;
     print_status(&p, json)?;
@@ -350,6 +436,19 @@ pub fn add_spare(pool: PathBuf, spare: PathBuf, json: bool) -> anyhow::Result<()
     p.add_spare(&spare)?;
     print_status(&p, json)?;
     p.close()?;
+    Ok(())
+}
+
+/// `raidforge wipe`: each path in turn; stops at the first refusal.
+pub fn wipe(members: Vec<PathBuf>) -> anyhow::Result<()> {
+    for m in members {
+        let uuid = dev::pool::wipe_member(&m)?;
+        let uuid: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
+        eprintln!(
+            "wiped {}: it was a member of pool {uuid}, now blank",
+            m.display()
+        );
+    }
     Ok(())
 }
 

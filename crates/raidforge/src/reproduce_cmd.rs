@@ -14,7 +14,9 @@ pub struct ReproduceArgs {
     /// Directory for NAME.md, NAME.json and the SVG plots.
     #[arg(long, default_value = "reproduce")]
     out: PathBuf,
-    /// Scaled-down runs (smaller disks, shorter traces): every seed in about two minutes.
+    /// Scaled-down runs (smaller disks, shorter traces), marked as such in every report:
+    /// `all` (s2raid, raidplus, raid4s, raidh, lpu and ido) in about 15 s with a release build
+    /// (about 90 s with a debug build).
     #[arg(long)]
     quick: bool,
     /// Folder of the traces the reproductions replay (default: $RAIDFORGE_TRACES, else the

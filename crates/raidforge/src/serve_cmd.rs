@@ -516,7 +516,17 @@ fn handle(line: &str, pool: &Arc<SharedPool>, server: &Server) -> Value {
         };
         let mut v = match req["op"].as_str().unwrap_or("") {
             "status" => json!({"status": pool.status()?}),
-            "fail" => json!({"status": pool.fail(member()?)?}),
+            "fail" => {
+                let m = member()?;
+                if !req["force"].as_bool().unwrap_or(false) {
+                    if let Some(why) =
+                        pool.with_pool(|p| Ok(crate::pool_cmd::fail_refusal(p, m)))?
+                    {
+                        anyhow::bail!(why);
+                    }
+                }
+                json!({"status": pool.fail(m)?})
+            }
             "replace" => {
                 let with = req["with"]
                     .as_str()

@@ -203,6 +203,12 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
                 a.workload
             );
         }
+        if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+            bail!(
+                "trace {} is an empty file: there are no requests to replay",
+                path.display()
+            );
+        }
     }
     let mut cfg = SimConfig::new(params_drive);
     cfg.seed = seed;
@@ -378,6 +384,20 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
         fail.at_ns = (span as f64 * f).round() as u64;
     }
     let report = simulate(scheme, chunk_bytes, member_bytes, cfg, &workload, &opts)?;
+    if let WorkloadSpec::Trace { path, .. } = &workload {
+        if report.requests + report.requests_failed == 0 && a.requests != Some(0) {
+            bail!(
+                "trace {} holds no request{} ({} skipped): check that it is a trace of that \
+                 format",
+                path.display(),
+                a.format
+                    .as_deref()
+                    .map(|f| format!(" as --format {f} reads it"))
+                    .unwrap_or_default(),
+                report.requests_skipped
+            );
+        }
+    }
     if let Some(path) = &a.plot {
         let workload = std::path::Path::new(&a.workload)
             .file_name()

@@ -3,7 +3,6 @@
 //! left every file of the pool (members and descriptor) byte-for-byte as it was, and the pool
 //! to still read back what was written.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -11,68 +10,11 @@ use serde_json::Value;
 
 mod common;
 
-use common::{ok, raidforge, TempDir};
+use common::{assert_untouched, ok, refused, snapshot, TempDir};
 
 fn json(dir: &Path, args: &[&str]) -> Value {
     let s = ok(dir, args);
     serde_json::from_str(&s).unwrap_or_else(|e| panic!("raidforge {args:?}: not JSON ({e}): {s}"))
-}
-
-/// Runs a command that must be refused: exit status 2, nothing on stdout, exactly one line on
-/// stderr, `raidforge: error: ...` containing every one of `needles`. Returns the line.
-fn refused(dir: &Path, args: &[&str], needles: &[&str]) -> String {
-    let out = raidforge(dir, args);
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "raidforge {args:?} should be refused; stderr: {err}"
-    );
-    assert!(
-        out.stdout.is_empty(),
-        "raidforge {args:?} printed on stdout: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "raidforge {args:?}: not one line: {err}");
-    assert!(lines[0].starts_with("raidforge: error: "), "{err}");
-    for n in needles {
-        assert!(
-            lines[0].to_lowercase().contains(&n.to_lowercase()),
-            "raidforge {args:?}: '{n}' missing from: {err}"
-        );
-    }
-    lines[0].to_string()
-}
-
-/// Every file of the directory and its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut m = BTreeMap::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_file() {
-            m.insert(
-                e.file_name().to_string_lossy().to_string(),
-                std::fs::read(e.path()).unwrap(),
-            );
-        }
-    }
-    m
-}
-
-fn assert_untouched(before: &BTreeMap<String, Vec<u8>>, dir: &Path, what: &str) {
-    let after = snapshot(dir);
-    assert_eq!(
-        before.keys().collect::<Vec<_>>(),
-        after.keys().collect::<Vec<_>>(),
-        "{what}: files were created or removed"
-    );
-    for (name, bytes) in before {
-        assert!(
-            after[name] == *bytes,
-            "{what}: {name} was modified by a refused command"
-        );
-    }
 }
 
 fn pseudo_random(seed: u64, n: usize) -> Vec<u8> {

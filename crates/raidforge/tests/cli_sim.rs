@@ -151,7 +151,10 @@ fn bad_arguments_are_errors() {
             vec!["--workload", "none", "--disk", "floppy"],
             "unknown --disk",
         ),
-        (vec!["--workload", "none", "--fail", "9"], "member 9"),
+        (
+            vec!["--workload", "none", "--fail", "9"],
+            "cannot fail member 9: the array has members 0 to 3",
+        ),
     ] {
         let mut full = vec![
             "sim",
@@ -276,4 +279,58 @@ fn an_all_ssd_array_runs() {
             assert!(v["rebuild_time_s"].as_f64().unwrap() > 0.0, "{v}");
         }
     }
+}
+
+/// An empty trace, or one that holds no request as the named format reads it, is an error
+/// saying so, not a run of "0 requests"; a file of another kind (a JPEG) is described and the
+/// error names --format.
+#[test]
+fn a_trace_with_nothing_to_replay_is_an_error_that_says_what_was_read() {
+    let dir = std::env::temp_dir().join(format!("raidforge-cli-sim-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let empty = dir.join("empty.csv");
+    std::fs::write(&empty, "").unwrap();
+    let jpeg = dir.join("photo.jpg");
+    std::fs::write(
+        &jpeg,
+        [0xff, 0xd8, 0xff, 0xe0, 0, 0x10, b'J', b'F', b'I', b'F'],
+    )
+    .unwrap();
+    let comments = dir.join("comments.csv");
+    std::fs::write(&comments, "# nothing here\n").unwrap();
+    for (file, format, needles) in [
+        (&empty, Some("msr"), vec!["empty file"]),
+        (
+            &jpeg,
+            None,
+            vec!["binary data, starting ff d8 ff e0", "--format"],
+        ),
+        (
+            &comments,
+            Some("msr"),
+            vec!["holds no request", "--format msr"],
+        ),
+    ] {
+        let mut args = vec![
+            "sim",
+            "--scheme",
+            "raid5",
+            "--disks",
+            "4",
+            "--member-size",
+            "64M",
+            "--workload",
+            file.to_str().unwrap(),
+        ];
+        if let Some(f) = format {
+            args.extend(["--format", f, "--lenient"]);
+        }
+        let out = raidforge(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: '{n}' not in {err}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

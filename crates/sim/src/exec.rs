@@ -990,8 +990,8 @@ impl Simulator {
         for (d, _) in &cfg.drive_overrides {
             if *d as usize >= geo.disks() {
                 return Err(SimError::Config(format!(
-                    "a drive model is given for member {d}, but the array has members 0..{}",
-                    geo.disks()
+                    "a drive model is given for member {d}, but the array has members 0 to {}",
+                    geo.disks() - 1
                 )));
             }
         }
@@ -1008,9 +1008,9 @@ impl Simulator {
         if let Some(f) = cfg.failure {
             if f.member as usize >= geo.disks() {
                 return Err(SimError::Config(format!(
-                    "cannot fail member {}: the array has members 0..{}",
+                    "cannot fail member {}: the array has members 0 to {}",
                     f.member,
-                    geo.disks()
+                    geo.disks() - 1
                 )));
             }
         }
@@ -1068,8 +1068,8 @@ impl Simulator {
         for r in &cfg.lse {
             if r.member as usize >= geo.disks() || r.len == 0 || r.offset + r.len > used {
                 return Err(SimError::Config(format!(
-                    "latent sector error {}:{}:{} is outside the array: members are 0..{} with {used} data bytes each, and the length must be > 0",
-                    r.member, r.offset, r.len, geo.disks()
+                    "latent sector error {}:{}:{} is outside the array: members are 0 to {} with {used} data bytes each, and the length must be > 0",
+                    r.member, r.offset, r.len, geo.disks() - 1
                 )));
             }
         }

@@ -890,9 +890,21 @@ fn missing_file_and_undetectable_format_are_errors() {
     std::fs::write(&path, "this is not a trace\n").unwrap();
     let e = open(&path, None, ReadOptions::default()).err().unwrap();
     assert!(
-        e.to_string().contains("cannot tell the trace format"),
+        e.to_string().contains("cannot tell the trace format")
+            && e.to_string().contains("first line \"this is not a trace\"")
+            && e.to_string().contains("--format"),
         "{e}"
     );
+    // A JPEG: said to be binary, its first bytes named.
+    std::fs::write(&path, [0xff, 0xd8, 0xff, 0xe0, 0, 0x10, b'J', b'F']).unwrap();
+    let e = open(&path, None, ReadOptions::default()).err().unwrap();
+    assert!(
+        e.to_string().contains("binary data, starting ff d8 ff e0"),
+        "{e}"
+    );
+    std::fs::write(&path, "").unwrap();
+    let e = open(&path, None, ReadOptions::default()).err().unwrap();
+    assert!(e.to_string().contains("an empty file"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -280,7 +280,7 @@ pub(super) fn judge_members(
     best: &Superblock,
     geo: &Geometry,
     state: &mut ArrayState,
-    desc: &Descriptor,
+    desc: &mut Descriptor,
 ) -> Result<(MemberHandles, Vec<Event>)> {
     let mut members = Vec::new();
     let mut events = best.events.clone();
@@ -294,7 +294,20 @@ pub(super) fn judge_members(
         match (v, probe) {
             (Verdict::StaysFailed, _) => members.push(None),
             (Verdict::Use, Probe::Good(m, _)) => members.push(Some(m)),
-            (Verdict::FailIt, _) => {
+            (Verdict::FailIt, probe) => {
+                let md = &mut desc.members[i];
+                md.failed_why = Some(match probe {
+                    Probe::Missing => format!(
+                        "file {} missing when the pool was opened",
+                        md.path.display()
+                    ),
+                    Probe::Bad(e) | Probe::Torn(_, e) => {
+                        format!("unusable when the pool was opened: {e}")
+                    }
+                    Probe::Good(..) => "replaced, and its replacement missing or stale \
+                                        when the pool was opened"
+                        .into(),
+                });
                 state.fail(geo, i as Disk)?;
                 events.push(Event::Fail(i as u32));
                 members.push(None);

@@ -84,7 +84,7 @@ impl CreatePlan {
         let ido = Ido::new(
             geo.capacity_bytes(),
             geo.data_per_cycle() * geo.chunk_bytes(),
-            DEFAULT_ZONE_BYTES,
+            DEFAULT_ZONE_BYTES.max(Ido::min_zone_bytes(geo.capacity_bytes())),
         )?;
         Ok(CreatePlan {
             params,
@@ -251,6 +251,17 @@ impl CreatePlan {
                     )))
                 }
                 Found::Present {
+                    foreign: Some(what),
+                    size: have,
+                    ..
+                } if !opts.force => {
+                    return Err(member_err(format!(
+                        "is not a raidforge member and holds {what} ({have} bytes): create \
+                         would overwrite it; pass --force to overwrite it, or choose an empty \
+                         or new file"
+                    )))
+                }
+                Found::Present {
                     size: have,
                     is_file: false,
                     ..
@@ -310,7 +321,15 @@ fn zeroed_members(opts: &CreateOpts, size: u64) -> Result<Vec<Option<Arc<dyn Mem
             lock: true,
             direct: opts.direct,
         };
-        let m = open_member(p, &how).map_err(|e| member_err(e.to_string()))?;
+        let m = open_member(p, &how).map_err(|e| {
+            member_err(match e.raw_os_error() {
+                Some(libc::EFBIG) | Some(libc::ENOSPC) => format!(
+                    "cannot be made {size} bytes long ({e}): choose a smaller --size, or a \
+                     file system or device that holds it"
+                ),
+                _ => e.to_string(),
+            })
+        })?;
         if m.size_bytes() < size {
             return Err(member_err(format!(
                 "holds {} bytes, need {size}",
@@ -335,9 +354,17 @@ impl Pool {
         opts: CreateOpts,
         wrap: Option<MemberWrap>,
     ) -> Result<Pool> {
-        let plan = CreatePlan::check(&opts, &Site::probe(desc_path, &opts.members))?;
-        // The first write.
-        let members = zeroed_members(&opts, plan.size)?;
+        let site = Site::probe(desc_path, &opts.members);
+        let plan = CreatePlan::check(&opts, &site)?;
+        // The first write. Member files this create made are removed again when it fails
+        // there (a size the file system refuses, a full disk): nothing is left behind.
+        let members = zeroed_members(&opts, plan.size).inspect_err(|_| {
+            for (p, (_, found)) in opts.members.iter().zip(&site.members) {
+                if matches!(found, Found::Absent { .. }) {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+        })?;
         let checksums = if opts.checksums {
             let copies = crate::csum::copies_for(plan.geo.disks(), plan.geo.scheme().tolerance());
             let c = Checksums::create_zeroed(
@@ -437,6 +464,7 @@ mod tests {
             is_file,
             pool,
             lock_error: None,
+            foreign: None,
         };
         let cases: Vec<(Found, bool, Option<&str>)> = vec![
             (absent(), false, None),
@@ -472,6 +500,7 @@ mod tests {
                     is_file: true,
                     pool: None,
                     lock_error: Some("Resource temporarily unavailable".into()),
+                    foreign: None,
                 },
                 true,
                 Some("Resource temporarily unavailable"),
@@ -529,6 +558,7 @@ mod tests {
             is_file: false,
             pool: None,
             lock_error: None,
+            foreign: None,
         };
         let plan = CreatePlan::check(&opts, &site(vec![dev(5 << 20), dev(4 << 20), dev(6 << 20)]))
             .unwrap();

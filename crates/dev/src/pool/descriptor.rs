@@ -31,6 +31,10 @@ pub struct Descriptor {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MemberDesc {
     pub path: PathBuf,
+    /// Why the member is failed, when it is: "file missing when the pool was opened",
+    /// "I/O error: ...", "failed by `raidforge fail`". Cleared by `replace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_why: Option<String>,
     /// Emulated speed (`hdd:150MB/s:8ms`), if any.
     #[serde(default)]
     pub emulate: Option<String>,
@@ -68,6 +72,7 @@ impl Descriptor {
                 .iter()
                 .map(|p| MemberDesc {
                     path: std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()),
+                    failed_why: None,
                     emulate: emulate.clone(),
                     read_bytes: 0,
                     write_bytes: 0,

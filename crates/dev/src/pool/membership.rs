@@ -131,6 +131,8 @@ impl Pool {
                 self.members.handles[d as usize] = None;
                 self.state.fail(&self.geo, d)?;
                 self.sb.events.push(Event::Fail(d));
+                self.file.desc.members[d as usize].failed_why =
+                    Some("I/O error (a read or write of it failed)".into());
             }
         }
         let tag = self.tag();
@@ -156,11 +158,24 @@ impl Pool {
         let outcome = self.state.fail(&self.geo, i as Disk)?;
         self.members.handles[i] = None;
         self.sb.events.push(Event::Fail(i as u32));
+        self.file.desc.members[i].failed_why = Some("failed by `raidforge fail`".into());
         let tag = self.tag();
         self.persist(tag)?;
         if self.state.data_lost(&self.geo) {
             return Err(PoolError::Usage(format!(
-                "member {i} failed and the pool has lost data ({outcome:?})"
+                "member {i} is failed and the pool has lost data: with {} missing, some \
+                 stripes cannot be reconstructed{}",
+                self.state
+                    .failed()
+                    .iter()
+                    .map(|d| format!("m{d}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if outcome.blocked.is_some() {
+                    " (and no layout is left to rebuild into)"
+                } else {
+                    ""
+                }
             )));
         }
         Ok(())
@@ -185,8 +200,20 @@ impl Pool {
                     index: i,
                     path: path.to_path_buf(),
                     reason: format!(
-                        "already holds a raidforge superblock (pool {}); wipe it first",
-                        hex(&sb.uuid)
+                        "already holds a raidforge superblock (pool {}); erase it first \
+                         with `raidforge wipe {}` if it is no longer needed",
+                        hex(&sb.uuid),
+                        path.display()
+                    ),
+                });
+            }
+            if let Some(what) = super::site::foreign_content(&existing, path) {
+                return Err(PoolError::Member {
+                    index: i,
+                    path: path.to_path_buf(),
+                    reason: format!(
+                        "is not a raidforge member and holds {what}: a replacement would \
+                         overwrite it; choose an empty or new file or device"
                     ),
                 });
             }
@@ -246,6 +273,7 @@ impl Pool {
         self.sb.events.push(Event::Replace(i as u32));
         self.file.desc.members[i].path =
             std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.file.desc.members[i].failed_why = None;
         self.file.desc.members[i].read_bytes = 0;
         self.file.desc.members[i].write_bytes = 0;
         self.file.desc.members[i].reads = 0;
@@ -254,4 +282,45 @@ impl Pool {
         let tag = self.tag();
         self.persist(tag)
     }
+}
+
+/// Erases a member that is no longer wanted (`raidforge wipe`, like `mdadm
+/// --zero-superblock`), so that `create`, `replace` and `assemble` no longer see a pool there
+/// and take it as blank: a file is emptied (truncated, then regrown sparse to its size: all
+/// zeros); on a device every byte before the data area (superblocks, deferred parity lists,
+/// write-intent bitmap, journal, checksums) and the last MiB are zeroed. Refused when a
+/// running raidforge process holds the member, and when the path holds no raidforge
+/// superblock (nothing is written then). Returns the pool's UUID.
+pub fn wipe_member(path: &Path) -> Result<[u8; 16]> {
+    let member_err = |reason: String| PoolError::Usage(format!("{}: {reason}", path.display()));
+    let m = FileMember::open(path, OpenOpts::default()).map_err(|e| member_err(e.to_string()))?;
+    if let Err(e) = m.lock_exclusive() {
+        return Err(member_err(format!(
+            "is in use by a running raidforge process ({e}); stop it first"
+        )));
+    }
+    let sb = read_superblock(&m).map_err(|e| member_err(format!("nothing to wipe: {e}")))?;
+    let io = |e: std::io::Error| member_err(e.to_string());
+    let size = m.size_bytes();
+    if std::fs::metadata(path).map_err(io)?.is_file() {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(io)?;
+        f.set_len(0).and_then(|_| f.set_len(size)).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        return Ok(sb.uuid);
+    }
+    let end = sb.data_offset_bytes.min(size);
+    let tail = size.saturating_sub(1 << 20).max(end);
+    let zero = vec![0u8; 1 << 20];
+    for (mut off, stop) in [(0, end), (tail, size)] {
+        while off < stop {
+            let n = zero.len().min((stop - off) as usize);
+            m.write_at(&zero[..n], off).map_err(io)?;
+            off += n as u64;
+        }
+    }
+    m.flush().map_err(io)?;
+    Ok(sb.uuid)
 }

@@ -51,8 +51,10 @@ pub(crate) use io::{
     gave_up, pieces, run_attempt, write_loop, Attempt, Outcome, WriteSite, REPLANS_MAX,
 };
 use lazy::newest_bpgl;
+pub use membership::wipe_member;
 use membership::{open_member, MemberOpen};
 use open::Access;
+pub use site::foreign_content;
 use site::{Found, Site};
 
 use std::collections::BTreeSet;

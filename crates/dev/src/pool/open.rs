@@ -53,6 +53,13 @@ impl Pool {
         self.members.wrap = wrap;
     }
 
+    /// The pool as its members record it, opened for looking only: nothing locked or written
+    /// (as for [`Pool::peek_status`]); what a command asks before it decides to refuse.
+    pub fn peek(desc_path: &Path) -> Result<Pool> {
+        let desc = Self::read_descriptor(desc_path)?;
+        Self::from_members(desc_path, desc, Access::Peek, None)
+    }
+
     /// The status of a pool without opening it for I/O: no lock taken, nothing written, so it
     /// works while another process (a rebuild, say) has the pool open; rebuild progress is then
     /// what that process last recorded (it does at least every second).
@@ -134,7 +141,33 @@ impl Pool {
             .enumerate()
             .map(|(i, p)| p.unwrap_or_else(|| PathBuf::from(format!("<missing member {i}>"))))
             .collect();
-        let desc = Descriptor::new(&uuid, &paths, &emulate, false);
+        let mut desc = Descriptor::new(&uuid, &paths, &emulate, false);
+        // An existing descriptor of this pool keeps what the superblocks do not hold (member
+        // speeds unless --emulate is given, O_DIRECT, I/O counters, repairs, lost ranges); one
+        // of another pool is not overwritten. One that cannot be read is what assemble
+        // rebuilds.
+        if let Ok(old) = Self::read_descriptor(desc_path) {
+            if old.uuid != desc.uuid {
+                return Err(PoolError::Usage(format!(
+                    "{} describes another pool ({}), not the pool of these members ({}): \
+                     choose another descriptor path, or remove it first if that pool is gone",
+                    desc_path.display(),
+                    old.uuid,
+                    desc.uuid
+                )));
+            }
+            for (new, was) in desc.members.iter_mut().zip(&old.members) {
+                let path = std::mem::take(&mut new.path);
+                *new = was.clone();
+                new.path = path;
+                if emulate.is_some() {
+                    new.emulate = emulate.clone();
+                }
+            }
+            desc.direct = old.direct;
+            desc.repairs = old.repairs;
+            desc.lost = old.lost;
+        }
         let access = if force {
             Access::Forced
         } else {
@@ -169,7 +202,8 @@ impl Pool {
             geo
         };
         let mut state = recorded_state(&geo, &best)?;
-        let (members, events) = judge_members(opened, &best, &geo, &mut state, &desc)?;
+        let mut desc = desc;
+        let (members, events) = judge_members(opened, &best, &geo, &mut state, &mut desc)?;
         // The deferred-parity list: the newest valid record on any present member (a crash
         // with updates deferred leaves them listed there).
         let bpgl = newest_bpgl(&members, &uuid);

@@ -208,10 +208,11 @@ impl Pool {
     /// Marks members that failed an I/O outside a plan as failed (in memory; the caller
     /// persists). Whether the pool then has lost data is for the caller to report.
     pub(crate) fn fail_dead_members(&mut self, dead: &[(usize, std::io::Error)]) -> Result<()> {
-        for (i, _) in dead {
+        for (i, e) in dead {
             if self.members.handles[*i].take().is_some() {
                 self.state.fail(&self.geo, *i as Disk)?;
                 self.sb.events.push(Event::Fail(*i as u32));
+                self.file.desc.members[*i].failed_why = Some(format!("I/O error: {e}"));
             }
         }
         Ok(())

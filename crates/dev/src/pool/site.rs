@@ -37,7 +37,72 @@ pub(super) enum Found {
         is_file: bool,
         pool: Option<[u8; 16]>,
         lock_error: Option<String>,
+        /// Not a raidforge member but not blank either: what it seems to hold
+        /// ([`foreign_content`]).
+        foreign: Option<String>,
     },
+}
+
+/// What a file or device that is not a raidforge member holds, when it is not blank: `None`
+/// for a file or device whose first and last MiB are zeros, and for a file whose first MiB of
+/// allocated data is zeros too (a sparse or zero-filled file, what `truncate` or `fallocate`
+/// make); otherwise a partition table or file system named by its signature (the checks of
+/// `wipefs`), or "data". Create and replace refuse such paths without `--force`, as `mdadm
+/// --create` and `mkfs` warn.
+pub fn foreign_content(m: &dyn Member, path: &Path) -> Option<String> {
+    let size = m.size_bytes();
+    let mut starts = vec![0, size.saturating_sub(1 << 20)];
+    if let Some(d) = first_data(path).filter(|&d| d < size) {
+        starts.push(d);
+    }
+    let mut nonzero = false;
+    let mut head = Vec::new();
+    for (i, &at) in starts.iter().enumerate() {
+        let len = (size - at.min(size)).min(1 << 20) as usize;
+        let mut buf = vec![0u8; len];
+        if m.read_at(&mut buf, at).is_err() {
+            return Some("data that cannot be read".into());
+        }
+        nonzero |= buf.iter().any(|&b| b != 0);
+        if i == 0 {
+            head = buf;
+        }
+    }
+    if !nonzero {
+        return None;
+    }
+    let at = |off: usize, sig: &[u8]| head.get(off..off + sig.len()) == Some(sig);
+    let what = if at(512, b"EFI PART") {
+        "a GPT partition table"
+    } else if at(1080, &[0x53, 0xEF]) {
+        "an ext2/3/4 file system"
+    } else if at(0, b"XFSB") {
+        "an XFS file system"
+    } else if at(65600, b"_BHRfS_M") {
+        "a Btrfs file system"
+    } else if at(3, b"NTFS    ") {
+        "an NTFS file system"
+    } else if at(82, b"FAT32   ") || at(54, b"FAT1") {
+        "a FAT file system"
+    } else if at(4086, b"SWAPSPACE2") || at(4086, b"SWAP-SPACE") {
+        "swap space"
+    } else if at(4096, &[0xfc, 0x4e, 0x2b, 0xa9]) {
+        "a Linux MD (mdadm) member"
+    } else if at(510, &[0x55, 0xAA]) {
+        "a DOS partition table"
+    } else {
+        "data"
+    };
+    Some(what.into())
+}
+
+/// Offset of the first allocated data of a file (`SEEK_DATA`), when the file system tells.
+fn first_data(path: &Path) -> Option<u64> {
+    use std::os::unix::io::AsRawFd;
+    let f = std::fs::File::open(path).ok()?;
+    // SAFETY: a valid descriptor owned by `f`; lseek changes only its offset.
+    let off = unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_DATA) };
+    (off >= 0).then_some(off as u64)
 }
 
 /// What create found at its paths.
@@ -74,22 +139,30 @@ impl Site {
     fn probe_member(p: &Path) -> Found {
         if crate::nbd_member::is_nbd_path(p) {
             return match super::membership::probe_member(p) {
-                Ok(m) => Found::Present {
-                    size: m.size_bytes(),
-                    is_file: false,
-                    pool: read_superblock(&*m).ok().map(|sb| sb.uuid),
-                    lock_error: None,
-                },
+                Ok(m) => {
+                    let pool = read_superblock(&*m).ok().map(|sb| sb.uuid);
+                    Found::Present {
+                        size: m.size_bytes(),
+                        is_file: false,
+                        foreign: pool.is_none().then(|| foreign_content(&*m, p)).flatten(),
+                        pool,
+                        lock_error: None,
+                    }
+                }
                 Err(e) => Found::Unopenable(e.to_string()),
             };
         }
         match FileMember::open(p, OpenOpts::default()) {
-            Ok(m) => Found::Present {
-                size: m.size_bytes(),
-                is_file: std::fs::metadata(p).is_ok_and(|m| m.is_file()),
-                pool: read_superblock(&m).ok().map(|sb| sb.uuid),
-                lock_error: m.lock_exclusive().err().map(|e| e.to_string()),
-            },
+            Ok(m) => {
+                let pool = read_superblock(&m).ok().map(|sb| sb.uuid);
+                Found::Present {
+                    size: m.size_bytes(),
+                    is_file: std::fs::metadata(p).is_ok_and(|m| m.is_file()),
+                    foreign: pool.is_none().then(|| foreign_content(&m, p)).flatten(),
+                    pool,
+                    lock_error: m.lock_exclusive().err().map(|e| e.to_string()),
+                }
+            }
             Err(e) if p.exists() => Found::Unopenable(e.to_string()),
             Err(e) => {
                 let dir = p

@@ -20,6 +20,9 @@ pub struct MemberStatus {
     #[serde(default)]
     pub meta_writes: u64,
     pub emulate: Option<String>,
+    /// Why a failed member failed (see `MemberDesc::failed_why`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_why: Option<String>,
 }
 
 /// What `status` reports.
@@ -187,6 +190,11 @@ impl Pool {
                     meta_writes: md.meta_writes
                         + self.members.counters[i].meta_writes.load(Ordering::Relaxed),
                     emulate: md.emulate.clone(),
+                    failed_why: if st == "failed" {
+                        md.failed_why.clone()
+                    } else {
+                        None
+                    },
                 }
             })
             .collect();

@@ -256,10 +256,17 @@ pub enum TraceError {
         max: usize,
     },
     /// [`open`] without a format could not tell the format from the file's first lines.
-    #[error("{location}: cannot tell the trace format from its first lines; name it explicitly")]
+    #[error(
+        "{location}: cannot tell the trace format from its first lines ({seen}); name it \
+         explicitly (--format on the command line, format= in Python): one of spc, msr, \
+         mqsim, tencent, systor, blkparse-q, blkparse-d, fio"
+    )]
     UnknownFormat {
         /// The file.
         location: Location,
+        /// What its beginning holds: "an empty file", "binary data (starts ff d8 ff e0)" or
+        /// the first line.
+        seen: String,
     },
     /// A [`ReadOptions`] value is out of range.
     #[error("invalid trace option {option}: {reason}")]
@@ -703,8 +710,33 @@ pub fn open(
                 location: location.clone(),
                 source,
             })?;
-            TraceFormat::detect(Some(path), head).ok_or(TraceError::UnknownFormat { location })?
+            TraceFormat::detect(Some(path), head).ok_or_else(|| TraceError::UnknownFormat {
+                location,
+                seen: describe_head(head),
+            })?
         }
     };
     Ok(TraceReader::new(input, format, options)?.with_file_name(name))
+}
+
+/// What the beginning of a file holds, for [`TraceError::UnknownFormat`].
+fn describe_head(head: &[u8]) -> String {
+    if head.is_empty() {
+        return "an empty file".into();
+    }
+    let text = std::str::from_utf8(&head[..head.len().min(4096)])
+        .ok()
+        .filter(|t| !t.chars().any(|c| c.is_control() && !c.is_whitespace()));
+    match text {
+        Some(t) => {
+            let line = t.lines().next().unwrap_or("").trim_end();
+            let short: String = line.chars().take(60).collect();
+            let more = if short.len() < line.len() { "..." } else { "" };
+            format!("first line {short:?}{more}")
+        }
+        None => {
+            let bytes: Vec<String> = head.iter().take(4).map(|b| format!("{b:02x}")).collect();
+            format!("binary data, starting {}", bytes.join(" "))
+        }
+    }
 }

@@ -1,0 +1,405 @@
+//! The CLI never destroys without asking and tells the truth about redundancy (issue 22): the
+//! real binary in a temporary directory. Every refusal is checked to have left every file as it
+//! was, and every claim of `status` (how many more failures the pool survives) is checked
+//! against what reading the bytes back after those failures gives.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+mod common;
+
+use common::{assert_untouched, ok, raidforge, refused, snapshot, TempDir};
+
+fn json(dir: &Path, args: &[&str]) -> Value {
+    let s = ok(dir, args);
+    serde_json::from_str(&s).unwrap_or_else(|e| panic!("raidforge {args:?}: not JSON ({e}): {s}"))
+}
+
+/// `create POOL --scheme ... --member m0.img ... --size 4M --chunk 16K` plus `extra`.
+fn create(dir: &Path, pool: &str, scheme: &[&str], n: usize, extra: &[&str]) {
+    let names: Vec<String> = (0..n).map(|i| format!("m{i}.img")).collect();
+    let mut args: Vec<&str> = vec!["create", pool];
+    args.extend_from_slice(scheme);
+    for m in &names {
+        args.push("--member");
+        args.push(m);
+    }
+    args.extend_from_slice(&["--size", "4M", "--chunk", "16K"]);
+    args.extend_from_slice(extra);
+    ok(dir, &args);
+}
+
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761) as u8 ^ seed)
+        .collect()
+}
+
+fn write(dir: &Path, pool: &str, offset: u64, data: &[u8]) {
+    std::fs::write(dir.join("in.bin"), data).unwrap();
+    ok(
+        dir,
+        &[
+            "io",
+            "write",
+            pool,
+            "--offset",
+            &offset.to_string(),
+            "--input",
+            "in.bin",
+        ],
+    );
+    std::fs::remove_file(dir.join("in.bin")).unwrap();
+}
+
+fn read(dir: &Path, pool: &str, offset: u64, len: usize) -> Vec<u8> {
+    ok(
+        dir,
+        &[
+            "io",
+            "read",
+            pool,
+            "--offset",
+            &offset.to_string(),
+            "--length",
+            &len.to_string(),
+            "--output",
+            "out.bin",
+        ],
+    );
+    let b = std::fs::read(dir.join("out.bin")).unwrap();
+    std::fs::remove_file(dir.join("out.bin")).unwrap();
+    b
+}
+
+fn status(dir: &Path, pool: &str) -> Value {
+    json(dir, &["status", pool, "--json"])
+}
+
+/// RAID5 of 3 after `replace` and before `rebuild`: the replacement holds nothing yet, so the
+/// pool survives no further failure. `status` says so, and `fail` of another member is refused
+/// (in a sentence, touching nothing) unless --force; with --force the data is indeed lost.
+#[test]
+fn replaced_not_rebuilt_survives_nothing_and_fail_past_it_is_refused() {
+    let t = TempDir::new("cli-safety", "replaced");
+    let dir = t.path();
+    create(
+        dir,
+        "p.json",
+        &["--scheme", "raid5", "--disks", "3"],
+        3,
+        &[],
+    );
+    let data = pattern(300_000, 7);
+    write(dir, "p.json", 0, &data);
+    assert_eq!(status(dir, "p.json")["fault_tolerance"], 1);
+    // `m1`, as status labels members, is accepted wherever an index is.
+    let st = json(dir, &["fail", "p.json", "--member", "m1", "--json"]);
+    assert_eq!(st["fault_tolerance"], 0);
+    let st = json(
+        dir,
+        &[
+            "replace", "p.json", "--member", "m1", "--with", "n1.img", "--json",
+        ],
+    );
+    assert_eq!(st["failed"], Value::Array(vec![]));
+    assert_eq!(
+        st["fault_tolerance"], 0,
+        "a replaced, unrebuilt member holds nothing: {st}"
+    );
+    let text = ok(dir, &["status", "p.json"]);
+    assert!(text.contains("survives 0 more failures"), "{text}");
+
+    let before = snapshot(dir);
+    let line = refused(
+        dir,
+        &["fail", "p.json", "--member", "0"],
+        &["would lose data", "m1 replaced but not rebuilt", "--force"],
+    );
+    assert!(!line.contains('{'), "no internal structs: {line}");
+    assert_untouched(&before, dir, "fail past the tolerance");
+    assert_eq!(read(dir, "p.json", 0, data.len()), data);
+
+    // With --force it proceeds, and says in a sentence that data is lost.
+    let out = raidforge(dir, &["fail", "p.json", "--member", "0", "--force"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("lost data") && !err.contains("FailOutcome"),
+        "{err}"
+    );
+    assert_eq!(status(dir, "p.json")["state"], "failed");
+}
+
+/// RAID+ rebuilds into spare space without a replacement: afterwards it survives another
+/// failure, `status` says so, and failing another member is accepted and loses no byte.
+#[test]
+fn rebuilt_into_spare_space_survives_another_failure() {
+    let t = TempDir::new("cli-safety", "spare-space");
+    let dir = t.path();
+    create(
+        dir,
+        "p.json",
+        &["--scheme", "raidplus", "--disks", "5", "--width", "3"],
+        5,
+        &[],
+    );
+    let data = pattern(1_000_000, 3);
+    write(dir, "p.json", 4096, &data);
+    ok(dir, &["fail", "p.json", "--member", "1"]);
+    assert_eq!(status(dir, "p.json")["fault_tolerance"], 0);
+    ok(dir, &["rebuild", "p.json"]);
+    let st = status(dir, "p.json");
+    assert_eq!(st["failed"], serde_json::json!([1]));
+    assert_eq!(st["fault_tolerance"], 1, "{st}");
+    assert!(ok(dir, &["status", "p.json"]).contains("survives 1 more failure"));
+    // Every other member, one at a time: no refusal, every byte reads back.
+    for m in ["0", "2", "3", "4"] {
+        let t2 = TempDir::new("cli-safety", &format!("spare-space-{m}"));
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), t2.path().join(e.file_name())).unwrap();
+        }
+        // The descriptor names members by absolute path: point it at the copies.
+        let desc = std::fs::read_to_string(t2.path().join("p.json")).unwrap();
+        let desc = desc.replace(dir.to_str().unwrap(), t2.path().to_str().unwrap());
+        std::fs::write(t2.path().join("p.json"), desc).unwrap();
+        ok(t2.path(), &["fail", "p.json", "--member", m]);
+        assert_eq!(status(t2.path(), "p.json")["fault_tolerance"], 0);
+        assert_eq!(
+            read(t2.path(), "p.json", 4096, data.len()),
+            data,
+            "member {m} failed after the rebuild into spare space"
+        );
+    }
+}
+
+/// `create` over files that are not raidforge members and hold data (a file system, or any
+/// bytes) is refused, naming what is there, and touches nothing; blank files (sparse, as
+/// `truncate` makes them) are taken; --force overwrites.
+#[test]
+fn create_refuses_files_holding_data_that_is_not_ours() {
+    let t = TempDir::new("cli-safety", "foreign");
+    let dir = t.path();
+    std::fs::write(dir.join("m0.img"), pattern(6 << 20, 1)).unwrap();
+    // An ext2/3/4 superblock's magic at byte 1080, the rest zeros.
+    let mut ext = vec![0u8; 6 << 20];
+    ext[1080] = 0x53;
+    ext[1081] = 0xEF;
+    std::fs::write(dir.join("m1.img"), &ext).unwrap();
+    std::fs::File::create(dir.join("m2.img"))
+        .unwrap()
+        .set_len(6 << 20)
+        .unwrap();
+    let args = [
+        "create", "p.json", "--scheme", "raid5", "--disks", "3", "--member", "m0.img", "--member",
+        "m1.img", "--member", "m2.img", "--size", "4M",
+    ];
+    let before = snapshot(dir);
+    refused(
+        dir,
+        &args,
+        &["m0.img", "not a raidforge member", "holds data", "--force"],
+    );
+    assert_untouched(&before, dir, "create over a file of data");
+    std::fs::write(dir.join("m0.img"), vec![0u8; 5 << 20]).unwrap();
+    let before = snapshot(dir);
+    refused(dir, &args, &["m1.img", "ext2/3/4 file system", "--force"]);
+    assert_untouched(&before, dir, "create over a file system");
+    let mut forced = args.to_vec();
+    forced.push("--force");
+    ok(dir, &forced);
+    assert_eq!(
+        std::fs::metadata(dir.join("m1.img")).unwrap().len(),
+        4 << 20
+    );
+}
+
+/// `replace` with a file that holds data is refused; with another pool's member it names
+/// `raidforge wipe`, which erases it, after which the replacement is taken.
+#[test]
+fn replace_refuses_used_files_and_wipe_clears_a_members_metadata() {
+    let t = TempDir::new("cli-safety", "wipe");
+    let dir = t.path();
+    create(
+        dir,
+        "p.json",
+        &["--scheme", "raid5", "--disks", "3"],
+        3,
+        &[],
+    );
+    ok(
+        dir,
+        &[
+            "create", "q.json", "--scheme", "raid1", "--disks", "2", "--member", "q0.img",
+            "--member", "q1.img", "--size", "4M",
+        ],
+    );
+    write(dir, "q.json", 0, &pattern(100_000, 9));
+    let data = pattern(200_000, 5);
+    write(dir, "p.json", 0, &data);
+    ok(dir, &["fail", "p.json", "--member", "2"]);
+    std::fs::write(dir.join("junk.img"), pattern(5 << 20, 2)).unwrap();
+    let before = snapshot(dir);
+    refused(
+        dir,
+        &["replace", "p.json", "--member", "2", "--with", "junk.img"],
+        &["junk.img", "holds data"],
+    );
+    refused(
+        dir,
+        &["replace", "p.json", "--member", "2", "--with", "q0.img"],
+        &["raidforge superblock", "raidforge wipe q0.img"],
+    );
+    assert_untouched(&before, dir, "replace with used files");
+    // Wiping something that is not a member is refused and writes nothing.
+    refused(dir, &["wipe", "junk.img"], &["junk.img", "nothing to wipe"]);
+    assert_untouched(&before, dir, "wipe of a non-member");
+    let out = raidforge(dir, &["wipe", "q0.img"]);
+    assert!(out.status.success(), "{:?}", out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wiped q0.img"));
+    ok(
+        dir,
+        &["replace", "p.json", "--member", "m2", "--with", "q0.img"],
+    );
+    ok(dir, &["rebuild", "p.json"]);
+    ok(dir, &["verify", "p.json"]);
+    assert_eq!(read(dir, "p.json", 0, data.len()), data);
+}
+
+/// A create that fails at its first write (a member size the file system cannot hold: here a
+/// file size limit, `ulimit -f`, makes growing a member fail with EFBIG as a 16 TiB member on
+/// ext4 does) leaves no member file behind, and says what to change.
+#[test]
+fn create_that_fails_leaves_nothing_behind() {
+    use std::os::unix::process::CommandExt;
+    let t = TempDir::new("cli-safety", "too-large");
+    let dir = t.path();
+    let before = snapshot(dir);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_raidforge"));
+    cmd.args([
+        "create", "p.json", "--scheme", "raid5", "--disks", "3", "--member", "m0.img", "--member",
+        "m1.img", "--member", "m2.img", "--size", "64M",
+    ])
+    .current_dir(dir)
+    .env_remove("CI");
+    // SAFETY: async-signal-safe calls only, in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 32 << 20,
+                rlim_max: 32 << 20,
+            };
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("raidforge: error: member 0 (m0.img): cannot be made")
+            && err.contains("--size")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    assert_untouched(&before, dir, "create that failed at its first write");
+}
+
+/// `assemble` over the descriptor of another pool is refused and touches nothing; over its own
+/// pool's descriptor it keeps what the superblocks do not hold (here the emulated speed).
+#[test]
+fn assemble_keeps_its_pools_settings_and_never_overwrites_another_pools_descriptor() {
+    let t = TempDir::new("cli-safety", "assemble");
+    let dir = t.path();
+    create(
+        dir,
+        "p.json",
+        &["--scheme", "raid5", "--disks", "3"],
+        3,
+        &["--emulate", "hdd:900MB/s:0ms"],
+    );
+    ok(
+        dir,
+        &[
+            "create", "q.json", "--scheme", "raid1", "--disks", "2", "--member", "q0.img",
+            "--member", "q1.img", "--size", "4M",
+        ],
+    );
+    let data = pattern(50_000, 4);
+    write(dir, "p.json", 0, &data);
+    let before = snapshot(dir);
+    refused(
+        dir,
+        &[
+            "assemble", "p.json", "--member", "q0.img", "--member", "q1.img",
+        ],
+        &["p.json describes another pool", "another descriptor path"],
+    );
+    assert_untouched(&before, dir, "assemble over another pool's descriptor");
+    let st = json(
+        dir,
+        &[
+            "assemble", "p.json", "--member", "m2.img", "--member", "m0.img", "--member", "m1.img",
+            "--json",
+        ],
+    );
+    for m in st["members"].as_array().unwrap() {
+        assert_eq!(m["emulate"], "hdd:900MB/s:0ms", "{st}");
+    }
+    assert_eq!(read(dir, "p.json", 0, data.len()), data);
+}
+
+/// A member whose file is missing when a command opens the pool is failed, and the command
+/// says so; `status` (text and --json) says why each failed member failed.
+#[test]
+fn a_member_failed_for_a_missing_file_is_reported_with_its_reason() {
+    let t = TempDir::new("cli-safety", "why");
+    let dir = t.path();
+    create(
+        dir,
+        "p.json",
+        &["--scheme", "raid6", "--disks", "5"],
+        5,
+        &[],
+    );
+    let data = pattern(150_000, 6);
+    write(dir, "p.json", 0, &data);
+    std::fs::rename(dir.join("m1.img"), dir.join("m1.away")).unwrap();
+    let out = raidforge(
+        dir,
+        &[
+            "io", "read", "p.json", "--offset", "0", "--length", "150000", "--output", "out.bin",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("member 1 is failed") && err.contains("m1.img missing"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(dir.join("out.bin")).unwrap(), data);
+    ok(dir, &["fail", "p.json", "--member", "m3"]);
+    let st = status(dir, "p.json");
+    let why = |i: usize| {
+        st["members"][i]["failed_why"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(
+        why(1).contains("m1.img missing when the pool was opened"),
+        "{st}"
+    );
+    assert!(why(3).contains("raidforge fail"), "{st}");
+    assert!(st["members"][0].get("failed_why").is_none(), "{st}");
+    let text = ok(dir, &["status", "p.json"]);
+    assert!(
+        text.contains("m1 failed: file") && text.contains("m3 failed: failed by"),
+        "{text}"
+    );
+}

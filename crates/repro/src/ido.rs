@@ -32,6 +32,9 @@ use crate::{Claim, Experiment, Opts, Plot, Row};
 pub const SOURCE: &str = "S. Wu, H. Jiang, B. Mao, \"IDO: Intelligent Data Outsourcing with \
      Improved RAID Reconstruction Performance in Large-Scale Data Centers\", LISA 2012 (seed 003)";
 
+/// The experiments [`run`] returns, in order.
+pub const EXPERIMENTS: &[&str] = &["fig9", "fig11", "fig12", "fig13", "fig14", "fig16"];
+
 const MIB: u64 = 1 << 20;
 const KIB: u64 = 1 << 10;
 

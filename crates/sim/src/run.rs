@@ -436,6 +436,37 @@ impl Workload for Source {
     }
 }
 
+/// Any workload replayed closed-loop: `depth` requests kept outstanding, each new request issued
+/// when one completes, the recorded times ignored. This is how a benchmark's job (a TPC-C trace
+/// standing for its terminals, a fio job with an I/O depth) is replayed "as fast as the array
+/// takes it" instead of at its recorded pace; throughput then measures the array.
+pub struct ClosedLoop<W> {
+    inner: W,
+    depth: u32,
+}
+
+impl<W: Workload> ClosedLoop<W> {
+    /// `inner` with `depth` requests outstanding (at least 1).
+    pub fn new(inner: W, depth: u32) -> ClosedLoop<W> {
+        ClosedLoop {
+            inner,
+            depth: depth.max(1),
+        }
+    }
+}
+
+impl<W: Workload> Workload for ClosedLoop<W> {
+    fn next_request(&mut self) -> Option<Result<Request, TraceError>> {
+        self.inner.next_request()
+    }
+    fn closed_loop_depth(&self) -> Option<u32> {
+        Some(self.depth)
+    }
+    fn skipped(&self) -> u64 {
+        self.inner.skipped()
+    }
+}
+
 /// Builds the array (`scheme` with `chunk_bytes` chunks on members of `member_bytes`), opens
 /// the workload and runs it.
 pub fn simulate(

@@ -25,6 +25,7 @@ pub mod raid4s;
 pub mod raide;
 pub mod raidh;
 pub mod raidplus;
+pub(crate) mod raidplus_apps;
 pub(crate) mod raidplus_more;
 pub mod s2raid;
 pub(crate) mod simkit;

@@ -24,6 +24,7 @@ pub const SOURCE: &str = "A. Wacha, \"Incorporating SSDs into distributed storag
      thesis, UC Santa Cruz, 2012 (seed 004), chapters 3-4: RAID4S and RAID4S-modthresh";
 
 /// The experiments [`run`] returns, in order.
+#[rustfmt::skip]
 pub const EXPERIMENTS: &[&str] = &[
     "table3.3", "fig3.14", "fig4.1", "fig4.10", "fig3.1", "fig3.2", "fig3.7", "fig3.8", "fig3.9",
     "fig3.10", "fig3.12", "fig3.13", "fig3.16", "fig3.17", "fig3.19", "fig3.20", "fig3.21",

@@ -21,6 +21,7 @@ pub const SOURCE: &str = "A. Wacha, \"Incorporating SSDs into distributed storag
      thesis, UC Santa Cruz, 2012 (seed 004), chapter 6: RAIDH";
 
 /// The experiments [`run`] returns, in order.
+#[rustfmt::skip]
 pub const EXPERIMENTS: &[&str] = &[
     "table6.1", "model6.5", "fig6.2", "fig6.3", "fig6.6", "fig6.7", "fig6.8", "fig6.10",
 ];

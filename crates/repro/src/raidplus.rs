@@ -30,18 +30,10 @@ pub const SOURCE: &str = "Zhang et al.: \"RAID+: Deterministic and Balanced Data
                           for Large Disk Enclosures\", FAST'18 (seed 001)";
 
 /// The experiments [`run`] returns, in order.
+#[rustfmt::skip]
 pub const EXPERIMENTS: &[&str] = &[
-    "table2",
-    "fig10a",
-    "fig10b",
-    "cov",
-    "table1",
-    "multifail",
-    "fig10a-io",
-    "fig10b-io",
-    "fig10c",
-    "fig10d",
-    "fig7",
+    "table2", "fig10a", "fig10b", "cov", "table1", "multifail", "fig10a-io", "fig10b-io", "fig10c",
+    "fig10d", "fig7", "fig5", "table3", "table4",
 ];
 
 /// The drive of every experiment (section 6: Seagate Constellation 7200 rpm 2 TB).
@@ -299,6 +291,12 @@ pub fn run(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Ex
     out.push(crate::raidplus_more::fig10d(opts, runner.progress())?);
     runner.say("fig7: sequential throughput against request size");
     out.push(crate::raidplus_more::fig7(opts, runner.progress())?);
+    runner.say("fig5: TPC-C through an online rebuild");
+    out.push(crate::raidplus_apps::fig5(opts, &mut runner)?);
+    runner.say("table3: applications through online rebuilds");
+    out.push(crate::raidplus_apps::table3(opts, &mut runner)?);
+    runner.say("table4: normal application performance");
+    out.push(crate::raidplus_apps::table4(opts, &mut runner)?);
     Ok(out)
 }
 

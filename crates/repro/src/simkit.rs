@@ -131,6 +131,9 @@ pub(crate) enum Load {
     Synthetic(String),
     /// A trace file, looped as long as the run lasts.
     Trace(PathBuf),
+    /// A trace file, looped, replayed closed-loop with this many requests outstanding (its
+    /// times ignored: a benchmark's job run as fast as the array takes it).
+    ClosedTrace(PathBuf, u32),
 }
 
 impl Load {
@@ -139,6 +142,7 @@ impl Load {
             Load::None => "none".into(),
             Load::Synthetic(s) => s.clone(),
             Load::Trace(p) => p.display().to_string(),
+            Load::ClosedTrace(p, d) => format!("{} closed {d}", p.display()),
         }
     }
 }
@@ -260,7 +264,7 @@ impl<'a> Runner<'a> {
         let what = match &spec.load {
             Load::None => "offline".to_string(),
             Load::Synthetic(s) => s.split(':').next().unwrap_or(s).to_string(),
-            Load::Trace(p) => p
+            Load::Trace(p) | Load::ClosedTrace(p, _) => p
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())
                 .unwrap_or_default(),
@@ -324,7 +328,7 @@ fn simulate(spec: &RunSpec) -> anyhow::Result<Outcome> {
     let workload = match &spec.load {
         Load::None => WorkloadSpec::None,
         Load::Synthetic(s) => WorkloadSpec::parse(s, spec.seed, None)?,
-        Load::Trace(p) => {
+        Load::Trace(p) | Load::ClosedTrace(p, _) => {
             if !p.exists() {
                 bail!(
                     "trace {} not found (pass --traces DIR or set RAIDFORGE_TRACES)",
@@ -344,8 +348,16 @@ fn simulate(spec: &RunSpec) -> anyhow::Result<Outcome> {
     }
     // As `sim::simulate`, with the geometry built once.
     let geo = geometry_for(&scheme, spec.chunk_bytes, spec.data_bytes)?;
-    let mut source = workload.open(geo.capacity_bytes(), &opts)?;
-    let report = Simulator::new(geo, cfg)?.run(&mut source)?;
+    let source = workload.open(geo.capacity_bytes(), &opts)?;
+    let report = match spec.load {
+        Load::ClosedTrace(_, depth) => {
+            Simulator::new(geo, cfg)?.run(&mut sim::ClosedLoop::new(source, depth))?
+        }
+        _ => {
+            let mut source = source;
+            Simulator::new(geo, cfg)?.run(&mut source)?
+        }
+    };
     Ok(Outcome { report })
 }
 

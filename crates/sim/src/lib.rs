@@ -95,7 +95,9 @@ pub use metrics::{
     Timeline, TimelinePoint, VolumeStats,
 };
 pub use rng::SplitMix64;
-pub use run::{parse_bytes, simulate, ClosedLoop, Source, SourceOptions, SpecError, WorkloadSpec};
+pub use run::{
+    parse_bytes, simulate, ClosedLoop, Merged, Source, SourceOptions, SpecError, WorkloadSpec,
+};
 pub use trace::{
     locate_traces_dir, repository_traces_dir, BlkEvent, Fold, Location, ReadOptions, Request,
     TimeOrder, TraceDirError, TraceError, TraceFormat, TraceReader, TRACES_ENV,

@@ -1,12 +1,13 @@
 //! Multi-volume workloads (`SimConfig::volumes`, a `VolumeLayout`) and closed-loop replay of
-//! any workload (`ClosedLoop`).
+//! any workload (`ClosedLoop`), several workloads merged onto their volumes (`Merged`).
 
 use std::sync::Arc;
 
 use layout::{Params, Scheme, SchemeKind};
 use raidcore::Geometry;
 use sim::{
-    ClosedLoop, Drive, Op, Phase, Request, SimConfig, Simulator, TraceError, VolumeLayout, Workload,
+    ClosedLoop, Drive, Merged, Op, Phase, Request, SimConfig, Simulator, TraceError, VolumeLayout,
+    Workload,
 };
 
 /// A fixed list of requests.
@@ -169,4 +170,54 @@ fn closed_loop_replay_ignores_the_recorded_times() {
     // 200 random reads, four at a time on nine disks: seconds, not minutes.
     assert!(fast.sim_time_s < 5.0, "{}", fast.sim_time_s);
     assert!(fast.throughput_iops > 40.0 * paced.throughput_iops);
+}
+
+#[test]
+fn merged_workloads_interleave_by_time_each_on_its_volume() {
+    let a = List(
+        vec![
+            req(0, 9, 0, Op::Read),
+            req(5, 9, 4096, Op::Read),
+            req(9, 9, 0, Op::Write),
+        ]
+        .into_iter(),
+    );
+    let b = List(vec![req(1, 0, 8192, Op::Write), req(5, 0, 0, Op::Read)].into_iter());
+    let mut m = Merged::new(vec![(Box::new(a), 2), (Box::new(b), 1)]).unwrap();
+    let mut got = Vec::new();
+    while let Some(r) = m.next_request() {
+        let r = r.unwrap();
+        got.push((r.time_ns / 1_000_000, r.volume, r.offset_bytes));
+    }
+    // By time; the tie at 5 ms goes to the first part.
+    assert_eq!(
+        got,
+        [(0, 2, 0), (1, 1, 8192), (5, 2, 4096), (5, 1, 0), (9, 2, 0)]
+    );
+    // Run on three volumes of the concatenated array: per-volume counts follow the parts.
+    let a = List(
+        (0..50u64)
+            .map(|i| req(i, 0, i * 4096, Op::Read))
+            .collect::<Vec<_>>()
+            .into_iter(),
+    );
+    let b = List(
+        (0..10u64)
+            .map(|i| req(i * 3, 0, i * 4096, Op::Write))
+            .collect::<Vec<_>>()
+            .into_iter(),
+    );
+    let geo = Geometry::new(raid5c(), CHUNK, 64 << 20).unwrap();
+    let mut cfg = SimConfig::new(Drive::SeagateSt3500320as.params());
+    cfg.volumes = Some(VolumeLayout {
+        count: 3,
+        extent_bytes: 6 * CHUNK,
+    });
+    let mut m = Merged::new(vec![(Box::new(a), 0), (Box::new(b), 2)]).unwrap();
+    let r = Simulator::new(geo, cfg).unwrap().run(&mut m).unwrap();
+    let counts: Vec<u64> = r.volumes.iter().map(|v| v.overall().0).collect();
+    assert_eq!(counts, [50, 0, 10]);
+    // Closed-loop parts have no times to merge by.
+    let closed = ClosedLoop::new(List(Vec::new().into_iter()), 2);
+    assert!(Merged::new(vec![(Box::new(closed), 0)]).is_err());
 }

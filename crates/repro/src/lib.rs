@@ -26,6 +26,7 @@ pub mod raide;
 pub mod raidh;
 pub mod raidplus;
 pub(crate) mod raidplus_apps;
+pub(crate) mod raidplus_mix;
 pub(crate) mod raidplus_more;
 pub mod s2raid;
 pub(crate) mod simkit;

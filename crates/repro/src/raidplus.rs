@@ -33,7 +33,7 @@ pub const SOURCE: &str = "Zhang et al.: \"RAID+: Deterministic and Balanced Data
 #[rustfmt::skip]
 pub const EXPERIMENTS: &[&str] = &[
     "table2", "fig10a", "fig10b", "cov", "table1", "multifail", "fig10a-io", "fig10b-io", "fig10c",
-    "fig10d", "fig7", "fig5", "table3", "table4",
+    "fig10d", "fig7", "fig5", "table3", "table4", "fig6", "fig8", "fig9",
 ];
 
 /// The drive of every experiment (section 6: Seagate Constellation 7200 rpm 2 TB).
@@ -297,6 +297,12 @@ pub fn run(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Ex
     out.push(crate::raidplus_apps::table3(opts, &mut runner)?);
     runner.say("table4: normal application performance");
     out.push(crate::raidplus_apps::table4(opts, &mut runner)?);
+    runner.say("fig6: a 4-workload mix through an online rebuild");
+    out.push(crate::raidplus_mix::fig6(opts, runner.progress())?);
+    runner.say("fig8: normal latency under two trace stand-ins");
+    out.push(crate::raidplus_more::fig8(opts, runner.progress())?);
+    runner.say("fig9: weighted speed-up of 4-workload mixes");
+    out.push(crate::raidplus_mix::fig9(opts, runner.progress())?);
     Ok(out)
 }
 

@@ -29,6 +29,29 @@ pub struct ReproduceArgs {
     json: bool,
 }
 
+/// The seeds `name` selects: one, or every one for `all`.
+pub fn seeds(name: &str) -> anyhow::Result<Vec<&'static repro::Seed>> {
+    if name == "all" {
+        return Ok(repro::SEEDS.iter().collect());
+    }
+    match repro::seed(name) {
+        Some(s) => Ok(vec![s]),
+        None => {
+            let names: Vec<&str> = repro::SEEDS.iter().map(|s| s.name).collect();
+            bail!(
+                "unknown reproduction {name:?}; choose one of: {}, all, coverage",
+                names.join(", ")
+            )
+        }
+    }
+}
+
+/// What `raidforge reproduce --json` prints for these reports.
+pub fn reports_json(reports: &[repro::Report]) -> serde_json::Value {
+    let v: Vec<serde_json::Value> = reports.iter().map(|r| r.to_json()).collect();
+    serde_json::json!({ "reports": v })
+}
+
 /// Writes `OUT/COVERAGE.md` from the reports in `OUT`; returns its path.
 fn write_coverage(out: &std::path::Path) -> anyhow::Result<PathBuf> {
     let text = repro::coverage::render_dir(out)?;
@@ -43,21 +66,7 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<bool> {
         eprintln!("wrote {}", path.display());
         return Ok(true);
     }
-    let seeds: Vec<&repro::Seed> = if a.name == "all" {
-        repro::SEEDS.iter().collect()
-    } else {
-        match repro::seed(&a.name) {
-            Some(s) => vec![s],
-            None => {
-                let names: Vec<&str> = repro::SEEDS.iter().map(|s| s.name).collect();
-                bail!(
-                    "unknown reproduction {:?}; choose one of: {}, all, coverage",
-                    a.name,
-                    names.join(", ")
-                )
-            }
-        }
-    };
+    let seeds = seeds(&a.name)?;
     let opts = repro::Opts {
         quick: a.quick,
         traces_dir: a.traces.clone(),
@@ -105,11 +114,7 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<bool> {
         eprintln!("wrote {}", path.display());
     }
     if a.json {
-        let v: Vec<serde_json::Value> = reports.iter().map(|r| r.to_json()).collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "reports": v }))?
-        );
+        println!("{}", serde_json::to_string_pretty(&reports_json(&reports))?);
     } else {
         for r in &reports {
             println!("{}: {}", r.name, r.source);

@@ -402,8 +402,9 @@ def mttdl(
 class Reproduction(_Record):
     """One seed paper's reproduction: the fields of its ``raidforge reproduce --json`` report
     (``name``, ``source``, ``quick``, ``runtime_s``, ``experiments``) as attributes, each
-    experiment's rows as a DataFrame (``tables[id]``), every claim in ``claims``, and ``ok``
-    (every claim held)."""
+    experiment's rows as a DataFrame (``tables[id]``), every claim in ``claims`` (``note``:
+    why a claim the run does not uphold fails here), and ``ok`` (every claim held or carries
+    that reason, as the CLI's exit status says)."""
 
     def __init__(self, data: Dict[str, Any]):
         self._data = data
@@ -414,9 +415,11 @@ class Reproduction(_Record):
             df["note"] = [r.get("note") for r in e["rows"]]
             df.attrs = {"title": e["title"], "config": e["config"], "notes": e["notes"]}
             self.tables[e["id"]] = df
-            claims += [{"experiment": e["id"], **c} for c in e["claims"]]
-        self.claims = pd.DataFrame(claims, columns=["experiment", "text", "holds", "evidence"])
-        self.ok = bool(self.claims["holds"].all()) if len(self.claims) else True
+            claims += [{"experiment": e["id"], "note": None, **c} for c in e["claims"]]
+        self.claims = pd.DataFrame(
+            claims, columns=["experiment", "text", "holds", "evidence", "note"]
+        )
+        self.ok = all(c["holds"] or c["note"] is not None for c in claims)
 
     def __repr__(self) -> str:
         held = int(self.claims["holds"].sum()) if len(self.claims) else 0
@@ -437,7 +440,8 @@ def reproduce(
 ) -> Union[Reproduction, List[Reproduction]]:
     """Regenerate a seed paper's tables and figures: ``raidforge reproduce NAME --json``.
 
-    ``name``: s2raid, raidplus, raid4s, raidh, lpu, ido (a list of all of them for "all").
+    ``name``: s2raid, raidplus, raid4s, raide, raidh, lpu, ido (a list of all of them for
+    "all").
     ``out``: also write NAME.md, NAME.json and the SVG plots there, as the CLI does.
     ``progress``: True prints the CLI's progress lines; a callable receives them. The GIL is
     released while it runs.

@@ -47,6 +47,7 @@ mod raidplus;
 mod random;
 mod rm2;
 mod s2raid;
+mod substripe;
 
 pub use check::{check, cov, CheckReport, WindowStats};
 pub use classic::{Classic, ClassicKind, Grouped, GroupedKind};
@@ -56,6 +57,7 @@ pub use raidplus::{RaidPlus, RaidPlusPool, Template, VolumeSpec};
 pub use random::{HashPlacement, RandomPlacement, SplitMix64};
 pub use rm2::Rm2;
 pub use s2raid::{S2Raid, S2Subarray};
+pub use substripe::Substriped;
 
 /// Index of a member disk, `0..disks`.
 pub type Disk = u32;

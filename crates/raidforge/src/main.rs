@@ -137,9 +137,11 @@ enum Command {
     /// Example: raidforge sim --scheme raid5 --disks 8 --disk st32000645ns --member-size 10G
     /// --chunk 1M --workload none --fail 0 --json
     Sim(Box<sim_cmd::SimArgs>),
-    /// Regenerate the seed papers' published results (S2-RAID, RAID+, RAID4S, RAIDH, lazy
-    /// parity) on simulated copies of their hardware; writes OUT/NAME.md, OUT/NAME.json and
-    /// SVG plots, published values beside ours. Exits 1 if a qualitative claim fails.
+    /// Regenerate the seed papers' published results (S2-RAID, RAID+, lazy parity, IDO, and
+    /// the thesis's RAID4S, RAIDE, RAIDH) on simulated copies of their hardware; writes
+    /// OUT/NAME.md, OUT/NAME.json and SVG plots, published values beside ours, and (for `all`
+    /// and `coverage`) OUT/COVERAGE.md, the status of every table and figure of the seeds.
+    /// Exits 1 if a qualitative claim fails without a reason given in the report.
     ///
     /// Example: raidforge reproduce all --quick --out reproduce
     Reproduce(reproduce_cmd::ReproduceArgs),

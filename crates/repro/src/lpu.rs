@@ -17,6 +17,9 @@ pub const SOURCE: &str = "Y. J. Nam, D.-W. Kim, T.-Y. Choe, C. Park, \"Lazy Pari
      Technique to Improve Write I/O Performance of Disk Array Tolerating Double Disk Failures\" \
      (seed 002)";
 
+/// The experiments [`run`] returns, in order.
+pub const EXPERIMENTS: &[&str] = &["fig5", "fig6", "fig7"];
+
 /// The reliability experiments, as data: the seed's parameters and published ratios.
 pub struct ModelSetup {
     /// Disk MTTF and MTTR (Figures 5-6 captions: 30,000 h and 24 h).

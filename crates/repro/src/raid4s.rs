@@ -23,6 +23,15 @@ use crate::{Claim, Experiment, Opts, Plot, Row};
 pub const SOURCE: &str = "A. Wacha, \"Incorporating SSDs into distributed storage systems\", PhD \
      thesis, UC Santa Cruz, 2012 (seed 004), chapters 3-4: RAID4S and RAID4S-modthresh";
 
+/// The experiments [`run`] returns, in order.
+#[rustfmt::skip]
+pub const EXPERIMENTS: &[&str] = &[
+    "table3.3", "fig3.14", "fig4.1", "fig4.10", "fig3.1", "fig3.2", "fig3.7", "fig3.8", "fig3.9",
+    "fig3.10", "fig3.12", "fig3.13", "fig3.16", "fig3.17", "fig3.19", "fig3.20", "fig3.21",
+    "fig3.22", "fig3.23", "fig3.24", "fig3.25", "fig3.27", "fig3.29", "fig4.2", "fig4.3", "fig4.5",
+    "fig4.11", "fig4.12", "fig4.13", "fig4.14", "fig4.15", "fig4.16",
+];
+
 const KIB: u64 = 1024;
 
 /// Table 3.3 as published: (stripe width, RAID4 I/Os per disk, RAID4S I/Os per disk,
@@ -209,6 +218,32 @@ pub fn run(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Ex
     out.push(fig3_14(opts, progress)?);
     progress("fig4.1 / fig4.10: RAID4S-modthresh vs RAID4S");
     out.extend(fig4_1(opts, progress)?);
+    let mut b = crate::thesis::Bench::new();
+    progress("fig3.1: RAID0 vs RAID5");
+    out.push(crate::thesis3::fig3_1(&mut b, opts, progress)?);
+    progress("fig3.2: I/Os of RMW and RCW from the plans");
+    out.push(crate::thesis3::fig3_2()?);
+    progress("fig3.7: cost and throughput");
+    out.push(crate::thesis3::fig3_7(&mut b, opts)?);
+    progress("fig3.8-3.13: power and disk-time models");
+    out.push(crate::power::fig3_8_9(true));
+    out.push(crate::power::fig3_8_9(false));
+    out.push(crate::power::fig3_10());
+    out.push(crate::power::fig3_12_13(true));
+    out.push(crate::power::fig3_12_13(false));
+    progress("fig3.16: RAID0, RAID5, RAID4S, RAIDF5");
+    out.push(crate::thesis3::fig3_16(&mut b, opts, progress)?);
+    progress("fig3.17: unaligned small writes");
+    out.push(crate::thesis3::fig3_17(&mut b, opts, progress)?);
+    progress("fig3.19-3.24: reads and writes per device from the plans");
+    out.extend(crate::thesis3::fig3_19_24()?);
+    progress("fig3.25: read/write mix");
+    out.push(crate::thesis3::fig3_25(&mut b, opts, progress)?);
+    progress("fig3.27: degraded random writes");
+    out.push(crate::thesis3::fig3_27(&mut b, opts, progress)?);
+    progress("fig3.29: Financial1-like replay");
+    out.push(crate::thesis3::fig3_29(&mut b, opts, progress)?);
+    out.extend(crate::thesis4::run(&mut b, opts, progress)?);
     Ok(out)
 }
 

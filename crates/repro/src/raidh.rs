@@ -20,6 +20,12 @@ use crate::{Claim, Experiment, Opts, Plot, Row};
 pub const SOURCE: &str = "A. Wacha, \"Incorporating SSDs into distributed storage systems\", PhD \
      thesis, UC Santa Cruz, 2012 (seed 004), chapter 6: RAIDH";
 
+/// The experiments [`run`] returns, in order.
+#[rustfmt::skip]
+pub const EXPERIMENTS: &[&str] = &[
+    "table6.1", "model6.5", "fig6.2", "fig6.3", "fig6.6", "fig6.7", "fig6.8", "fig6.10",
+];
+
 const KIB: u64 = 1024;
 
 /// The example array of section 6.2.
@@ -94,6 +100,19 @@ pub fn run(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Ex
     let mut out = vec![table6_1()?];
     progress("model6.5: section 6.5 model vs the simulator");
     out.push(model6_5(opts, progress)?);
+    let mut b = crate::thesis::Bench::new();
+    progress("fig6.2: RAIDH vs width");
+    out.push(crate::thesis6::fig6_2(&mut b, opts, progress)?);
+    progress("fig6.3: RAIDH vs heterogeneity");
+    out.push(crate::thesis6::fig6_3(&mut b, opts, progress)?);
+    progress("fig6.6: RAIDH vs RAID5SS vs RAID5NSS, 64 KiB chunks");
+    out.push(crate::thesis6::fig6_6(&mut b, opts, progress)?);
+    progress("fig6.7: 4 KiB chunks");
+    out.push(crate::thesis6::fig6_7(&mut b, opts, progress)?);
+    progress("fig6.8: Financial1-like replay, RAIDH vs RAID5SS");
+    out.push(crate::thesis6::fig6_8(&mut b, opts, progress)?);
+    progress("fig6.10: Financial1-like replay, all arrays");
+    out.push(crate::thesis6::fig6_10(&mut b, opts, progress)?);
     Ok(out)
 }
 

@@ -29,6 +29,13 @@ use crate::{Claim, Experiment, Opts, Plot, Row};
 pub const SOURCE: &str = "Zhang et al.: \"RAID+: Deterministic and Balanced Data Distribution \
                           for Large Disk Enclosures\", FAST'18 (seed 001)";
 
+/// The experiments [`run`] returns, in order.
+#[rustfmt::skip]
+pub const EXPERIMENTS: &[&str] = &[
+    "table2", "fig10a", "fig10b", "cov", "table1", "multifail", "fig10a-io", "fig10b-io", "fig10c",
+    "fig10d", "fig7", "fig5", "table3", "table4", "fig6", "fig8", "fig9",
+];
+
 /// The drive of every experiment (section 6: Seagate Constellation 7200 rpm 2 TB).
 const DRIVE: Drive = Drive::SeagateSt32000645ns;
 /// The 2 MB allocation unit per disk (section 6), the unit a rebuild reads and writes.
@@ -262,7 +269,41 @@ pub fn run(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Ex
     let a = fig10a(&ctx, &mut runner)?;
     let b = fig10b(&ctx, &mut runner)?;
     let c = cov(&mut runner)?;
-    Ok(vec![t2, a, b, c])
+    let mut out = vec![t2, a, b, c];
+    runner.say("table1: the model of Table 1");
+    out.push(crate::raidplus_more::table1());
+    runner.say("multifail: balance as disks keep failing");
+    out.push(crate::raidplus_more::multifail(opts)?);
+    runner.say("fig10a-io / fig10b-io: random throughput against n and k");
+    out.push(crate::raidplus_more::fig10_io(
+        opts,
+        true,
+        runner.progress(),
+    )?);
+    out.push(crate::raidplus_more::fig10_io(
+        opts,
+        false,
+        runner.progress(),
+    )?);
+    runner.say("fig10c: allocation unit size");
+    out.push(crate::raidplus_more::fig10c(opts, runner.progress())?);
+    runner.say("fig10d: stripe orderings");
+    out.push(crate::raidplus_more::fig10d(opts, runner.progress())?);
+    runner.say("fig7: sequential throughput against request size");
+    out.push(crate::raidplus_more::fig7(opts, runner.progress())?);
+    runner.say("fig5: TPC-C through an online rebuild");
+    out.push(crate::raidplus_apps::fig5(opts, &mut runner)?);
+    runner.say("table3: applications through online rebuilds");
+    out.push(crate::raidplus_apps::table3(opts, &mut runner)?);
+    runner.say("table4: normal application performance");
+    out.push(crate::raidplus_apps::table4(opts, &mut runner)?);
+    runner.say("fig6: a 4-workload mix through an online rebuild");
+    out.push(crate::raidplus_mix::fig6(opts, runner.progress())?);
+    runner.say("fig8: normal latency under two trace stand-ins");
+    out.push(crate::raidplus_more::fig8(opts, runner.progress())?);
+    runner.say("fig9: weighted speed-up of 4-workload mixes");
+    out.push(crate::raidplus_mix::fig9(opts, runner.progress())?);
+    Ok(out)
 }
 
 fn table2(ctx: &Ctx, runner: &mut Runner) -> anyhow::Result<Experiment> {

@@ -1,4 +1,4 @@
-//! Reproduction of seed 000, S2-RAID (Wan, Wang, Yang, Xie): Tables 5-7 and Figures 5-6.
+//! Reproduction of seed 000, S2-RAID (Wan, Wang, Yang, Xie): Tables 5-7 and Figures 5-8.
 //!
 //! Every experiment runs the simulator on copies of the paper's arrays, built from its section
 //! 4.1: nine Seagate ST3500320AS disks (Table 1), 10 GB of each used ("we assume the volume of
@@ -11,6 +11,9 @@
 //! - `table7`: mean response time of the RAID5 pair, normal and degraded (no rebuild).
 //! - `fig5`: Fin1 online rebuild with speed_limit_min 1, 10 and 50 MB/s.
 //! - `fig6`: S2-RAID5 with 1, 2 and 3 spare disks.
+//! - `fig7`: online rebuilds under TPC-C (the real block trace, closed loop) and synthetic
+//!   PostMark and TPC-W stand-ins ([`bench`]).
+//! - `fig8`: IOMeter-like sequential and random write rates against block size, no failure.
 //!
 //! The SPC Financial traces are not available here: Fin1 and Fin2 are synthetic workloads with
 //! the published statistics (`sim::SyntheticConfig::financial1_synthetic`), and Web is the
@@ -33,6 +36,8 @@
 //! - Member disks queue requests first come, first served; the drive model is the datasheet's,
 //!   the same as in every other experiment.
 
+mod bench;
+
 use std::path::{Path, PathBuf};
 
 use layout::{Params, SchemeKind};
@@ -45,6 +50,9 @@ use crate::{Claim, Experiment, Opts, Plot, Row};
 /// The paper.
 pub const SOURCE: &str = "Wan, Wang, Yang, Xie: \"S2-RAID: A New RAID Architecture for Fast \
                           Data Recovery\" (seed 000)";
+
+/// The experiments [`run`] returns, in order.
+pub const EXPERIMENTS: &[&str] = &["table5", "table6", "table7", "fig5", "fig6", "fig7", "fig8"];
 
 /// The drive of every experiment (Table 1: Seagate ST3500320AS, 500 GB, 7200 rpm).
 const DRIVE: Drive = Drive::SeagateSt3500320as;
@@ -336,6 +344,8 @@ struct Ctx<'o> {
     scale: &'static Scale,
     /// The WebSearch head (`websearch-head.mqsim` of the trace folder).
     web: PathBuf,
+    /// The TPC-C block trace (`tpcc-small.mqsim`), Figure 7's TPC-C.
+    tpcc: PathBuf,
 }
 
 impl Ctx<'_> {
@@ -418,6 +428,7 @@ pub fn run(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Ex
         opts,
         scale: if opts.quick { &QUICK } else { &FULL },
         web: opts.trace("websearch-head.mqsim")?,
+        tpcc: opts.trace("tpcc-small.mqsim")?,
     };
     let mut runner = Runner::new(progress);
     let t5 = table5(&ctx, &mut runner)?;
@@ -425,7 +436,9 @@ pub fn run(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Ex
     let t7 = table7(&ctx, &mut runner)?;
     let f5 = fig5(&ctx, &mut runner)?;
     let f6 = fig6(&ctx, &mut runner)?;
-    Ok(vec![t5, t6, t7, f5, f6])
+    let f7 = bench::fig7(&ctx, &mut runner)?;
+    let f8 = bench::fig8(&ctx, &mut runner)?;
+    Ok(vec![t5, t6, t7, f5, f6, f7, f8])
 }
 
 /// Mean response time during the rebuild, ms.

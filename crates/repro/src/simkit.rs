@@ -35,6 +35,9 @@ pub(crate) struct ArraySpec {
     /// each with MD's speed limits (seed 000, section 3). The simulator's one throttle then
     /// gets `throttled` times the limits.
     pub throttled: u64,
+    /// Sub-units per unit (`layout::Substriped`; 1: the scheme as built): RAID+'s prototype
+    /// stripes 64 KiB units inside each 2 MB allocation unit.
+    pub substripes: usize,
 }
 
 impl ArraySpec {
@@ -45,17 +48,36 @@ impl ArraySpec {
             kind,
             params,
             throttled: 1,
+            substripes: 1,
         }
+    }
+
+    /// The same array with every unit split into `r` sub-units striped across its stripe's
+    /// disks (run it with a chunk `r` times smaller).
+    pub fn substriped(mut self, r: usize) -> ArraySpec {
+        self.substripes = r;
+        self
     }
 
     /// The built scheme.
     pub fn scheme(&self) -> anyhow::Result<Arc<dyn Scheme>> {
-        layout::build(self.kind, &self.params).with_context(|| format!("building {}", self.name))
+        let s = layout::build(self.kind, &self.params)
+            .with_context(|| format!("building {}", self.name))?;
+        if self.substripes > 1 {
+            Ok(Arc::new(layout::Substriped::new(s, self.substripes)?))
+        } else {
+            Ok(s)
+        }
     }
 
     /// The layout's text form (`scheme=raid5;disks=10;...`), as the report shows it.
     pub fn text(&self) -> String {
-        layout::to_text(self.kind, &self.params)
+        let t = layout::to_text(self.kind, &self.params);
+        if self.substripes > 1 {
+            format!("{t}; each unit in {} sub-units", self.substripes)
+        } else {
+            t
+        }
     }
 
     /// The rebuild limits the simulator applies: `base` times [`ArraySpec::throttled`].
@@ -109,6 +131,9 @@ pub(crate) enum Load {
     Synthetic(String),
     /// A trace file, looped as long as the run lasts.
     Trace(PathBuf),
+    /// A trace file, looped, replayed closed-loop with this many requests outstanding (its
+    /// times ignored: a benchmark's job run as fast as the array takes it).
+    ClosedTrace(PathBuf, u32),
 }
 
 impl Load {
@@ -117,6 +142,7 @@ impl Load {
             Load::None => "none".into(),
             Load::Synthetic(s) => s.clone(),
             Load::Trace(p) => p.display().to_string(),
+            Load::ClosedTrace(p, d) => format!("{} closed {d}", p.display()),
         }
     }
 }
@@ -144,9 +170,10 @@ pub(crate) struct RunSpec {
 impl RunSpec {
     fn key(&self) -> String {
         format!(
-            "{}|{}|{:?}|{}|{}|{}|{:?}|{}|{:?}|{:?}|{}",
+            "{}|{}|{}|{:?}|{}|{}|{}|{:?}|{}|{:?}|{:?}|{}",
             self.array.text(),
             self.array.throttled,
+            self.array.substripes,
             self.drive,
             self.chunk_bytes,
             self.data_bytes,
@@ -215,6 +242,11 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// The progress callback, for code that reports through it directly.
+    pub fn progress(&mut self) -> &mut dyn FnMut(&str) {
+        &mut *self.progress
+    }
+
     /// Passes a line to the progress callback.
     pub fn say(&mut self, line: &str) {
         (self.progress)(line);
@@ -232,7 +264,7 @@ impl<'a> Runner<'a> {
         let what = match &spec.load {
             Load::None => "offline".to_string(),
             Load::Synthetic(s) => s.split(':').next().unwrap_or(s).to_string(),
-            Load::Trace(p) => p
+            Load::Trace(p) | Load::ClosedTrace(p, _) => p
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())
                 .unwrap_or_default(),
@@ -296,7 +328,7 @@ fn simulate(spec: &RunSpec) -> anyhow::Result<Outcome> {
     let workload = match &spec.load {
         Load::None => WorkloadSpec::None,
         Load::Synthetic(s) => WorkloadSpec::parse(s, spec.seed, None)?,
-        Load::Trace(p) => {
+        Load::Trace(p) | Load::ClosedTrace(p, _) => {
             if !p.exists() {
                 bail!(
                     "trace {} not found (pass --traces DIR or set RAIDFORGE_TRACES)",
@@ -316,8 +348,16 @@ fn simulate(spec: &RunSpec) -> anyhow::Result<Outcome> {
     }
     // As `sim::simulate`, with the geometry built once.
     let geo = geometry_for(&scheme, spec.chunk_bytes, spec.data_bytes)?;
-    let mut source = workload.open(geo.capacity_bytes(), &opts)?;
-    let report = Simulator::new(geo, cfg)?.run(&mut source)?;
+    let source = workload.open(geo.capacity_bytes(), &opts)?;
+    let report = match spec.load {
+        Load::ClosedTrace(_, depth) => {
+            Simulator::new(geo, cfg)?.run(&mut sim::ClosedLoop::new(source, depth))?
+        }
+        _ => {
+            let mut source = source;
+            Simulator::new(geo, cfg)?.run(&mut source)?
+        }
+    };
     Ok(Outcome { report })
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{experiment, row, Differs};
+use common::{experiment, row, Differs, Fails};
 
 /// Rows of the quick run allowed to differ from the paper (see `common::Differs`).
 const ALLOWED: &[Differs] = &[
@@ -25,11 +25,22 @@ const ALLOWED: &[Differs] = &[
     },
 ];
 
+/// Claims of the paper the quick run does not uphold (see `common::Fails`).
+const FAILS: &[Fails] = &[Fails {
+    experiment: "fig10",
+    claim: "IDO's improvement sets in earlier*",
+    why: "right after the failure IDO migrates every hot zone to the surrogate, while \
+          WorkOut's request-based redirection already catches the synthetic hot spots' repeats",
+}];
+
 #[test]
-fn quick_run_upholds_every_claim() {
-    let r = common::check_seed("ido", ALLOWED);
+fn quick_run_upholds_the_papers_claims() {
+    let r = common::check_seed_with("ido", ALLOWED, FAILS);
     let ids: Vec<&str> = r.experiments.iter().map(|e| e.id.as_str()).collect();
-    assert_eq!(ids, ["fig9", "fig11", "fig12", "fig13", "fig14", "fig16"]);
+    assert_eq!(
+        ids,
+        ["fig9", "fig10", "fig11", "fig12", "fig13", "fig14", "fig15", "fig16"]
+    );
     let f11 = experiment(&r, "fig11");
     for w in ["Fin1", "Fin2"] {
         let ido = row(f11, &format!("{w} ido redirected"));

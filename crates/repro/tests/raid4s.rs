@@ -1,16 +1,52 @@
 //! `raidforge reproduce raid4s --quick` as CI runs it: every claim holds (RAID4S beats RAID5 on
-//! 4-64 KiB random writes, ...), every row within 20 % of the thesis (none is allowed to differ),
-//! and the JSON has the documented shape.
+//! 4-64 KiB random writes, ...) or is on the list below with its reason, every row within 20 %
+//! of the thesis (none is allowed to differ), and the JSON has the documented shape.
 
 mod common;
 
-use common::{experiment, row};
+use common::{experiment, row, Fails};
+
+/// Why the 128 KiB modthresh claims fail (the report says it at length).
+const MT128: &str = "an aligned 128 KiB write costs four disk I/Os under RMW and RCW alike; \
+                     RMW reuses its two disks back to back, so modthresh gains nothing there";
+
+/// Claims of the thesis the quick run does not uphold (see `common::Fails`).
+const FAILS: &[Fails] = &[
+    Fails {
+        experiment: "fig3.16",
+        claim: "At larger sizes RAIDF5 and RAID0 come closer*",
+        why: "the X25-E model writes large requests at its datasheet rate on all five SSDs",
+    },
+    Fails {
+        experiment: "fig3.25",
+        claim: "RAID4S has the highest throughput up to 90 % reads",
+        why: "RAID5S's SSD serves its fifth of the reads much faster than a disk",
+    },
+    Fails {
+        experiment: "fig4.11",
+        claim: "RAID5S overtakes RAID4S-modthresh past 128 KiB",
+        why: "one SSD in RAID5S does not speed up reconstruct-writes bound by the disks",
+    },
+    Fails {
+        experiment: "fig4.12",
+        claim: "Just past 128 KiB, always-RMW*",
+        why: "past 128 KiB an RMW reads three disks where an RCW reads one",
+    },
+    Fails {
+        experiment: "fig4.13",
+        claim: "modthresh is faster at 128 KiB",
+        why: MT128,
+    },
+    Fails {
+        experiment: "fig4.15",
+        claim: "modthresh costs nothing at any size*",
+        why: MT128,
+    },
+];
 
 #[test]
 fn quick_run_upholds_every_claim() {
-    let r = common::check_seed("raid4s", &[]);
-    let ids: Vec<&str> = r.experiments.iter().map(|e| e.id.as_str()).collect();
-    assert_eq!(ids, ["table3.3", "fig3.14", "fig4.1", "fig4.10"]);
+    let r = common::check_seed_with("raid4s", &[], FAILS);
 
     // Table 3.3 comes from plan counts: 4/W and 2/(W-1) exactly.
     let t = experiment(&r, "table3.3");
@@ -34,4 +70,53 @@ fn quick_run_upholds_every_claim() {
         (full - 1.0).abs() < 0.05,
         "full-stripe writes equal: {full}"
     );
+}
+
+#[test]
+fn plan_count_figures_are_exact() {
+    let r = repro::reproduce(
+        repro::seed("raid4s").unwrap(),
+        &repro::Opts {
+            quick: true,
+            traces_dir: None,
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    // Figure 3.2: 2(m + 1) I/Os per read-modify-write; a reconstruct-write costs N = 5.
+    let f = experiment(&r, "fig3.2");
+    for m in 1..=4 {
+        assert_eq!(
+            row(f, &format!("m={m} read-modify-write I/Os")).ours,
+            2.0 * (m as f64 + 1.0)
+        );
+        assert_eq!(row(f, &format!("m={m} reconstruct-write I/Os")).ours, 5.0);
+    }
+    // Figure 4.5: MD's read tallies, exactly the thesis's.
+    let f = experiment(&r, "fig4.5");
+    for (k, rmw, rcw) in [(64, 2.0, 3.0), (128, 3.0, 2.0), (192, 4.0, 1.0)] {
+        assert_eq!(row(f, &format!("{k} KiB rmw reads")).ours, rmw);
+        assert_eq!(row(f, &format!("{k} KiB rcw reads")).ours, rcw);
+    }
+    // Figures 3.19-3.24 are per-write expectations: RAID4's parity device reads and writes
+    // once per 64 KiB write.
+    assert_eq!(
+        row(
+            experiment(&r, "fig3.19"),
+            "RAID4/RAID4S device 4 reads per write"
+        )
+        .ours,
+        1.0
+    );
+    assert_eq!(
+        row(
+            experiment(&r, "fig3.24"),
+            "RAID5/RAID5S device 2 writes per write"
+        )
+        .ours,
+        1.0
+    );
+    // The cost model is Figure 3.6's prices.
+    let c = experiment(&r, "fig3.7");
+    assert!((row(c, "RAID4S cost").ours - (4.0 * 69.99 + 434.99)).abs() < 1e-9);
 }

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{experiment, ids, Differs};
+use common::{experiment, Differs, Fails};
 
 /// Rows of the quick run allowed to differ from the paper (see `common::Differs`).
 const ALLOWED: &[Differs] = &[
@@ -25,12 +25,106 @@ const ALLOWED: &[Differs] = &[
         why: "our Jenkins-hash placement spreads a failed disk's stripes about as evenly as \
               random placement; the paper's hash was more skewed",
     },
+    Differs {
+        experiment: "table3",
+        label: "*: RAID-5C * perf",
+        lo: 0.7,
+        hi: 3.4,
+        why: APPS,
+    },
+    Differs {
+        experiment: "table3",
+        label: "*: RAID_H * perf",
+        lo: 0.35,
+        hi: 2.0,
+        why: APPS,
+    },
+    Differs {
+        experiment: "table3",
+        label: "*: RAID+ rebuild perf",
+        lo: 0.35,
+        hi: 1.5,
+        why: APPS,
+    },
+    Differs {
+        experiment: "table4",
+        label: "* RAID-5C / RAID-50",
+        lo: 0.5,
+        hi: 8.5,
+        why: APPS,
+    },
+    Differs {
+        experiment: "table4",
+        label: "GridGraph RAID* / RAID-50",
+        lo: 0.35,
+        hi: 1.6,
+        why: APPS,
+    },
+    Differs {
+        experiment: "fig6",
+        label: "RAID-5 rebuild / RAID+ rebuild",
+        lo: 0.39,
+        hi: 1.6,
+        why: "MD's limits and stand-ins decide how fast each pool rebuilds under the mix",
+    },
+    Differs {
+        experiment: "fig6",
+        label: "Fin2 p99 during the rebuild, RAID+ / RAID-5",
+        lo: 26.0,
+        hi: 110.0,
+        why: "the simulated rebuild keeps RAID+ at MD's minimum whatever the load and locks a \
+              whole pool cycle (see the report)",
+    },
+];
+
+/// The application and mix experiments' stand-ins (see the reports).
+const APPS: &str = "synthetic application stand-ins (TPC-C: a small block trace replayed \
+                    closed-loop), the same MD rebuild limits for every organisation, RAID-5C \
+                    concatenated 84 MiB at a time, 1 GB disks in the quick run";
+
+/// Claims of the paper the quick run does not uphold (see `common::Fails`).
+const FAILS: &[Fails] = &[
+    Fails {
+        experiment: "fig7",
+        claim: "RAID-5C lags the others*",
+        why: "our RAID-5C concatenates its arrays 84 MiB at a time, not in 1 GB extents",
+    },
+    Fails {
+        experiment: "fig5",
+        claim: "... and beats RAID-5C",
+        why: "the same 84 MiB concatenation: the TPC-C trace reaches every array",
+    },
+    Fails {
+        experiment: "table4",
+        claim: "GridGraph (sequential)*",
+        why: "the same 84 MiB concatenation",
+    },
+    Fails {
+        experiment: "table4",
+        claim: "TPC-C: RAID+ at least matches*",
+        why: "the same 84 MiB concatenation",
+    },
+    Fails {
+        experiment: "fig6",
+        claim: "Spreading the rebuild cuts Fin2's mean latency*",
+        why: "the simulated rebuild keeps RAID+ at MD's minimum rate whatever the load and \
+              locks a whole pool cycle",
+    },
+    Fails {
+        experiment: "fig9",
+        claim: "RAID+ does better than RAID_H on average",
+        why: "random-access stand-ins have little of the locality RAID+ gains from",
+    },
+    Fails {
+        experiment: "fig8",
+        claim: "RAID+ has lower mean latency than RAID-50*",
+        why: "synthetic stand-ins for the MSR traces",
+    },
 ];
 
 #[test]
 fn quick_raidplus_upholds_the_papers_claims() {
-    let report = common::check_seed("raidplus", ALLOWED);
-    assert_eq!(ids(&report), ["table2", "fig10a", "fig10b", "cov"]);
+    let report = common::check_seed_with("raidplus", ALLOWED, FAILS);
     for e in &report.experiments {
         assert!(!e.claims.is_empty(), "{} checks no claim", e.id);
     }

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{experiment, ids, row, Differs};
+use common::{experiment, ids, row, Differs, Fails};
 
 /// Why the quick run's absolute values are off: 128 MiB per disk instead of the paper's
 /// 10 GB (1/80) and shorter phases.
@@ -110,10 +110,33 @@ const ALLOWED: &[Differs] = &[
     },
 ];
 
+/// Claims of the paper the quick run does not uphold (see `common::Fails`).
+const FAILS: &[Fails] = &[
+    Fails {
+        experiment: "fig7",
+        claim: "S2-RAID5 rebuilds online over 6x faster*",
+        why: "under saturating stand-ins both rebuilds run at their minimum: the speed-up is \
+              the 3 sub-array throttles against MD's one",
+    },
+    Fails {
+        experiment: "fig7",
+        claim: "TPC-W, the lightest load, gets a smaller speed-up*",
+        why: "the light stand-in leaves idle time, where the throttle runs at its maximum",
+    },
+    Fails {
+        experiment: "fig7",
+        claim: "S2-RAID5 improves the mean response time during the rebuild by at least 40 %*",
+        why: "our model charges S2-RAID about as many disk operations per request as MD",
+    },
+];
+
 #[test]
 fn quick_s2raid_upholds_the_papers_claims() {
-    let report = common::check_seed("s2raid", ALLOWED);
-    assert_eq!(ids(&report), ["table5", "table6", "table7", "fig5", "fig6"]);
+    let report = common::check_seed_with("s2raid", ALLOWED, FAILS);
+    assert_eq!(
+        ids(&report),
+        ["table5", "table6", "table7", "fig5", "fig6", "fig7", "fig8"]
+    );
     for e in &report.experiments {
         assert!(!e.claims.is_empty(), "{} checks no claim", e.id);
     }

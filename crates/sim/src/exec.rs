@@ -258,6 +258,38 @@ pub struct SimConfig {
     pub lse: Vec<LseRange>,
     /// Latent sector errors drawn from `seed` on every member.
     pub lse_random: Option<LseRandom>,
+    /// Where the volumes of a multi-volume workload live and per-volume response times
+    /// ([`VolumeLayout`]); `None`: volumes are folded onto the whole array at pseudo-random
+    /// bases and measured together.
+    pub volumes: Option<VolumeLayout>,
+}
+
+/// The array's logical space cut into `count` volumes: extents of `extent_bytes` dealt round
+/// robin, extent `e` to volume `e mod count` (a RAID+ pool with one template per volume and
+/// cycle, four RAID-5 arrays of a concatenated RAID-5C, virtual arrays over a hashed pool).
+/// Volume `v`'s byte `x` is byte `x mod E` of its extent `x / E`, i.e. array byte
+/// `((x / E) * count + v) * E + x mod E`; a request's offset is folded modulo the volume's
+/// size, and a request of volume `w >= count` goes to volume `w mod count`. Reports then carry
+/// response times per volume ([`crate::metrics::VolumeStats`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VolumeLayout {
+    /// Number of volumes.
+    pub count: u32,
+    /// Bytes of each extent.
+    pub extent_bytes: u64,
+}
+
+impl VolumeLayout {
+    /// Bytes each volume holds on an array of `capacity_bytes` (whole extent rounds only).
+    pub fn volume_bytes(&self, capacity_bytes: u64) -> u64 {
+        capacity_bytes / (self.extent_bytes * u64::from(self.count)) * self.extent_bytes
+    }
+
+    /// The array byte holding byte `offset` (already within the volume) of volume `volume`.
+    pub fn array_offset(&self, volume: u32, offset: u64) -> u64 {
+        let e = self.extent_bytes;
+        ((offset / e) * u64::from(self.count) + u64::from(volume % self.count)) * e + offset % e
+    }
 }
 
 impl SimConfig {
@@ -289,6 +321,7 @@ impl SimConfig {
             ido: None,
             lse: Vec::new(),
             lse_random: None,
+            volumes: None,
         }
     }
 }
@@ -849,6 +882,8 @@ struct RequestRun {
     /// Some of it is served by the array (not only by IDO's surrogate set): it counts as
     /// foreground load for the rebuild throttle.
     touches_array: bool,
+    /// The request's volume (per-volume statistics under a [`VolumeLayout`]).
+    volume: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -961,6 +996,8 @@ pub struct Simulator {
     lse: Option<lse::LseRun>,
     /// [`volume_base`] of volumes 0 to 1023, once known.
     volume_bases: Vec<Option<u64>>,
+    /// Response times per volume and phase under a [`VolumeLayout`] (empty without one).
+    volume_hist: Vec<[Histogram; 4]>,
 }
 
 /// Base offset of a volume on the array: 0 for volume 0, otherwise a pseudo-random sector
@@ -1021,6 +1058,21 @@ impl Simulator {
         }
         if let Scheduler::Sptf { window: 0, .. } = cfg.scheduler {
             return Err(SimError::Config("the SPTF window must be positive".into()));
+        }
+        if let Some(v) = cfg.volumes {
+            if v.count == 0 || v.extent_bytes == 0 || v.extent_bytes % 512 != 0 {
+                return Err(SimError::Config(format!(
+                    "volume layout {v:?}: needs at least one volume and extents of a positive \
+                     multiple of 512 bytes"
+                )));
+            }
+            if v.volume_bytes(geo.capacity_bytes()) == 0 {
+                return Err(SimError::Config(format!(
+                    "volume layout {v:?}: the array ({} bytes) holds less than one extent per \
+                     volume",
+                    geo.capacity_bytes()
+                )));
+            }
         }
         if let RebuildOrder::Parallel { max_in_flight: 0 } = cfg.rebuild_order {
             return Err(SimError::Config(
@@ -1098,6 +1150,10 @@ impl Simulator {
         };
         Ok(Simulator {
             volume_bases: vec![None; 1024],
+            volume_hist: match cfg.volumes {
+                Some(v) => (0..v.count).map(|_| Default::default()).collect(),
+                None => Vec::new(),
+            },
             memo,
             waiters_spare: VecDeque::new(),
             released_spare: Vec::new(),
@@ -1297,6 +1353,31 @@ impl Simulator {
                 self.unmappable += 1;
                 continue;
             }
+            if let Some(v) = self.cfg.volumes {
+                // Fold onto the volume (modulo its size, sector aligned, moved down if it would
+                // run past its end), then place it in the volume's extents; a request that
+                // would cross an extent boundary is moved back into one extent.
+                let size = v.volume_bytes(cap);
+                let volume = r.volume % v.count;
+                let len = r.len_bytes.min(v.extent_bytes);
+                let mut off = r.offset_bytes % size / 512 * 512;
+                if off % v.extent_bytes + len > v.extent_bytes {
+                    off = (off / v.extent_bytes + 1) * v.extent_bytes - len;
+                    off = off / 512 * 512;
+                }
+                let mapped = Request {
+                    offset_bytes: v.array_offset(volume, off),
+                    len_bytes: len,
+                    volume,
+                    ..r
+                };
+                self.held = Some(mapped);
+                if self.requests.len() < self.request_cap {
+                    let t = self.arrival_time(&mapped);
+                    self.schedule_arrival(t);
+                }
+                return Ok(());
+            }
             // Fold onto the array: volume base plus offset, modulo the capacity, sector
             // aligned, moved down if it would run past the end.
             let base = self.volume_base(r.volume);
@@ -1369,6 +1450,7 @@ impl Simulator {
                     failed: false,
                     serial: self.serial,
                     touches_array: true,
+                    volume: r.volume,
                 });
                 self.memo.hits += 1;
                 let (id, slot) = self.plans.vacant();
@@ -1427,6 +1509,7 @@ impl Simulator {
             failed: false,
             serial: self.serial,
             touches_array: true,
+            volume: r.volume,
         });
         self.foreground_started();
         let memoise = plans.len() == 1;
@@ -2163,6 +2246,9 @@ impl Simulator {
         self.phase_hist[phase_index].record(self.now_ns - req.arrival_ns);
         self.timeline
             .record(req.arrival_ns, self.now_ns - req.arrival_ns);
+        if let Some(h) = self.volume_hist.get_mut(req.volume as usize) {
+            h[phase_index].record(self.now_ns - req.arrival_ns);
+        }
     }
 
     /// Debug checker, start of a plan: its buffers, buffer 0 holding the write's data.
@@ -2451,6 +2537,19 @@ impl Simulator {
             timeline: self.timeline.points(),
             ido: self.ido.as_ref().map(|i| i.report()),
             lse: self.lse.as_ref().map(|l| l.report.clone()),
+            volumes: self
+                .volume_hist
+                .iter()
+                .enumerate()
+                .map(|(v, h)| crate::metrics::VolumeStats {
+                    volume: v as u32,
+                    phases: Phase::ALL
+                        .iter()
+                        .zip(h)
+                        .map(|(&p, h)| (p, PhaseStats::from_histogram(h)))
+                        .collect(),
+                })
+                .collect(),
         }
     }
 }

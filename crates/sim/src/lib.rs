@@ -88,14 +88,16 @@ pub use disk::{
 };
 pub use exec::{
     Failure, IdoReport, IdoSimConfig, LseRandom, LseRange, LseReport, NoWorkload, Scheduler,
-    SimConfig, SimError, Simulator, Workload,
+    SimConfig, SimError, Simulator, VolumeLayout, Workload,
 };
 pub use metrics::{
     CheckMode, DiskStats, Histogram, LazyReport, Phase, PhaseStats, RebuildReport, Report,
-    Timeline, TimelinePoint,
+    Timeline, TimelinePoint, VolumeStats,
 };
 pub use rng::SplitMix64;
-pub use run::{parse_bytes, simulate, Source, SourceOptions, SpecError, WorkloadSpec};
+pub use run::{
+    parse_bytes, simulate, ClosedLoop, Merged, Source, SourceOptions, SpecError, WorkloadSpec,
+};
 pub use trace::{
     locate_traces_dir, repository_traces_dir, BlkEvent, Fold, Location, ReadOptions, Request,
     TimeOrder, TraceDirError, TraceError, TraceFormat, TraceReader, TRACES_ENV,

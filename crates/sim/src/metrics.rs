@@ -282,6 +282,37 @@ pub struct LazyReport {
     pub forced_flushes: u64,
 }
 
+/// One volume's response times per phase (see [`crate::exec::VolumeLayout`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct VolumeStats {
+    /// The volume.
+    pub volume: u32,
+    /// Per phase, in [`Phase::ALL`] order.
+    pub phases: Vec<(Phase, PhaseStats)>,
+}
+
+impl VolumeStats {
+    /// The stats of one phase.
+    pub fn phase(&self, p: Phase) -> &PhaseStats {
+        &self.phases[Phase::ALL
+            .iter()
+            .position(|&q| q == p)
+            .expect("every phase")]
+        .1
+    }
+
+    /// Requests of every phase together: count and mean response, ms.
+    pub fn overall(&self) -> (u64, f64) {
+        let n: u64 = self.phases.iter().map(|(_, s)| s.count).sum();
+        let sum: f64 = self
+            .phases
+            .iter()
+            .map(|(_, s)| s.mean_ms * s.count as f64)
+            .sum();
+        (n, if n == 0 { 0.0 } else { sum / n as f64 })
+    }
+}
+
 /// Everything a run measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
@@ -339,6 +370,8 @@ pub struct Report {
     pub ido: Option<crate::exec::IdoReport>,
     /// Latent sector errors: what was injected, hit, repaired and lost (`None` without any).
     pub lse: Option<crate::exec::LseReport>,
+    /// Response times per volume under a [`crate::exec::VolumeLayout`] (empty without one).
+    pub volumes: Vec<VolumeStats>,
 }
 
 impl Report {

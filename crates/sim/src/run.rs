@@ -18,6 +18,7 @@
 //! | `read` | fraction of reads, 0..1 | 1 |
 //! | `size` | bytes (`4K`, `1M`, `512`), or a mix `4K@70,64K@30` (size@weight) | 4K |
 //! | `iops` | Poisson arrivals at this mean rate | closed loop, `qd=1` |
+//! | `burst` | `ON/OFF`: with `iops`, arrivals in bursts, mean ON and OFF periods in seconds | |
 //! | `qd` | closed loop: requests kept outstanding | |
 //! | `seq` | fraction of requests continuing the previous one | 0 (`random`), 1 (`seq`) |
 //! | `requests` | number of requests | endless (needs a stop time) |
@@ -148,6 +149,7 @@ impl WorkloadSpec {
                 }
             },
         };
+        let mut burst = None;
         for kv in parts {
             let (k, v) = kv
                 .split_once('=')
@@ -184,6 +186,12 @@ impl WorkloadSpec {
                         requests_per_sec: num(v)?,
                     }
                 }
+                "burst" => {
+                    let (on, off) = v.split_once('/').ok_or_else(|| {
+                        bad(format!("burst={v}: expected ON/OFF seconds, e.g. 0.5/2"))
+                    })?;
+                    burst = Some((num(on)?, num(off)?));
+                }
                 "qd" => {
                     cfg.arrival = Arrival::ClosedLoop {
                         queue_depth: v
@@ -207,6 +215,18 @@ impl WorkloadSpec {
                 _ => return Err(bad(format!("unknown key {k:?}"))),
             }
         }
+        if let Some((on_s, off_s)) = burst {
+            match cfg.arrival {
+                Arrival::Poisson { requests_per_sec } => {
+                    cfg.arrival = Arrival::Bursty {
+                        requests_per_sec,
+                        on_s,
+                        off_s,
+                    }
+                }
+                _ => return Err(bad("burst= needs an open-loop rate (iops=)".into())),
+            }
+        }
         Ok(WorkloadSpec::Synthetic(cfg))
     }
 
@@ -224,12 +244,22 @@ impl WorkloadSpec {
                         * c.align_bytes.max(1)
                         / u64::from(c.volumes.max(1));
                 }
-                if let Arrival::Poisson { requests_per_sec } = &mut c.arrival {
-                    *requests_per_sec *= opts.speedup;
+                match &mut c.arrival {
+                    Arrival::Poisson { requests_per_sec } => *requests_per_sec *= opts.speedup,
+                    Arrival::Bursty {
+                        requests_per_sec,
+                        on_s,
+                        off_s,
+                    } => {
+                        *requests_per_sec *= opts.speedup;
+                        *on_s /= opts.speedup;
+                        *off_s /= opts.speedup;
+                    }
+                    Arrival::ClosedLoop { .. } => {}
                 }
                 let closed = match c.arrival {
                     Arrival::ClosedLoop { queue_depth } => Some(queue_depth),
-                    Arrival::Poisson { .. } => None,
+                    Arrival::Poisson { .. } | Arrival::Bursty { .. } => None,
                 };
                 SourceKind::Synthetic {
                     gen: Box::new(c.generator()?),
@@ -433,6 +463,102 @@ impl Workload for Source {
 
     fn skipped(&self) -> u64 {
         self.skipped
+    }
+}
+
+/// Any workload replayed closed-loop: `depth` requests kept outstanding, each new request issued
+/// when one completes, the recorded times ignored. This is how a benchmark's job (a TPC-C trace
+/// standing for its terminals, a fio job with an I/O depth) is replayed "as fast as the array
+/// takes it" instead of at its recorded pace; throughput then measures the array.
+pub struct ClosedLoop<W> {
+    inner: W,
+    depth: u32,
+}
+
+impl<W: Workload> ClosedLoop<W> {
+    /// `inner` with `depth` requests outstanding (at least 1).
+    pub fn new(inner: W, depth: u32) -> ClosedLoop<W> {
+        ClosedLoop {
+            inner,
+            depth: depth.max(1),
+        }
+    }
+}
+
+impl<W: Workload> Workload for ClosedLoop<W> {
+    fn next_request(&mut self) -> Option<Result<Request, TraceError>> {
+        self.inner.next_request()
+    }
+    fn closed_loop_depth(&self) -> Option<u32> {
+        Some(self.depth)
+    }
+    fn skipped(&self) -> u64 {
+        self.inner.skipped()
+    }
+}
+
+/// Several open-loop workloads replayed together, each on its own volume (a multi-workload mix
+/// on a pool, with [`crate::exec::VolumeLayout`] saying where each volume lives): requests in
+/// arrival order (on equal times the earlier part first), each request's volume replaced by its
+/// part's.
+pub struct Merged {
+    parts: Vec<(Box<dyn Workload>, u32)>,
+    heads: Vec<Option<Request>>,
+    filled: bool,
+}
+
+impl Merged {
+    /// `parts`: each workload with the volume its requests go to. Closed-loop parts are refused
+    /// (their requests carry no times to merge by).
+    pub fn new(parts: Vec<(Box<dyn Workload>, u32)>) -> Result<Merged, SimError> {
+        if parts.iter().any(|(w, _)| w.closed_loop_depth().is_some()) {
+            return Err(SimError::Config(
+                "a merged workload takes open-loop parts only (closed-loop requests have no \
+                 arrival times to merge by)"
+                    .into(),
+            ));
+        }
+        let heads = vec![None; parts.len()];
+        Ok(Merged {
+            parts,
+            heads,
+            filled: false,
+        })
+    }
+
+    fn refill(&mut self, i: usize) -> Result<(), TraceError> {
+        self.heads[i] = match self.parts[i].0.next_request() {
+            Some(Ok(r)) => Some(r),
+            Some(Err(e)) => return Err(e),
+            None => None,
+        };
+        Ok(())
+    }
+}
+
+impl Workload for Merged {
+    fn next_request(&mut self) -> Option<Result<Request, TraceError>> {
+        if !self.filled {
+            self.filled = true;
+            for i in 0..self.parts.len() {
+                if let Err(e) = self.refill(i) {
+                    return Some(Err(e));
+                }
+            }
+        }
+        let i = (0..self.heads.len())
+            .filter(|&i| self.heads[i].is_some())
+            .min_by_key(|&i| (self.heads[i].expect("some").time_ns, i))?;
+        let mut r = self.heads[i].take().expect("some");
+        r.volume = self.parts[i].1;
+        if let Err(e) = self.refill(i) {
+            return Some(Err(e));
+        }
+        Some(Ok(r))
+    }
+
+    fn skipped(&self) -> u64 {
+        self.parts.iter().map(|(w, _)| w.skipped()).sum()
     }
 }
 

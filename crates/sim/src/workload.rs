@@ -70,6 +70,17 @@ pub enum Arrival {
         /// Requests the executor keeps in flight.
         queue_depth: u32,
     },
+    /// Bursts: ON and OFF periods of exponential lengths (means `on_s` and `off_s`, starting
+    /// ON); Poisson arrivals during ON periods at `requests_per_sec * (on_s + off_s) / on_s`,
+    /// none during OFF periods, so that the mean rate is `requests_per_sec`.
+    Bursty {
+        /// Mean rate over ON and OFF periods.
+        requests_per_sec: f64,
+        /// Mean length of an ON period, seconds.
+        on_s: f64,
+        /// Mean length of an OFF period, seconds.
+        off_s: f64,
+    },
 }
 
 /// A synthetic workload's description.
@@ -276,6 +287,23 @@ impl SyntheticConfig {
                     return invalid("arrival", "queue depth must be positive");
                 }
             }
+            Arrival::Bursty {
+                requests_per_sec,
+                on_s,
+                off_s,
+            } => {
+                let positive = |x: f64| x.is_finite() && x > 0.0;
+                if !(positive(requests_per_sec)
+                    && positive(on_s)
+                    && off_s.is_finite()
+                    && off_s >= 0.0)
+                {
+                    return invalid(
+                        "arrival",
+                        "bursts need a positive rate and ON period and a non-negative OFF period",
+                    );
+                }
+            }
         }
         let (sizes, cumulative) = match &self.sizes {
             SizeDist::Fixed(b) => (vec![*b], vec![1]),
@@ -299,6 +327,7 @@ impl SyntheticConfig {
             cursors: vec![0; self.volumes as usize],
             emitted: 0,
             clock_sec: 0.0,
+            burst_end_sec: None,
         })
     }
 }
@@ -315,6 +344,8 @@ pub struct Synthetic {
     cursors: Vec<u64>,
     emitted: u64,
     clock_sec: f64,
+    /// Bursty arrivals: the end of the current ON period (drawn at the first request).
+    burst_end_sec: Option<f64>,
 }
 
 impl Synthetic {
@@ -367,6 +398,32 @@ impl Iterator for Synthetic {
                 (self.clock_sec * 1e9).round() as u64
             }
             Arrival::ClosedLoop { .. } => 0,
+            Arrival::Bursty {
+                requests_per_sec,
+                on_s,
+                off_s,
+            } => {
+                // (Draws of bursty arrivals: the first ON length at the first request, then
+                // the gap, then OFF and ON lengths for every period the gap runs past.)
+                let on_rate = requests_per_sec * (on_s + off_s) / on_s;
+                let mut end = match self.burst_end_sec {
+                    Some(e) => e,
+                    None => self.rng.next_exp() * on_s,
+                };
+                if self.emitted > 0 {
+                    self.clock_sec += self.rng.next_exp() / on_rate;
+                }
+                // The exponential gap is memoryless: what runs past the ON period's end
+                // continues in the next ON period, after an OFF period.
+                while self.clock_sec > end {
+                    let off = self.rng.next_exp() * off_s;
+                    let on = self.rng.next_exp() * on_s;
+                    self.clock_sec += off;
+                    end += off + on;
+                }
+                self.burst_end_sec = Some(end);
+                (self.clock_sec * 1e9).round() as u64
+            }
         };
         self.emitted += 1;
         Some(Request {

@@ -214,3 +214,66 @@ proptest! {
         prop_assert!((reads as f64 / 2000.0 - read_fraction).abs() < 0.05);
     }
 }
+
+#[test]
+fn bursty_arrivals_keep_the_mean_rate_and_come_in_bursts() {
+    let mut c = SyntheticConfig::financial2_synthetic(7);
+    c.arrival = Arrival::Bursty {
+        requests_per_sec: 200.0,
+        on_s: 0.5,
+        off_s: 2.0,
+    };
+    let n = 200_000;
+    let requests: Vec<Request> = c.generator().unwrap().take(n).collect();
+    assert!(requests.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+    let span = requests.last().unwrap().time_ns as f64 / 1e9;
+    let rate = (n - 1) as f64 / span;
+    assert!(within(rate, 200.0, 0.05), "mean rate {rate}");
+    // Counts per 100 ms: a burst runs at 5x the mean rate (1,000/s), OFF periods at none.
+    let buckets = (span / 0.1) as usize + 1;
+    let mut per = vec![0u32; buckets];
+    for r in &requests {
+        per[(r.time_ns as f64 / 1e8) as usize] += 1;
+    }
+    let empty = per.iter().filter(|&&x| x == 0).count() as f64 / buckets as f64;
+    let busy = per.iter().filter(|&&x| x >= 60).count() as f64 / buckets as f64;
+    // Poisson at 200/s leaves a 100 ms bucket empty with probability e^-20; bursts leave
+    // most of the OFF time (80 % of it) empty and fill ON buckets with ~100 requests.
+    assert!(empty > 0.6, "empty buckets {empty}");
+    assert!(busy > 0.1, "busy buckets {busy}");
+    // The same seed gives the same requests.
+    let again: Vec<Request> = c.generator().unwrap().take(1000).collect();
+    assert_eq!(again[..], requests[..1000]);
+}
+
+#[test]
+fn burst_specs_parse_and_need_a_rate() {
+    let w = sim::WorkloadSpec::parse("random:size=4K:iops=100:burst=0.5/2", 1, None).unwrap();
+    match w {
+        sim::WorkloadSpec::Synthetic(c) => assert_eq!(
+            c.arrival,
+            Arrival::Bursty {
+                requests_per_sec: 100.0,
+                on_s: 0.5,
+                off_s: 2.0
+            }
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Key order does not matter.
+    assert!(sim::WorkloadSpec::parse("random:burst=1/1:iops=10", 1, None).is_ok());
+    for bad in [
+        "random:burst=1/1",
+        "random:qd=4:burst=1/1",
+        "random:iops=10:burst=1",
+    ] {
+        assert!(sim::WorkloadSpec::parse(bad, 1, None).is_err(), "{bad}");
+    }
+    let mut c = SyntheticConfig::financial2_synthetic(1);
+    c.arrival = Arrival::Bursty {
+        requests_per_sec: 10.0,
+        on_s: 0.0,
+        off_s: 1.0,
+    };
+    assert!(c.generator().is_err());
+}

@@ -27,6 +27,16 @@ pub struct Differs {
     pub why: &'static str,
 }
 
+/// Claims of the paper allowed to fail in the quick run: those of experiment `experiment`
+/// whose text matches `claim` (`*` stands for any text). A failing claim must carry a note
+/// saying why (the report shows it); each entry must match a failing claim, so an entry is
+/// dropped as soon as the claim holds again.
+pub struct Fails {
+    pub experiment: &'static str,
+    pub claim: &'static str,
+    pub why: &'static str,
+}
+
 /// `text` matches `pattern`, where each `*` stands for any text (possibly empty).
 fn matches(pattern: &str, text: &str) -> bool {
     let parts: Vec<&str> = pattern.split('*').collect();
@@ -104,9 +114,55 @@ pub fn check_published(r: &repro::Report, allowed: &[Differs]) {
     );
 }
 
+/// Every claim holds, or fails with a note and is on `fails`; every entry of `fails` matches a
+/// failing claim.
+pub fn check_claims(r: &repro::Report, fails: &[Fails]) {
+    let mut used = vec![0usize; fails.len()];
+    let mut bad = Vec::new();
+    for e in &r.experiments {
+        for c in e.claims.iter().filter(|c| !c.holds) {
+            let entry = fails
+                .iter()
+                .position(|f| matches(f.experiment, &e.id) && matches(f.claim, &c.text));
+            match (entry, &c.note) {
+                (Some(i), Some(_)) => used[i] += 1,
+                (Some(_), None) => bad.push(format!(
+                    "{}: {:?} fails without a note saying why ({})",
+                    e.id, c.text, c.evidence
+                )),
+                (None, _) => bad.push(format!(
+                    "{}: {:?} fails ({}) and is not on the list of claims allowed to fail",
+                    e.id, c.text, c.evidence
+                )),
+            }
+        }
+    }
+    for (f, n) in fails.iter().zip(&used) {
+        if *n == 0 {
+            bad.push(format!(
+                "the entry {} {:?} ({}) matches no failing claim",
+                f.experiment, f.claim, f.why
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{}: {} claims:\n{}",
+        r.name,
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
 /// Runs `name --quick`, then checks claims, notes, the rows against their published values
 /// (see [`check_published`]) and the JSON shape; returns the report.
+#[allow(dead_code)] // the tests whose seeds uphold every claim
 pub fn check_seed(name: &str, allowed: &[Differs]) -> repro::Report {
+    check_seed_with(name, allowed, &[])
+}
+
+/// As [`check_seed`], with claims allowed to fail (see [`Fails`]).
+pub fn check_seed_with(name: &str, allowed: &[Differs], fails: &[Fails]) -> repro::Report {
     let seed = repro::seed(name).expect("seed registered");
     let opts = repro::Opts {
         quick: true,
@@ -116,9 +172,10 @@ pub fn check_seed(name: &str, allowed: &[Differs]) -> repro::Report {
     let r = repro::reproduce(seed, &opts, &mut |_| {}).expect("reproduction runs");
     eprintln!("{name} --quick took {:.1} s", t.elapsed().as_secs_f64());
     assert!(!r.experiments.is_empty());
+    let ids: Vec<&str> = r.experiments.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids, seed.experiments, "the declared experiments");
     check_published(&r, allowed);
-    let failed = r.failed_claims();
-    assert!(failed.is_empty(), "failed claims: {failed:#?}");
+    check_claims(&r, fails);
     for e in &r.experiments {
         assert!(!e.rows.is_empty(), "{}: no rows", e.id);
         assert!(
@@ -176,6 +233,7 @@ pub fn check_seed(name: &str, allowed: &[Differs]) -> repro::Report {
         }
         for c in e["claims"].as_array().expect("claims") {
             assert!(c["text"].is_string() && c["holds"].is_boolean() && c["evidence"].is_string());
+            assert!(c["note"].is_null() || c["note"].is_string());
         }
         for p in e["plots"].as_array().expect("plots") {
             assert!(p["file"].as_str().unwrap().ends_with(".svg"));

@@ -283,6 +283,7 @@ impl Simulator {
             failed: false,
             serial: self.serial,
             touches_array,
+            volume: r.volume,
         });
         self.foreground_started();
         for (base, p) in plans {

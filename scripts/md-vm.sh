@@ -8,7 +8,7 @@
 #   scripts/md-vm.sh --check          say whether everything needed is installed (exit 0 if so)
 #
 # SCRIPT is a file of shell commands for busybox's sh inside the guest (mdadm is there). Each
-# disk appears as /dev/rf/NAME (a symlink to its /dev/vdX; NAME: 1..20 of [A-Za-z0-9_-]), in the
+# disk appears as /dev/rf/NAME (a symlink to its /dev/vdX; NAME: 1..20 of [A-Za-z0-9._-]), in the
 # order given. Lines the script prints that start with "RFVM " are copied to stdout without the
 # prefix; nothing else is (firmware and kernel noise). The guest ends with a line
 # "RFVM-EXIT STATUS" (the script's exit status), which this script turns into its own exit
@@ -224,7 +224,7 @@ fn=0
 for d in "${DISKS[@]}"; do
     name="${d%%=*}"
     file="${d#*=}"
-    [[ "$name" =~ ^[A-Za-z0-9_-]{1,20}$ ]] || die "bad disk name '$name' (1..20 of A-Za-z0-9_-)"
+    [[ "$name" =~ ^[A-Za-z0-9._-]{1,20}$ ]] || die "bad disk name '$name' (1..20 of A-Za-z0-9._-)"
     [ -e "$file" ] || die "no such disk image $file"
     echo "$name" >> "$WORK/extra/disks"
     # Eight virtio functions per PCI slot, so that a boot can have a hundred and more disks.

@@ -74,3 +74,265 @@ mdadm --stop /dev/md0 /dev/md1 2>/dev/null
         assert!(back[..size] == want[..], "{md}: the array's bytes differ");
     }
 }
+
+/// The arrays whose superblocks are committed as `crates/raidcore/tests/fixtures/md/`: name,
+/// member count, the `mdadm` options, and which members to keep (`*` all). Run by
+/// `generate_md_superblock_fixtures` (ignored: it writes into the source tree).
+const FIXTURES: &[(&str, usize, &str)] = &[
+    ("raid0", 3, "--level=0 --chunk=64"),
+    ("raid1-v1.0", 2, "--level=1 --metadata=1.0"),
+    ("raid1-v1.1", 2, "--level=1 --metadata=1.1"),
+    ("raid4", 3, "--level=4 --chunk=64"),
+    (
+        "raid5-la",
+        3,
+        "--level=5 --layout=left-asymmetric --chunk=64",
+    ),
+    (
+        "raid5-ra",
+        3,
+        "--level=5 --layout=right-asymmetric --chunk=64",
+    ),
+    ("raid5-ls", 4, "--level=5 --chunk=128"),
+    (
+        "raid5-rs",
+        3,
+        "--level=5 --layout=right-symmetric --chunk=64",
+    ),
+    ("raid5-p0", 3, "--level=5 --layout=parity-first --chunk=64"),
+    ("raid5-pn", 3, "--level=5 --layout=parity-last --chunk=64"),
+    ("raid6", 4, "--level=6 --chunk=64"),
+    (
+        "raid6-ra",
+        5,
+        "--level=6 --layout=right-asymmetric --chunk=64",
+    ),
+    (
+        "raid6-ls6",
+        5,
+        "--level=6 --layout=left-symmetric-6 --chunk=64",
+    ),
+    (
+        "raid6-p06",
+        4,
+        "--level=6 --layout=parity-first-6 --chunk=64",
+    ),
+    ("raid10-n2", 3, "--level=10 --layout=n2 --chunk=64"),
+    ("raid10-f2", 4, "--level=10 --layout=f2 --chunk=64"),
+    ("raid10-o3", 5, "--level=10 --layout=o3 --chunk=64"),
+    ("raid10-n3", 4, "--level=10 --layout=n3 --chunk=32"),
+    ("raid5-v1.0", 3, "--level=5 --metadata=1.0 --chunk=64"),
+    ("raid6-v1.1", 4, "--level=6 --metadata=1.1 --chunk=64"),
+    ("raid5-bitmap", 3, "--level=5 --bitmap=internal --chunk=64"),
+    (
+        "raid5-ppl",
+        3,
+        "--level=5 --consistency-policy=ppl --chunk=64",
+    ),
+    (
+        "raid5-spare",
+        4,
+        "--level=5 --raid-devices=3 --spare-devices=1 --chunk=64",
+    ),
+];
+
+/// Writes `crates/raidcore/tests/fixtures/md/`: superblocks the real mdadm and kernel wrote, with
+/// `mdadm --examine`'s report of each, for the golden tests of `raidcore::md`. Ignored by
+/// default: `cargo test -p raidforge --test md_vm -- --ignored generate_md_superblock_fixtures`.
+#[test]
+#[ignore]
+fn generate_md_superblock_fixtures() {
+    assert!(vm_or_skip("generate_md_superblock_fixtures"));
+    let t = TempDir::new("md-vm", "fixtures");
+    let d = t.path();
+    let out_dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../raidcore/tests/fixtures/md");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let mut vm = MdVm::new();
+    let mut members: Vec<(String, Vec<String>)> = Vec::new();
+    let mut script = String::from(
+        "X() { \"$@\" 2>&1 | sed 's/^/RFVM log /'; }\n\
+         ex() { mdadm --examine \"/dev/rf/$2\" 2>&1 | sed \"s|^|RFVM ex:$1:$2 |\"; }\n\
+         echo \"RFVM kernel $(uname -r)\"\necho \"RFVM mdadm $(mdadm --version 2>&1)\"\n",
+    );
+    let mut md = 0;
+    let mut add = |name: &str, n: usize, vm: &mut MdVm| -> Vec<String> {
+        let names: Vec<String> = (0..n).map(|i| format!("{name}-{i}")).collect();
+        for m in &names {
+            let p = d.join(format!("{m}.img"));
+            image(&p, 8 << 20);
+            vm.disk(m, &p);
+        }
+        names
+    };
+    for &(name, n, opts) in FIXTURES {
+        let names = add(name, n, &mut vm);
+        let devs: Vec<String> = names.iter().map(|m| format!("/dev/rf/{m}")).collect();
+        let rd = if opts.contains("--raid-devices") {
+            String::new()
+        } else {
+            format!("--raid-devices={n}")
+        };
+        script += &format!(
+            "X mdadm --create /dev/md{md} --run --assume-clean {rd} {opts} {}\nX mdadm --stop /dev/md{md}\n",
+            devs.join(" ")
+        );
+        for m in &names {
+            script += &format!("ex {name} {m}\n");
+        }
+        members.push((name.to_string(), names));
+        md += 1;
+    }
+    // States the kernel reaches while running: a member failed out (the survivors record it),
+    // a recovery interrupted (MD's own initial RAID5 build, slowed down: the last member
+    // records how far it got), a reshape interrupted, an array marked dirty by a write, a
+    // bad block recorded, a write journal device.
+    let special: &[(&str, usize, &str)] = &[
+        (
+            "raid5-degraded",
+            3,
+            "X mdadm --create /dev/mdN --run --assume-clean --level=5 --raid-devices=3 --chunk=64 $D\n\
+             X mdadm /dev/mdN --fail /dev/rf/raid5-degraded-1\nX mdadm --stop /dev/mdN\n",
+        ),
+        (
+            "raid5-recovering",
+            3,
+            "echo 1 > /proc/sys/dev/raid/speed_limit_min; echo 1 > /proc/sys/dev/raid/speed_limit_max\n\
+             X mdadm --create /dev/mdN --run --level=5 --raid-devices=3 --chunk=64 $D\nsleep 2\n\
+             X cat /proc/mdstat\nX mdadm --stop /dev/mdN\n",
+        ),
+        (
+            "raid5-reshape",
+            4,
+            "echo 1 > /proc/sys/dev/raid/speed_limit_min; echo 1 > /proc/sys/dev/raid/speed_limit_max\n\
+             X mdadm --create /dev/mdN --run --assume-clean --level=5 --raid-devices=3 --chunk=64 /dev/rf/raid5-reshape-0 /dev/rf/raid5-reshape-1 /dev/rf/raid5-reshape-2\n\
+             X mdadm /dev/mdN --add /dev/rf/raid5-reshape-3\nX mdadm --grow /dev/mdN --raid-devices=4\nsleep 2\n\
+             X cat /proc/mdstat\nX mdadm --stop /dev/mdN\n",
+        ),
+        (
+            "raid5-dirty",
+            3,
+            "X mdadm --create /dev/mdN --run --assume-clean --level=5 --raid-devices=3 --chunk=64 $D\n\
+             echo 600 > /sys/block/mdN/md/safe_mode_delay\n\
+             dd if=/dev/zero of=/dev/mdN bs=4k count=1 oflag=direct 2>/dev/null\nsleep 1\n\
+             dd if=/dev/rf/raid5-dirty-0 of=/dev/rf/dirty-copy bs=4096 count=2 iflag=direct oflag=direct 2>/dev/null\n\
+             ex raid5-dirty-live dirty-copy\n\
+             X cat /sys/block/mdN/md/array_state\nX mdadm --stop /dev/mdN\n",
+        ),
+        (
+            "raid5-badblocks",
+            3,
+            "X mdadm --create /dev/mdN --run --assume-clean --level=5 --raid-devices=3 --chunk=64 $D\n\
+             k=$(basename $(readlink /dev/rf/raid5-badblocks-1))\n\
+             echo '4096 8' > /sys/block/mdN/md/dev-$k/bad_blocks\necho '6000 16' > /sys/block/mdN/md/dev-$k/bad_blocks\n\
+             dd if=/dev/zero of=/dev/mdN bs=4k count=1 oflag=direct 2>/dev/null\nsleep 1\n\
+             X cat /sys/block/mdN/md/dev-$k/bad_blocks\nX mdadm --stop /dev/mdN\n",
+        ),
+        (
+            "raid5-journal",
+            4,
+            "X mdadm --create /dev/mdN --run --assume-clean --level=5 --raid-devices=3 --chunk=64 --write-journal /dev/rf/raid5-journal-3 /dev/rf/raid5-journal-0 /dev/rf/raid5-journal-1 /dev/rf/raid5-journal-2\n\
+             X mdadm --stop /dev/mdN\n",
+        ),
+    ];
+    let dirty_copy = d.join("dirty-copy.img");
+    image(&dirty_copy, 8 << 20);
+    vm.disk("dirty-copy", &dirty_copy);
+    for &(name, n, cmds) in special {
+        let names = add(name, n, &mut vm);
+        let devs: Vec<String> = names.iter().map(|m| format!("/dev/rf/{m}")).collect();
+        script += &cmds
+            .replace("mdN", &format!("md{md}"))
+            .replace("$D", &devs.join(" "));
+        for m in &names {
+            script += &format!("ex {name} {m}\n");
+        }
+        members.push((name.to_string(), names));
+        md += 1;
+    }
+    vm.sh(&script);
+    let lines = vm.run(d);
+    std::fs::write(d.join("lines.txt"), lines.join("\n")).unwrap();
+    let kernel = value(&lines, "kernel").to_string();
+    let mdadm = value(&lines, "mdadm").to_string();
+    let mut listing = String::new();
+    for (name, names) in &members {
+        for m in names {
+            let live = name == "raid5-dirty" && m.ends_with("-0");
+            let key = if live {
+                "ex:raid5-dirty-live:dirty-copy ".to_string()
+            } else {
+                format!("ex:{name}:{m} ")
+            };
+            let examine: Vec<&str> = lines.iter().filter_map(|l| l.strip_prefix(&key)).collect();
+            let text = examine.join("\n") + "\n";
+            let so: u64 = examine
+                .iter()
+                .find_map(|l| l.trim().strip_prefix("Super Offset : "))
+                .unwrap_or_else(|| panic!("{m}: no super offset in {examine:?}"))
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let img = std::fs::read(d.join(format!("{m}.img"))).unwrap();
+            let at = so as usize * 512;
+            let (sb, from) = if live {
+                let copy = std::fs::read(&dirty_copy).unwrap();
+                (
+                    copy[4096..8192].to_vec(),
+                    "copied in the guest while the array ran",
+                )
+            } else {
+                (
+                    img[at..at + 4096].to_vec(),
+                    "read from the image after mdadm --stop",
+                )
+            };
+            std::fs::write(out_dir.join(format!("{m}.sb")), &sb).unwrap();
+            std::fs::write(out_dir.join(format!("{m}.examine")), text).unwrap();
+            let mut extra = String::new();
+            if let Some(bbl) = examine
+                .iter()
+                .find_map(|l| l.trim().strip_prefix("Bad Block Log : "))
+            {
+                // "512 entries available at offset 16 sectors"
+                let off: i64 = bbl
+                    .split("offset ")
+                    .nth(1)
+                    .and_then(|s| s.split_whitespace().next())
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or_else(|| panic!("{m}: bad block log line {bbl:?}"));
+                let from = (at as i64 + off * 512) as usize;
+                let log = &img[from..from + 4096];
+                if bbl.contains("bad blocks present") {
+                    std::fs::write(out_dir.join(format!("{m}.bbl")), log).unwrap();
+                    extra = format!(", bad block log {m}.bbl");
+                }
+            }
+            listing += &format!("| `{m}.sb`{extra} | {name} | {from} |\n");
+        }
+    }
+    let mut how = String::new();
+    for &(name, n, opts) in FIXTURES {
+        let rd = if opts.contains("--raid-devices") {
+            String::new()
+        } else {
+            format!("--raid-devices={n} ")
+        };
+        how += &format!("- {name}: `mdadm --create --run --assume-clean {rd}{opts}` over {n} members, then `--stop`\n");
+    }
+    for &(name, _, cmds) in special {
+        how += &format!("- {name}:\n\n```\n{}```\n", cmds.replace("X ", ""));
+    }
+    let provenance = format!(
+        "# Linux MD superblocks for raidcore's golden tests\n\n\
+         Written by the real mdadm and kernel in the guest of `scripts/md-vm.sh` ({kernel}, {mdadm}),\n\
+         on 8 MiB sparse image files, by `generate_md_superblock_fixtures` in\n\
+         `crates/raidforge/tests/md_vm.rs` (ignored test; rerun it to regenerate). Each `NAME.sb` is the\n\
+         4096 bytes at the member's superblock offset; `NAME.examine` is `mdadm --examine` of that member\n\
+         in the same guest, which the golden tests parse for the values they expect.\n\n\
+         | file | array | how |\n|---|---|---|\n{listing}\n## Commands\n\n{how}"
+    );
+    std::fs::write(out_dir.join("PROVENANCE.md"), provenance).unwrap();
+}

@@ -156,7 +156,7 @@ fn generate_md_superblock_fixtures() {
          echo \"RFVM kernel $(uname -r)\"\necho \"RFVM mdadm $(mdadm --version 2>&1)\"\n",
     );
     let mut md = 0;
-    let mut add = |name: &str, n: usize, vm: &mut MdVm| -> Vec<String> {
+    let add = |name: &str, n: usize, vm: &mut MdVm| -> Vec<String> {
         let names: Vec<String> = (0..n).map(|i| format!("{name}-{i}")).collect();
         for m in &names {
             let p = d.join(format!("{m}.img"));
@@ -335,4 +335,257 @@ fn generate_md_superblock_fixtures() {
          | file | array | how |\n|---|---|---|\n{listing}\n## Commands\n\n{how}"
     );
     std::fs::write(out_dir.join("PROVENANCE.md"), provenance).unwrap();
+}
+
+/// The arrays the kernel makes and writes for the tests below (one boot for all): name, member
+/// count, `mdadm --create` options. Every level, every RAID5/RAID6 layout, RAID10 near, far and
+/// offset with 2 and 3 copies, odd and even member counts.
+const KERNEL_ARRAYS: &[(&str, usize, &str)] = &[
+    ("raid0", 3, "--level=0"),
+    ("raid1", 2, "--level=1"),
+    ("raid1x3", 3, "--level=1"),
+    ("raid4", 4, "--level=4"),
+    ("r5-la", 4, "--level=5 --layout=left-asymmetric"),
+    ("r5-ra", 4, "--level=5 --layout=right-asymmetric"),
+    ("r5-ls", 3, "--level=5 --layout=left-symmetric"),
+    ("r5-ls5", 5, "--level=5"),
+    ("r5-rs", 4, "--level=5 --layout=right-symmetric"),
+    ("r5-pf", 4, "--level=5 --layout=parity-first"),
+    ("r5-pl", 4, "--level=5 --layout=parity-last"),
+    ("r6-la", 5, "--level=6 --layout=left-asymmetric"),
+    ("r6-ra", 5, "--level=6 --layout=right-asymmetric"),
+    ("r6-ls", 5, "--level=6"),
+    ("r6-ls4", 4, "--level=6 --layout=left-symmetric"),
+    ("r6-rs", 6, "--level=6 --layout=right-symmetric"),
+    ("r6-pf", 5, "--level=6 --layout=parity-first"),
+    ("r6-pl", 5, "--level=6 --layout=parity-last"),
+    ("r6-la6", 5, "--level=6 --layout=left-asymmetric-6"),
+    ("r6-ra6", 5, "--level=6 --layout=right-asymmetric-6"),
+    ("r6-ls6", 6, "--level=6 --layout=left-symmetric-6"),
+    ("r6-rs6", 5, "--level=6 --layout=right-symmetric-6"),
+    ("r6-pf6", 5, "--level=6 --layout=parity-first-6"),
+    ("r10-n2", 4, "--level=10 --layout=n2"),
+    ("r10-n2odd", 3, "--level=10 --layout=n2"),
+    ("r10-n3", 5, "--level=10 --layout=n3"),
+    ("r10-f2", 4, "--level=10 --layout=f2"),
+    ("r10-f2odd", 5, "--level=10 --layout=f2"),
+    ("r10-f3", 3, "--level=10 --layout=f3"),
+    ("r10-o2", 3, "--level=10 --layout=o2"),
+    ("r10-o3", 4, "--level=10 --layout=o3"),
+];
+
+/// Bytes the kernel writes at the start of every array, and at its end.
+const HEAD_BYTES: usize = 4 << 20;
+const TAIL_BYTES: usize = 1 << 20;
+
+/// One array the kernel made: its members on the host and its size as the kernel saw it.
+#[allow(dead_code)]
+struct KernelArray {
+    name: &'static str,
+    opts: &'static str,
+    members: Vec<std::path::PathBuf>,
+    size: u64,
+}
+
+impl KernelArray {
+    /// What the array holds: the payload's head at 0 and its tail at the end, zeros between.
+    fn expected(&self, payload: &[u8]) -> Vec<u8> {
+        let mut v = vec![0u8; self.size as usize];
+        v[..HEAD_BYTES].copy_from_slice(&payload[..HEAD_BYTES]);
+        let at = self.size as usize - TAIL_BYTES;
+        v[at..].copy_from_slice(&payload[HEAD_BYTES..HEAD_BYTES + TAIL_BYTES]);
+        v
+    }
+}
+
+struct KernelArrays {
+    arrays: Vec<KernelArray>,
+    payload: Vec<u8>,
+}
+
+/// One guest boot makes every array of [`KERNEL_ARRAYS`] (64 KiB chunks, v1.2, members of
+/// 8 MiB plus 0..4 chunks so that the last cycle is often partial), writes [`HEAD_BYTES`] of
+/// the payload at its start and [`TAIL_BYTES`] at its end with `O_DIRECT`, and stops it. The
+/// images stay in the target directory; tests that change them work on copies. None when the
+/// guest cannot run here (see [`vm_or_skip`]).
+fn kernel_arrays(test: &str) -> Option<&'static KernelArrays> {
+    static K: std::sync::OnceLock<Option<KernelArrays>> = std::sync::OnceLock::new();
+    if !vm_or_skip(test) {
+        return None;
+    }
+    K.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("md-vm-kernel-arrays");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let payload = bytes(0x23, HEAD_BYTES + TAIL_BYTES);
+        std::fs::write(dir.join("payload.img"), &payload).unwrap();
+        let mut vm = MdVm::new();
+        vm.disk("payload", &dir.join("payload.img"));
+        let mut script = String::new();
+        let mut arrays = Vec::new();
+        for (i, &(name, n, opts)) in KERNEL_ARRAYS.iter().enumerate() {
+            let mut devs = Vec::new();
+            let mut members = Vec::new();
+            for j in 0..n {
+                let p = dir.join(format!("{name}-{j}.img"));
+                image(&p, (8 << 20) + (i as u64 % 5) * (64 << 10));
+                let disk = format!("{name}-{j}");
+                vm.disk(&disk, &p);
+                devs.push(format!("/dev/rf/{disk}"));
+                members.push(p);
+            }
+            // RAID1 has no chunk (mdadm refuses one).
+            let chunk = if opts == "--level=1" { "" } else { "--chunk=64" };
+            script += &format!(
+                "mdadm --create /dev/md{i} --run --assume-clean --metadata=1.2 {chunk} \
+                 --raid-devices={n} {opts} {} 2>/dev/null\n\
+                 sz=$(blockdev --getsize64 /dev/md{i})\n\
+                 dd if=/dev/rf/payload of=/dev/md{i} bs=64k count={} oflag=direct 2>/dev/null\n\
+                 dd if=/dev/rf/payload of=/dev/md{i} bs=64k skip={} seek=$((sz / 65536 - {})) count={} oflag=direct 2>/dev/null\n\
+                 echo \"RFVM size {name} $sz\"\n\
+                 mdadm --stop /dev/md{i} 2>/dev/null\n",
+                devs.join(" "),
+                HEAD_BYTES >> 16,
+                HEAD_BYTES >> 16,
+                TAIL_BYTES >> 16,
+                TAIL_BYTES >> 16,
+            );
+            arrays.push(KernelArray {
+                name,
+                opts,
+                members,
+                size: 0,
+            });
+        }
+        vm.sh(&script);
+        let lines = vm.run(&dir);
+        for a in &mut arrays {
+            a.size = value(&lines, &format!("size {}", a.name)).parse().unwrap();
+            assert!(
+                a.size as usize >= HEAD_BYTES + TAIL_BYTES && a.size % 65536 == 0,
+                "{}: size {}",
+                a.name,
+                a.size
+            );
+        }
+        Some(KernelArrays { arrays, payload })
+    })
+    .as_ref()
+}
+
+/// Reads `len` bytes at `at` of a file.
+fn read_at(path: &std::path::Path, at: u64, len: usize) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(path).unwrap();
+    let mut b = vec![0u8; len];
+    f.read_exact_at(&mut b, at).unwrap();
+    b
+}
+
+/// `layout::md` against what the kernel wrote: for every array of [`KERNEL_ARRAYS`], every
+/// chunk read raw from the member images where the layout crate says it is (MD's superblocks
+/// say the geometry and each member's role), P and Q recomputed with `codec` from the data in
+/// the stripe's syndrome order, every RAID1/RAID10 copy compared with its data.
+#[test]
+fn layout_md_places_every_chunk_where_the_kernel_wrote_it() {
+    let Some(k) = kernel_arrays("layout_md_places_every_chunk_where_the_kernel_wrote_it") else {
+        return;
+    };
+    use layout::md::{MdGeometry, MdLayout};
+    use layout::Role;
+    use raidcore::md::{MdRole, MdSuperblock};
+    for a in &k.arrays {
+        let want = a.expected(&k.payload);
+        // Member files by role.
+        let mut by_role = vec![None; a.members.len()];
+        let mut sb0 = None;
+        for m in &a.members {
+            let sb = MdSuperblock::decode(&read_at(m, 4096, 4096)).unwrap();
+            let MdRole::Active(r) = sb.role() else {
+                panic!("{}: {} is not active", a.name, m.display())
+            };
+            by_role[r as usize] = Some(m.clone());
+            sb0.get_or_insert(sb);
+        }
+        let sb = sb0.unwrap();
+        let n = sb.raid_disks as usize;
+        let md = MdLayout::from_md(sb.level, sb.layout, n).unwrap();
+        let chunk_sectors = if sb.chunk_sectors == 0 {
+            128
+        } else {
+            u64::from(sb.chunk_sectors)
+        };
+        let geo = MdGeometry {
+            layout: md,
+            raid_disks: n,
+            chunk_sectors,
+            dev_sectors: if sb.level == 0 { sb.data_size } else { sb.size },
+        };
+        assert_eq!(geo.array_sectors() * 512, a.size, "{}: array size", a.name);
+        let cb = (chunk_sectors * 512) as usize;
+        let cycle = md.cycle(n, 0);
+        let per = cycle.data.len() as u64;
+        let chunks = a.size / cb as u64;
+        let unit = |d: u32, cyc: u64, off: u64| -> Vec<u8> {
+            let row = geo
+                .physical_row(cyc * cycle.rows + off, cycle.rows)
+                .unwrap_or_else(|| panic!("{}: row past the end", a.name));
+            read_at(
+                by_role[d as usize].as_ref().unwrap(),
+                sb.data_offset * 512 + row * cb as u64,
+                cb,
+            )
+        };
+        let mut checked_parity = 0;
+        for c in 0..chunks.div_ceil(per) {
+            for s in &cycle.stripes {
+                let data: Vec<_> = s.units.iter().filter(|u| u.role == Role::Data).collect();
+                // Only stripes wholly inside the array.
+                let idx: Vec<u64> = data
+                    .iter()
+                    .map(|u| {
+                        c * per + cycle.data.iter().position(|l| *l == u.loc()).unwrap() as u64
+                    })
+                    .collect();
+                if idx.iter().any(|&i| i >= chunks) {
+                    continue;
+                }
+                let bytes: Vec<Vec<u8>> = data.iter().map(|u| unit(u.disk, c, u.offset)).collect();
+                for (i, b) in idx.iter().zip(&bytes) {
+                    let at = (*i as usize) * cb;
+                    assert!(
+                        b[..] == want[at..at + cb],
+                        "{}: logical chunk {i} is not where layout::md puts it",
+                        a.name
+                    );
+                }
+                let refs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+                for u in &s.units {
+                    let got = unit(u.disk, c, u.offset);
+                    match u.role {
+                        Role::Data => {}
+                        Role::Mirror => assert!(got == bytes[0], "{}: copy differs", a.name),
+                        Role::P => {
+                            let mut p = vec![0u8; cb];
+                            codec::xor::encode(&refs, &mut p).unwrap();
+                            assert!(got == p, "{}: P of cycle {c}", a.name);
+                            checked_parity += 1;
+                        }
+                        Role::Q => {
+                            let (mut p, mut q) = (vec![0u8; cb], vec![0u8; cb]);
+                            codec::pq::encode(&refs, &mut p, &mut q).unwrap();
+                            assert!(got == q, "{}: Q of cycle {c}", a.name);
+                            checked_parity += 1;
+                        }
+                    }
+                }
+            }
+        }
+        if matches!(
+            md,
+            MdLayout::Raid4 | MdLayout::Raid5(_) | MdLayout::Raid6(_)
+        ) {
+            assert!(checked_parity as u64 >= chunks / per, "{}", a.name);
+        }
+    }
 }

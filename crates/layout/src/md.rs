@@ -454,10 +454,13 @@ impl MdLayout {
         }
     }
 
-    /// MD's layout word (what mdadm writes: 0 for RAID0, RAID1 and RAID4).
+    /// MD's layout word as mdadm 4.2 writes it: 0 for RAID1 and RAID4, 1 for RAID0 (its
+    /// "original" multi-zone layout, which matters only to RAID0 over members of different
+    /// sizes, and only with the RAID0-layout feature bit).
     pub fn md_value(self) -> u32 {
         match self {
-            MdLayout::Raid0 | MdLayout::Raid1 | MdLayout::Raid4 => 0,
+            MdLayout::Raid0 => 1,
+            MdLayout::Raid1 | MdLayout::Raid4 => 0,
             MdLayout::Raid5(p) | MdLayout::Raid6(p) => p.md_value(),
             MdLayout::Raid10(r) => r.md_value(),
         }

@@ -21,6 +21,13 @@ pub struct Descriptor {
     /// Logical ranges known lost (reads of them fail until they are rewritten whole).
     #[serde(default)]
     pub lost: Vec<LostRange>,
+    /// On-disk format: absent for raidforge's own superblock, "md" for Linux MD's v1.x.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<String>,
+    /// Spares of an MD array (their superblocks are kept current; raidforge does not use
+    /// their space).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub md_spares: Vec<PathBuf>,
 }
 
 /// One member in the descriptor.
@@ -75,6 +82,8 @@ impl Descriptor {
             direct,
             repairs: RepairCounts::default(),
             lost: Vec::new(),
+            metadata: None,
+            md_spares: Vec::new(),
         }
     }
 }

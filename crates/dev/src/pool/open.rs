@@ -64,6 +64,10 @@ impl Pool {
         if paths.is_empty() {
             return Err(PoolError::Usage("no --member given".into()));
         }
+        // Members of a Linux MD array: adopted (`md.rs`).
+        if md::is_md_member(&paths[0]) {
+            return Self::assemble_md(desc_path, paths, emulate);
+        }
         let mut found: Vec<(Superblock, PathBuf)> = Vec::new();
         for (i, p) in paths.iter().enumerate() {
             let m = FileMember::open(p, OpenOpts::default()).map_err(|e| PoolError::Member {
@@ -124,6 +128,9 @@ impl Pool {
         access: Access,
         wrap: Option<MemberWrap>,
     ) -> Result<Pool> {
+        if desc.metadata.as_deref() == Some(md::MD_METADATA) {
+            return Self::open_md(desc_path, desc, access, wrap);
+        }
         let uuid = unhex(&desc.uuid).ok_or_else(|| PoolError::Descriptor {
             path: desc_path.to_path_buf(),
             reason: format!("bad uuid '{}'", desc.uuid),
@@ -212,6 +219,7 @@ impl Pool {
                 journal: None,
             },
             ido: Arc::new(ido),
+            md: None,
         };
         pool.apply_wrap(wrap);
         if access == Access::Exclusive {

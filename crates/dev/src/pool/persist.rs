@@ -23,6 +23,9 @@ impl Pool {
     /// since it died (found by the fault-injection harness: every command that records state,
     /// `fail`, `replace`, `rebuild`, closing the pool, used to fail instead).
     pub(crate) fn persist(&mut self, tag: ArrayStateTag) -> Result<()> {
+        if self.md.is_some() {
+            return self.persist_md(tag);
+        }
         self.compact_history()?;
         // The data the new superblocks describe (rebuilt cycles, above all) must be durable
         // before any superblock says so: flush, write every superblock, flush again.
@@ -242,6 +245,8 @@ impl Pool {
 
     /// Saves counters and marks the pool's state; call when a command ends.
     pub fn close(mut self) -> Result<()> {
+        // An MD-format pool says clean again: every write is over (flushed first).
+        self.md_mark_clean();
         let tag = self.tag();
         self.persist(tag)?;
         // Nobody else can reach the pool now: the IDO record is written for sure.

@@ -68,6 +68,9 @@ pub struct Status {
     /// Zone tracking, the rebuild policy, surrogate and D-Map (seed 003, `crate::ido`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ido: Option<IdoStatus>,
+    /// The on-disk format when it is not raidforge's own: "md 1.2 raid5 left-symmetric".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<String>,
 }
 
 /// Result of `verify`.
@@ -157,7 +160,11 @@ impl Pool {
                     index: i,
                     path: md.path.clone(),
                     state: st.into(),
-                    data_offset_bytes: self.map.data_offset_bytes,
+                    data_offset_bytes: self
+                        .md
+                        .as_ref()
+                        .and_then(|m| m.data_offset_bytes(i))
+                        .unwrap_or(self.map.data_offset_bytes),
                     read_bytes: md.read_bytes
                         + self.members.counters[i].read_bytes.load(Ordering::Relaxed),
                     write_bytes: md.write_bytes
@@ -200,6 +207,7 @@ impl Pool {
             write_hole: self.wh.mode.as_str().into(),
             journal: self.wh.journal.as_ref().map(|j| j.stats()),
             ido: None,
+            metadata: self.metadata_description(),
         }
     }
 }

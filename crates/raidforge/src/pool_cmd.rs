@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use dev::ido::RebuildPolicy;
-use dev::pool::{CreateOpts, Pool, RebuildOpts, WriteHole};
+use dev::pool::{CreateOpts, Metadata, Pool, RebuildOpts, WriteHole};
 use dev::serve_support::{Concurrency, SharedPool};
 use raidcore::ParityPolicy;
 
@@ -54,9 +54,19 @@ pub struct CreateArgs {
     /// existing member.
     #[arg(long, value_parser = parse_size)]
     pub size: Option<u64>,
-    /// Chunk (stripe unit) size, a multiple of 4096, e.g. 64K.
-    #[arg(long, value_parser = parse_size, default_value = "64K")]
-    pub chunk: u64,
+    /// Chunk (stripe unit) size, a multiple of 4096, e.g. 64K (the default; with --metadata md
+    /// mdadm's default, 512K).
+    #[arg(long, value_parser = parse_size)]
+    pub chunk: Option<u64>,
+    /// On-disk format of the superblocks: `raidforge` (default; everything raidforge does) or
+    /// `md`: Linux MD's v1.2 superblock with mdadm's defaults (data offset, bad block log,
+    /// 512K chunks), so that the kernel's `mdadm --assemble` runs the pool as an ordinary MD
+    /// array and raidforge keeps running it too. Only raid0, raid1, raid4, raid5, raid6 and
+    /// raid10 (in every MD layout, see --layout); the options that need raidforge's own
+    /// format (--checksums, --write-hole journal, --parity lazy, --surrogate, spares) are
+    /// refused with it.
+    #[arg(long, default_value = "raidforge", value_parser = Metadata::parse)]
+    pub metadata: Metadata,
     /// Make every member as slow as a disk: KIND:BANDWIDTH:LATENCY, e.g. hdd:150MB/s:8ms.
     #[arg(long)]
     pub emulate: Option<String>,
@@ -332,6 +342,14 @@ pub fn print_status_of(s: &dev::pool::Status, json: bool) -> anyhow::Result<()> 
 
 pub fn create(a: CreateArgs) -> anyhow::Result<()> {
     let (scheme, params) = a.layout.params()?;
+    let md = a.metadata == Metadata::Md;
+    if md && a.surrogate.is_some() {
+        anyhow::bail!(
+            "--surrogate needs raidforge's own on-disk format; Linux MD's superblock \
+             (--metadata md) cannot record it"
+        );
+    }
+    let chunk = a.chunk.unwrap_or(if md { 512 << 10 } else { 64 << 10 });
     let pool = Pool::create(
         &a.pool,
         CreateOpts {
@@ -339,7 +357,7 @@ pub fn create(a: CreateArgs) -> anyhow::Result<()> {
             params,
             members: a.members,
             size_bytes: a.size,
-            chunk_bytes: a.chunk,
+            chunk_bytes: chunk,
             emulate: a.emulate,
             force: a.force,
             direct: a.direct,
@@ -348,10 +366,13 @@ pub fn create(a: CreateArgs) -> anyhow::Result<()> {
             checksums: a.checksums,
             write_hole: a.write_hole,
             journal_bytes: a.journal_size,
+            metadata: a.metadata,
         },
     )?;
     let mut pool = pool;
-    pool.configure_ido(Some(a.zone_size), a.surrogate.as_deref())?;
+    if !md {
+        pool.configure_ido(Some(a.zone_size), a.surrogate.as_deref())?;
+    }
     print_status(&pool, a.json)?;
     pool.close()?;
     Ok(())
@@ -365,6 +386,9 @@ pub fn assemble(
 ) -> anyhow::Result<()> {
     crate::control::refuse_if_served(&pool, "assemble")?;
     let p = Pool::assemble(&pool, &members, emulate)?;
+    for note in p.md_notes() {
+        eprintln!("raidforge: note: {note}");
+    }
     print_status(&p, json)?;
     p.close()?;
     Ok(())

@@ -449,6 +449,31 @@ impl Checksums {
         }
     }
 
+    /// Vouches for the blocks of `data` (read from member `i` at data-area byte
+    /// `offset_bytes`, block aligned) from their data, as they are: the entries of blocks that
+    /// do not match are rewritten in memory ([`Checksums::write_pages`] makes them durable),
+    /// except blocks marked lost, which stay lost. Returns how many changed. (The resync after
+    /// an unclean shutdown: a crash between a block's write and its checksum's leaves a good
+    /// block that would otherwise never read again.)
+    pub fn revouch(&self, i: usize, offset_bytes: u64, data: &[u8]) -> u64 {
+        let first = offset_bytes / BLOCK_BYTES;
+        let mut changed = 0;
+        for m in self.verify(i, offset_bytes, data) {
+            let b = m.offset_bytes / BLOCK_BYTES;
+            if crc_of(self.members[i].sums[b as usize].load(Ordering::Relaxed)) == POISON {
+                continue;
+            }
+            let k = (b - first) as usize * BLOCK_BYTES as usize;
+            self.set(
+                i,
+                b,
+                block_sum(i as u32, b, &data[k..k + BLOCK_BYTES as usize]),
+            );
+            changed += 1;
+        }
+        changed
+    }
+
     /// Marks member `i`'s block at `offset_bytes` as lost (reads of it fail from now on) and
     /// writes its pages.
     pub fn poison(

@@ -3,7 +3,7 @@
 //! Readers read both slots of every member they can and take the valid copy with the newest
 //! sequence. The deferred-parity list and the IDO record use this store (each on the first
 //! two present members); the superblock's two copies follow the same rule on every member
-//! (`pool::open::read_superblock`), the journal's checkpoints within its region.
+//! (`pool::assembly::read_superblock`), the journal's checkpoints within its region.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

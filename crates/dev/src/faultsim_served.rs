@@ -68,6 +68,9 @@ pub struct ServedOpts {
     pub clients: usize,
     /// The pools' protection (write journal, block checksums); `None` draws it per seed.
     pub protection: Option<Protection>,
+    /// Create the pools with these features instead of `protection` (a test that claims
+    /// protection the pools lack, to show that the harness then reports losses).
+    pub pool_protection: Option<Protection>,
     /// Print every controller step to stderr.
     pub verbose: bool,
 }
@@ -79,6 +82,7 @@ impl Default for ServedOpts {
             steps: 60,
             clients: 3,
             protection: None,
+            pool_protection: None,
             verbose: false,
         }
     }
@@ -489,7 +493,12 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
     };
     let lazy = matches!(scheme, SchemeKind::Raid6) && rng.chance(0.4);
     let with_surrogate = rng.chance(0.3);
-    let garbage = rng.chance(0.5);
+    // Sectors that may hold random bytes after a crash (not atomic), except on a pool with
+    // block checksums and no journal: it rewrites whole 4 KiB blocks around a partial write,
+    // and a power cut that garbles a rewritten sector the client did not write loses bytes no
+    // one was writing. Only a journal (which replays the block) survives that; such pools get
+    // atomic sectors here (what disks promise).
+    let garbage = rng.chance(0.5) && !(protection.checksums && !protection.journal);
     let run_bytes = [2048u64, 4096, 8192, 16384][rng.below(4) as usize];
     let nclients = opts.clients.max(1);
     let dir = opts.dir.join(format!(
@@ -527,7 +536,10 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
         },
         if with_surrogate { "+surrogate" } else { "" }
     );
-    let within = kind.within(protection);
+    // A crash followed by member failures is within tolerance without a journal too: the
+    // write-intent bitmap's resync at reopen makes every stripe consistent before a member
+    // may fail (the plain harness's pools all have the journal).
+    let within = kind.within(protection) || kind == RunKind::CrashFail;
     let mut report = RunReport {
         seed,
         layout: format!("served {layout_name}"),
@@ -544,9 +556,16 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
         losses: Vec::new(),
         detected: 0,
         undetected: Vec::new(),
-        known_gap: kind.known_gap(protection),
+        known_gap: !within && kind.known_gap(protection),
     };
-    let mut copts = create_opts(scheme, params, paths, member_bytes, chunk, protection);
+    let mut copts = create_opts(
+        scheme,
+        params,
+        paths,
+        member_bytes,
+        chunk,
+        opts.pool_protection.unwrap_or(protection),
+    );
     if lazy {
         copts.parity = ParityPolicy::Lazy;
         copts.bpgl_capacity = Some(2 + rng.below(7) as usize);
@@ -900,8 +919,13 @@ impl ServedRun {
         }
         let m = present[self.rng.below(present.len() as u64) as usize];
         let f = self.faults.lock().unwrap()[m].clone();
-        let crash_ok = (self.crash_keeps_redundancy() || !self.sh.crash.is_armed())
-            && self.lazy_allows_another(m);
+        if matches!(self.sh.kind, RunKind::Mixed | RunKind::CrashFail)
+            && !self.lazy_allows_another(m)
+        {
+            self.report.faults.refused_by_atlas += 1;
+            return;
+        }
+        let crash_ok = self.crash_keeps_redundancy() || !self.sh.crash.is_armed();
         let mut draw = FaultDraw {
             rng: &mut self.rng,
             kind: self.sh.kind,
@@ -947,10 +971,17 @@ impl ServedRun {
     /// flushed as soon as the engine knows of it. A second member may take a fault only once
     /// the engine knows every member charged so far failed and has flushed the list.
     fn lazy_allows_another(&self, m: usize) -> bool {
-        if !self.lazy || self.atlas.charged.is_empty() || self.atlas.charged.contains(&m) {
+        // The members faulted so far: charged to the atlas (mixed runs) or hit (a
+        // crash-then-fail run keeps its count there).
+        let hit = if self.sh.kind == RunKind::CrashFail {
+            &self.beyond_hit
+        } else {
+            &self.atlas.charged
+        };
+        if !self.lazy || hit.is_empty() || hit.contains(&m) {
             return true;
         }
-        let charged: Vec<usize> = self.atlas.charged.iter().copied().collect();
+        let charged: Vec<usize> = hit.iter().copied().collect();
         self.sp()
             .with_pool(|p| {
                 let failed = p.state().failed();
@@ -1154,12 +1185,12 @@ impl ServedRun {
             }
             c.acked.clear();
         }
-        if torn && !self.protection.journal {
-            match self.sh.kind {
-                RunKind::Mixed => self.atlas.write_hole = true,
-                RunKind::CrashFail => self.crashed_dirty = true,
-                _ => {}
-            }
+        // Without a journal the stripes a crash may have left half written are in regions the
+        // write-intent bitmap marked, resynchronised when the pool is opened again: the
+        // redundancy is whole again (no write hole to charge). A crash-then-fail run may now
+        // fail members.
+        if torn && self.sh.kind == RunKind::CrashFail {
+            self.crashed_dirty = true;
         }
         self.bump_epoch();
         self.sh.crash.reset();

@@ -48,6 +48,24 @@
 //! only adds 1 to its zone's atomic counter, and the counts are folded into the core's zone
 //! table (`ZoneTable::add_counts`) at each epoch end and before the table is read or
 //! recorded. The epoch's request count is batched per thread ([`REQUEST_BATCH`]).
+//!
+//! The record (`RECORD_FRAME`, [`raidcore::record`]'s frame; little-endian), in two
+//! alternating slots (`IDO_SLOTS`: member bytes 512 KiB..768 KiB and 768 KiB..1 MiB) of the
+//! first two present members; the newest valid one of the array's UUID wins:
+//!
+//! ```text
+//! offset  size  field
+//!      0     8  magic "RFIDO\0\0\0"     8  4  version (3)     12  4  length incl. CRC
+//!     16    16  array UUID                32  8  sequence (slot = sequence mod 2)
+//!     40     8  zone bytes                48  4  zone count Z
+//!     52     1  surrogate dropped      53..64  zero
+//!     64     2  surrogate path (or NBD URI) length P, then P bytes
+//!      .     4  core state length C, then C bytes: raidcore::ido::Ido::encode_state ("RFIDOST":
+//!               phase, policy, log pointer, hot zones, the ZoneTable record, the DMap record,
+//!               its own CRC-32C)
+//!      .     4  CRC-32C of everything before it
+//!      .        zero padding to a multiple of 4 KiB
+//! ```
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};

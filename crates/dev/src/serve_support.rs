@@ -34,16 +34,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use raidcore::superblock::ArrayStateTag;
-use raidcore::{
-    plan_read, plan_rebuild_cycle, FlushAdvice, IdleDetector, Plan, PlanKind, StripeId, StripeLocks,
-};
+use raidcore::{plan_read, FlushAdvice, IdleDetector, Plan, StripeId, StripeLocks};
 use serde::{Deserialize, Serialize};
 
 use crate::exec::{run_plans, Counters, Members};
 use crate::ido::{Ido, MainPool, Phase, RebuildPolicy};
 use crate::pool::{
-    gave_up, pieces, run_attempt, write_loop, Attempt, Outcome, Pool, PoolError, RebuildOpts,
-    RebuildProgress, Status, VerifyReport, WriteSite, REPLANS_MAX,
+    gave_up, pieces, run_attempt, write_loop, Attempt, IntentGuard, Outcome, Pool, PoolError,
+    RebuildOpts, RebuildProgress, Status, VerifyReport, WriteIntent, WriteSite, REPLANS_MAX,
 };
 use crate::Member;
 
@@ -52,63 +50,7 @@ type Result<T> = std::result::Result<T, PoolError>;
 /// The members of a pool as plans see them (`None`: failed or missing).
 type MemberSet = Vec<Option<Arc<dyn Member>>>;
 
-/// Where a stepwise rebuild is: the next cycle to look at, and totals so far.
-#[derive(Clone, Debug)]
-pub struct RebuildCursor {
-    next: u64,
-    started: Option<Instant>,
-    bytes_written: u64,
-    last_persist: Option<Instant>,
-    /// A policy rebuild's order: zones (rebuilt in this order, whole cycles of
-    /// `zone_cycles` each) before the usual address-order scan.
-    pub(crate) zone_order: Option<(Vec<u64>, u64)>,
-    /// Cycles marked rebuilt since the caller last took them.
-    pub(crate) marked: Vec<u64>,
-}
-
-impl Default for RebuildCursor {
-    fn default() -> Self {
-        RebuildCursor::new()
-    }
-}
-
-impl RebuildCursor {
-    /// A rebuild that has not started.
-    pub fn new() -> RebuildCursor {
-        RebuildCursor {
-            next: 0,
-            started: None,
-            bytes_written: 0,
-            last_persist: None,
-            zone_order: None,
-            marked: Vec::new(),
-        }
-    }
-    /// Rebuild bytes written so far.
-    pub fn bytes_written(&self) -> u64 {
-        self.bytes_written
-    }
-    /// Time since the first step.
-    pub fn elapsed(&self) -> Duration {
-        self.started.map_or(Duration::ZERO, |s| s.elapsed())
-    }
-}
-
-fn progress_of(pool: &Pool, cur: &RebuildCursor) -> RebuildProgress {
-    RebuildProgress {
-        cycles_done: pool.state.clean_cycles(),
-        cycles_total: pool.geo.cycles(),
-        bytes_written: cur.bytes_written,
-        elapsed_s: cur.elapsed().as_secs_f64(),
-    }
-}
-
-fn rebuild_target(p: &Plan) -> u32 {
-    match p.kind {
-        PlanKind::Rebuild { to, .. } => to,
-        _ => unreachable!("rebuild plans only"),
-    }
-}
+pub use crate::pool::RebuildCursor;
 
 impl Pool {
     /// Marks the superblocks `Active` (in use, not cleanly shut down) when the pool is
@@ -118,140 +60,6 @@ impl Pool {
             self.persist(ArrayStateTag::Active)?;
         }
         Ok(())
-    }
-
-    /// Plans up to `batch` cycles that are not in the target layout, looking from the cursor
-    /// on and wrapping around once (cycles left behind by a failure during the rebuild are
-    /// found on the next pass).
-    fn plan_rebuild_batch(
-        &self,
-        cur: &mut RebuildCursor,
-        batch: usize,
-    ) -> Result<Vec<(u64, Plan)>> {
-        let total = self.geo.cycles();
-        let mut out = Vec::new();
-        if let Some((zones, zc)) = &cur.zone_order {
-            // A policy's order first (IDO: hot zones; PRO: popular ones).
-            'zones: for &z in zones {
-                for c in z * zc..((z + 1) * zc).min(total) {
-                    if out.len() >= batch.max(1) {
-                        break 'zones;
-                    }
-                    if self.state.is_clean(c) {
-                        continue;
-                    }
-                    if let Some(p) = plan_rebuild_cycle(&self.geo, &self.state, c)? {
-                        out.push((c, p));
-                    }
-                }
-            }
-            if !out.is_empty() {
-                return Ok(out);
-            }
-        }
-        let mut scanned = 0u64;
-        while scanned < total && out.len() < batch.max(1) {
-            let c = cur.next % total;
-            if let Some(p) = plan_rebuild_cycle(&self.geo, &self.state, c)? {
-                out.push((c, p));
-            }
-            cur.next = (c + 1) % total;
-            scanned += 1;
-        }
-        Ok(out)
-    }
-
-    /// Starts a step: `None` (after recording the final state) when every cycle is in the
-    /// target layout, else the batch to run.
-    fn begin_rebuild_step(
-        &mut self,
-        opts: &RebuildOpts,
-        cur: &mut RebuildCursor,
-    ) -> Result<Option<Vec<(u64, Plan)>>> {
-        if self.state.all_clean() {
-            if cur.started.is_some() && cur.last_persist.is_some() {
-                // Finished: blocks lost on the way are marked, and the data are durable
-                // before the superblocks say so.
-                self.poison_pending()?;
-                let tag = self.tag();
-                self.persist(tag)?;
-                cur.last_persist = None;
-            }
-            return Ok(None);
-        }
-        if cur.started.is_none() {
-            cur.started = Some(Instant::now());
-        }
-        if cur.last_persist.is_none() {
-            self.persist(ArrayStateTag::Rebuilding)?;
-            cur.last_persist = Some(Instant::now());
-        }
-        let plans = self.plan_rebuild_batch(cur, opts.parallel_cycles)?;
-        Ok(Some(plans))
-    }
-
-    /// Records the outcome of a step's batch (marks cycles rebuilt, or fails the members that
-    /// failed), and records progress in the superblocks about once a second.
-    fn end_rebuild_step(
-        &mut self,
-        cur: &mut RebuildCursor,
-        plans: &[(u64, Plan)],
-        outcome: std::result::Result<(), crate::exec::BatchErrors>,
-    ) -> Result<RebuildProgress> {
-        match outcome {
-            Ok(()) => {
-                for (c, p) in plans {
-                    if self.state.plan_is_current(p) {
-                        cur.bytes_written +=
-                            p.writes.iter().map(|w| w.data.len as u64).sum::<u64>();
-                        self.state.mark_rebuilt(*c, rebuild_target(p));
-                        self.sb.rebuilt_unrecorded.insert(*c);
-                        cur.marked.push(*c);
-                    }
-                }
-            }
-            Err(e) => {
-                // Start over with the new failure set; cycles rebuilt so far stay rebuilt.
-                let failed = e.failed_members();
-                if !failed.is_empty() {
-                    self.fail_members(&failed)?;
-                }
-                // Survivor blocks that read wrong: repaired, or recorded lost (see `scrub`).
-                if !e.bad.is_empty() {
-                    self.repair_in_rebuild(&e.bad)?;
-                }
-            }
-        }
-        if cur
-            .last_persist
-            .is_some_and(|t| t.elapsed() > Duration::from_secs(1))
-        {
-            self.persist(ArrayStateTag::Rebuilding)?;
-            cur.last_persist = Some(Instant::now());
-        }
-        Ok(progress_of(self, cur))
-    }
-
-    /// One step of a rebuild: plans up to `opts.parallel_cycles` cycles that are not yet in
-    /// the target layout (continuing from `cur`), runs them, and marks them rebuilt. Returns
-    /// the progress, or `None` once every cycle is in the target layout (the final state is
-    /// then recorded). A member that fails during the step is failed and the rebuild goes on
-    /// toward the new target at the next step. The caller paces the steps
-    /// (`speed_max_bytes_per_sec` is not applied here), which is how client I/O interleaves
-    /// with a rebuild.
-    pub fn rebuild_step(
-        &mut self,
-        opts: &RebuildOpts,
-        cur: &mut RebuildCursor,
-    ) -> Result<Option<RebuildProgress>> {
-        let Some(plans) = self.begin_rebuild_step(opts, cur)? else {
-            return Ok(None);
-        };
-        let only: Vec<Plan> = plans.iter().map(|(_, p)| p.clone()).collect();
-        let mut empty: Vec<Vec<u8>> = only.iter().map(|_| Vec::new()).collect();
-        let mut users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
-        let outcome = run_plans(&only, &mut users, &self.members_view());
-        self.end_rebuild_step(cur, &plans, outcome).map(Some)
     }
 }
 
@@ -315,6 +123,8 @@ pub struct SharedPool {
     flusher_thread: Mutex<Option<JoinHandle<()>>>,
     /// The pool's write journal, if it has one (appended to outside the pool mutex).
     journal: Option<Arc<crate::journal::Journal>>,
+    /// The pool's write-intent bitmap, if it has one (marked outside the pool mutex).
+    intent: Option<Arc<WriteIntent>>,
     /// Zone popularity, policy rebuild state, surrogate and D-Map (shared with the pool).
     ido: Arc<Ido>,
     uuid: [u8; 16],
@@ -486,6 +296,23 @@ impl<'a> WriteSite for Served<'a> {
         self.0.flush_deferred()
     }
 
+    fn intent(&mut self, offset: u64, len: u64) -> Result<Option<IntentGuard>> {
+        let sp = self.0;
+        let Some(w) = &sp.intent else {
+            return Ok(None);
+        };
+        let (g, dead) = w.begin(
+            offset,
+            len,
+            || sp.with_pool(|p| Ok(p.members.handles.clone())),
+            &sp.counters,
+        )?;
+        if !dead.is_empty() {
+            sp.with_pool(|p| p.fail_record_writers(dead))?;
+        }
+        Ok(Some(g))
+    }
+
     /// Lost ranges the write covered whole hold data again.
     fn written(&mut self, offset: u64, len: u64) -> Result<()> {
         if !self.1 {
@@ -538,6 +365,7 @@ impl SharedPool {
             stop_flusher: AtomicBool::new(false),
             flusher_thread: Mutex::new(None),
             journal: pool.wh.journal.clone(),
+            intent: pool.wh.intent.clone(),
             pool: Mutex::new(Some(pool)),
         });
         let weak = Arc::downgrade(&sp);
@@ -872,9 +700,25 @@ impl SharedPool {
     /// request's planning); a member whose flush fails is failed, like a member whose write
     /// fails, and the flush fails when the pool has lost data ([`Pool::sync`]'s rule).
     pub fn flush(&self) -> Result<()> {
+        let started = Instant::now();
         let members = self.with_pool(|p| Ok(p.members.handles.clone()))?;
         let dead = crate::pool::flush_each(&members);
-        self.with_pool(|p| p.after_flush(dead))
+        self.with_pool(|p| p.after_flush(dead))?;
+        // Write-intent marks of regions idle since before the flush are cleared (outside the
+        // pool mutex: a record write must not stall every request's planning).
+        let Some(w) = &self.intent else {
+            return Ok(());
+        };
+        let dead = w.flushed(
+            started,
+            crate::pool::INTENT_CLEAR_AFTER,
+            || self.with_pool(|p| Ok(p.members.handles.clone())),
+            &self.counters,
+        )?;
+        if dead.is_empty() {
+            return Ok(());
+        }
+        self.with_pool(|p| p.fail_record_writers(dead))
     }
 
     fn fold_counters(&self, p: &Pool) {
@@ -942,10 +786,10 @@ impl SharedPool {
         if self.mode == Concurrency::Serial {
             return self.with_pool(|p| p.rebuild_step(opts, cur));
         }
-        let Some(plans) = self.with_pool(|p| p.begin_rebuild_step(opts, cur))? else {
+        let Some(batch) = self.with_pool(|p| p.begin_rebuild_step(opts, cur))? else {
             return Ok(None);
         };
-        let only: Vec<Plan> = plans.iter().map(|(_, p)| p.clone()).collect();
+        let only: Vec<Plan> = batch.iter().map(|(_, p)| p.clone()).collect();
         let guard = self.lock_stripes(&only);
         let outcome = match self.current_members(&only)? {
             Some(members) => {
@@ -955,10 +799,10 @@ impl SharedPool {
                 run_plans(&only, &mut users, &self.view(&members))
             }
             // Something changed since planning: the cycles are planned again on the next
-            // pass (end_rebuild_step marks only current plans).
+            // pass (only current plans are marked).
             None => Ok(()),
         };
-        let r = self.with_pool(|p| p.end_rebuild_step(cur, &plans, outcome));
+        let r = self.with_pool(|p| p.end_rebuild_batch(cur, &batch, outcome));
         drop(guard);
         r.map(Some)
     }
@@ -992,12 +836,7 @@ impl SharedPool {
         }
         // Check that the rebuild can start (e.g. needs a replacement), before going to the
         // background.
-        self.with_pool(|p| {
-            if let Some(c) = (0..p.geo.cycles()).find(|&c| !p.state.is_clean(c)) {
-                plan_rebuild_cycle(&p.geo, &p.state, c)?;
-            }
-            Ok(())
-        })?;
+        self.with_pool(|p| p.rebuild_can_start())?;
         let ido_on = self.begin_policy_rebuild(policy, surrogate)?;
         self.stop_rebuild.store(false, Ordering::SeqCst);
         *self.rebuild.lock().unwrap_or_else(|e| e.into_inner()) = RebuildInfo {
@@ -1129,7 +968,7 @@ impl SharedPool {
                 Ok(PolicyStep::Done) => {
                     let pr = self.with_pool(|p| {
                         p.mark_in_use()?;
-                        Ok(progress_of(p, &cur))
+                        Ok(p.rebuild_progress(&cur))
                     });
                     set(&|i| {
                         i.running = false;
@@ -1201,26 +1040,7 @@ impl SharedPool {
                 .map(|stripe| StripeId { cycle: c, stripe })
                 .collect();
             let _guard = self.lock_stripe_ids(ids);
-            self.with_pool(|p| {
-                let plan = raidcore::plan_verify_cycle(&p.geo, &p.state, c);
-                let bufs = match crate::exec::run_reads(&plan, &p.members_view()) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        let failed = e.failed_members();
-                        p.fail_members(&failed)?;
-                        return Err(PoolError::Io(format!(
-                            "verify stopped: members {failed:?} failed while reading"
-                        )));
-                    }
-                };
-                let outcome = raidcore::check_verify(&p.state, &plan, &bufs);
-                r.cycles_checked += 1;
-                r.stripes_checked += outcome.checked as u64;
-                r.stripes_degraded += outcome.degraded as u64;
-                r.inconsistent
-                    .extend(outcome.inconsistent.iter().map(|&s| (c, s)));
-                Ok(())
-            })?;
+            self.with_pool(|p| p.verify_cycle(c, &mut r))?;
         }
         Ok(r)
     }

@@ -514,6 +514,25 @@ impl ArrayState {
         Ok(g)
     }
 
+    /// Whether moving cycle `c` from the generation it is in to `to` leaves an old copy
+    /// readable: a place whose position changes while its old position is on a member the
+    /// cycle's current generation can still read. That is a copy-back (the spare's copy stays
+    /// readable, and goes stale once the new place takes a write); a rebuild onto a spare or
+    /// a replacement moves only units of members that cannot be read. An executor that lets
+    /// a moved cycle take writes before the move is recorded durably must record it first
+    /// when this is true: a crash before the record would bring the cycle back in its old
+    /// layout, where the stale copy is what reads.
+    pub fn move_leaves_old_copy(&self, c: u64, to: u32) -> bool {
+        let from = self.cycle_gen[c as usize];
+        if from == to {
+            return false;
+        }
+        let (old, new) = (self.place_locs(from), self.place_locs(to));
+        old.iter()
+            .zip(new)
+            .any(|(o, n)| o != n && self.member_available(o.disk, from))
+    }
+
     /// Records that cycle `c` now lies in generation `to` (its rebuild plan toward `to` has been
     /// executed and its writes are durable).
     pub fn mark_rebuilt(&mut self, c: u64, to: u32) {

@@ -46,7 +46,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::array::{ArrayState, Geometry};
-use crate::record::{Frame, FrameError, CRC_BYTES};
+use crate::record::{Frame, FrameError, Record, CRC_BYTES};
 
 /// The seed's default zone size (rounded to a multiple of the stripe data size).
 pub const DEFAULT_ZONE_BYTES: u64 = 12 << 20;
@@ -471,17 +471,7 @@ impl ZoneTable {
     /// Decodes a record made by [`ZoneTable::encode`] (trailing bytes are ignored). The epoch
     /// rule is not persisted: the table gets the default; set it with [`ZoneTable::with_epoch`].
     pub fn decode(b: &[u8]) -> Result<ZoneTable, IdoError> {
-        let r = ZT_FRAME.open(b).map_err(|e| {
-            refused(
-                e,
-                [
-                    "no zone table magic",
-                    "zone table of an unknown version",
-                    "zone table length is inconsistent",
-                    "zone table checksum mismatch",
-                ],
-            )
-        })?;
+        let r = open_framed(&ZT_FRAME, b, ZT_REFUSALS)?;
         let (b, len) = (r.bytes(), r.len());
         let (u32_at, u64_at) = (|o| r.u32_at(o), |o| r.u64_at(o));
         let zones = u64_at(32);
@@ -568,15 +558,48 @@ const ZT_FRAME: Frame = Frame {
     align: 1,
 };
 
-/// A frame refusal in the words of one record kind: no magic, unknown version, inconsistent
-/// length, checksum mismatch.
-fn refused(e: FrameError, words: [&'static str; 4]) -> IdoError {
-    IdoError::BadRecord(match e {
-        FrameError::Truncated { .. } | FrameError::NoMagic => words[0],
-        FrameError::Version(_) => words[1],
-        FrameError::Length(_) | FrameError::Short { .. } => words[2],
-        FrameError::Checksum => words[3],
+/// What a record's decoder says when its frame is refused (no magic, unknown version,
+/// inconsistent length, checksum mismatch), for a record called `$name`.
+macro_rules! refusals {
+    ($name:literal) => {
+        [
+            concat!("no ", $name, " magic"),
+            concat!($name, " of an unknown version"),
+            concat!($name, " length is inconsistent"),
+            concat!($name, " checksum mismatch"),
+        ]
+    };
+}
+
+/// What the zone table's decoder says when its frame is refused.
+const ZT_REFUSALS: [&str; 4] = refusals!("zone table");
+
+/// Opens a record of `frame` at the start of `b`; a refusal is said in the record kind's
+/// `words`: no magic, unknown version, inconsistent length, checksum mismatch.
+fn open_framed<'a>(
+    frame: &Frame,
+    b: &'a [u8],
+    words: [&'static str; 4],
+) -> Result<Record<'a>, IdoError> {
+    frame.open(b).map_err(|e| {
+        IdoError::BadRecord(match e {
+            FrameError::Truncated { .. } | FrameError::NoMagic => words[0],
+            FrameError::Version(_) => words[1],
+            FrameError::Length(_) | FrameError::Short { .. } => words[2],
+            FrameError::Checksum => words[3],
+        })
     })
+}
+
+/// The frame of a record nested in another (not padded; bounded by the outer one).
+const fn nested_frame(magic: &'static [u8; 8], header_bytes: usize) -> Frame {
+    Frame {
+        magic,
+        version: 1,
+        header_bytes,
+        max_bytes: u32::MAX as usize,
+        align: 1,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -868,17 +891,7 @@ impl DMap {
     /// Decodes a record made by [`DMap::encode`] (trailing bytes are ignored); refuses
     /// damaged records and extents that overlap, are empty or are out of order.
     pub fn decode(b: &[u8]) -> Result<DMap, IdoError> {
-        let r = DM_FRAME.open(b).map_err(|e| {
-            refused(
-                e,
-                [
-                    "no D-Map magic",
-                    "D-Map of an unknown version",
-                    "D-Map length is inconsistent",
-                    "D-Map checksum mismatch",
-                ],
-            )
-        })?;
+        let r = open_framed(&DM_FRAME, b, DM_REFUSALS)?;
         let (b, len) = (r.bytes(), r.len());
         let u64_at = |o| r.u64_at(o);
         let count = u64_at(16);
@@ -902,14 +915,9 @@ impl DMap {
 
 const DM_MAGIC: &[u8; 8] = b"RFIDODM\0";
 const DM_HEADER: usize = 24;
-/// The D-Map's frame ([`crate::record`]); not padded (it is nested in the IDO state).
-const DM_FRAME: Frame = Frame {
-    magic: DM_MAGIC,
-    version: 1,
-    header_bytes: DM_HEADER,
-    max_bytes: u32::MAX as usize,
-    align: 1,
-};
+/// The D-Map's frame ([`crate::record`]), nested in the IDO state.
+const DM_FRAME: Frame = nested_frame(DM_MAGIC, DM_HEADER);
+const DM_REFUSALS: [&str; 4] = refusals!("D-Map");
 
 // ---------------------------------------------------------------------------------------------
 // The controller
@@ -1828,17 +1836,7 @@ impl Ido {
     /// forgotten (they never mapped anything); a rebuild in progress continues with
     /// [`Ido::start_rebuild`]`(true)`.
     pub fn decode_state(cfg: IdoConfig, zones_like: &ZoneTable, b: &[u8]) -> Result<Ido, IdoError> {
-        let r = ST_FRAME.open(b).map_err(|e| {
-            refused(
-                e,
-                [
-                    "no IDO state magic",
-                    "IDO state of an unknown version",
-                    "IDO state length is inconsistent",
-                    "IDO state checksum mismatch",
-                ],
-            )
-        })?;
+        let r = open_framed(&ST_FRAME, b, ST_REFUSALS)?;
         let (b, len) = (r.bytes(), r.len());
         let (u32_at, u64_at) = (|o| r.u32_at(o), |o| r.u64_at(o));
         if b[18..24].iter().any(|&x| x != 0) {
@@ -1906,14 +1904,9 @@ impl Ido {
 const ST_MAGIC: &[u8; 8] = b"RFIDOST\0";
 /// Bytes of the IDO state before its hot zones.
 const ST_HEADER: usize = 36;
-/// The IDO state's frame ([`crate::record`]); not padded (the engine's record holds it).
-const ST_FRAME: Frame = Frame {
-    magic: ST_MAGIC,
-    version: 1,
-    header_bytes: ST_HEADER,
-    max_bytes: u32::MAX as usize,
-    align: 1,
-};
+/// The IDO state's frame ([`crate::record`]), nested in the engine's record.
+const ST_FRAME: Frame = nested_frame(ST_MAGIC, ST_HEADER);
+const ST_REFUSALS: [&str; 4] = refusals!("IDO state");
 
 /// Whether logical chunk `chunk` of the array must be reconstructed to be read now (its data
 /// unit is on a member that is failed or not yet rebuilt for the chunk's cycle).

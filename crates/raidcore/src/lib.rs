@@ -104,6 +104,7 @@
 pub mod array;
 pub mod fxhash;
 pub mod ido;
+pub mod intent;
 pub mod journal;
 pub mod lazy;
 pub mod lock;
@@ -137,7 +138,7 @@ pub use planner::{plan_read, plan_rebuild_cycle, plan_write};
 pub use policy::{ModeCost, ModePolicy, StripeWrite, WriteMode, WritePolicy};
 pub use rebuild::{Progress, RebuildOrder, RebuildScheduler, SpeedLimits, Throttle};
 pub use repair::{locate_member_byte, logical_offset, lost_with, place_loc, plan_repair};
-pub use verify::{check_verify, plan_verify_cycle, VerifyOutcome};
+pub use verify::{check_verify, plan_verify_cycle, resync_cycle, Resync, VerifyOutcome};
 
 use layout::{Disk, LayoutError};
 

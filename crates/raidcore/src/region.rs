@@ -8,7 +8,8 @@
 //!       0 ..    4 KiB   superblock, copy A (even generations)         dev::pool::persist
 //!   4 KiB ..  260 KiB   deferred-parity list (BPGL), 2 slots x 128 KiB dev::pool::lazy
 //! 260 KiB ..  264 KiB   superblock, copy B (odd generations)          dev::pool::persist
-//! 264 KiB ..  512 KiB   unused (room for future metadata)
+//! 264 KiB ..  280 KiB   write-intent bitmap, 2 slots x 8 KiB          dev::pool::intent
+//! 280 KiB ..  512 KiB   unused (room for future metadata)
 //! 512 KiB ..    1 MiB   IDO record, 2 slots x 256 KiB                 dev::ido
 //!   1 MiB .. J          write journal, when on: 2 checkpoint slots,   dev::journal
 //!                       then the record ring (superblock v3 fields)
@@ -57,7 +58,7 @@ impl Region {
     }
     /// Whether the region starts and ends on multiples of `align`.
     pub const fn is_aligned(&self, align: u64) -> bool {
-        self.offset % align == 0 && self.bytes % align == 0
+        self.offset.is_multiple_of(align) && self.bytes.is_multiple_of(align)
     }
     /// Half `i` (0 or 1) of the region: the slots of a two-copy record.
     pub const fn half(&self, i: u64) -> Region {
@@ -71,6 +72,12 @@ pub const SUPERBLOCK_A: Region = Region::new(0, SUPERBLOCK_BYTES as u64);
 pub const BPGL: Region = Region::new(SUPERBLOCK_A.end(), 2 * BPGL_SLOT_BYTES as u64);
 /// Superblock copy B (generations 1, 3, 5, ...).
 pub const SUPERBLOCK_B: Region = Region::new(BPGL.end(), SUPERBLOCK_BYTES as u64);
+/// The write-intent bitmap's two slots ([`crate::intent::IntentRecord`]); unused (zero) on
+/// pools made before it, which is no record.
+pub const INTENT: Region = Region::new(
+    SUPERBLOCK_B.end(),
+    2 * crate::intent::INTENT_SLOT_BYTES as u64,
+);
 /// The engine's IDO record's two slots (`dev::ido`).
 pub const IDO: Region = Region::new(512 << 10, 512 << 10);
 /// Where the per-pool regions start: the write journal, then the block checksums.
@@ -80,7 +87,9 @@ pub const DEFAULT_DATA_OFFSET_BYTES: u64 = 1 << 20;
 
 const _: () = assert!(SUPERBLOCK_A.ends_by(BPGL));
 const _: () = assert!(BPGL.ends_by(SUPERBLOCK_B));
-const _: () = assert!(SUPERBLOCK_B.ends_by(IDO));
+const _: () = assert!(SUPERBLOCK_B.ends_by(INTENT));
+const _: () = assert!(INTENT.ends_by(IDO));
+const _: () = assert!(INTENT.half(0).is_aligned(4096) && INTENT.half(1).is_aligned(4096));
 const _: () = assert!(IDO.end() <= POOL_REGIONS_START);
 const _: () = assert!(POOL_REGIONS_START <= DEFAULT_DATA_OFFSET_BYTES);
 const _: () = assert!(SUPERBLOCK_A.is_aligned(4096) && SUPERBLOCK_B.is_aligned(4096));
@@ -114,6 +123,7 @@ mod tests {
         assert_eq!((SUPERBLOCK_A.offset, SUPERBLOCK_A.bytes), (0, 4096));
         assert_eq!((BPGL.offset, BPGL.bytes), (4096, 256 << 10));
         assert_eq!((SUPERBLOCK_B.offset, SUPERBLOCK_B.bytes), (260 << 10, 4096));
+        assert_eq!((INTENT.offset, INTENT.bytes), (264 << 10, 16 << 10));
         assert_eq!((IDO.offset, IDO.bytes), (512 << 10, 512 << 10));
         assert_eq!(DEFAULT_DATA_OFFSET_BYTES, 1 << 20);
     }

@@ -32,7 +32,8 @@
 //!   2980     1  parity policy (0 eager, 1 lazy: see `crate::lazy`)        [version 2]
 //!   2981     3  reserved (0)
 //!   2984     4  BPGL capacity (the bound of the deferred-parity list)       [version 2]
-//!   2988     4  feature flags: bit 0 write journal, bit 1 block checksums  [version 3]
+//!   2988     4  feature flags: bit 0 write journal, bit 1 block checksums, [version 3]
+//!               bit 2 write-intent bitmap (`crate::intent`)
 //!   2992     8  journal region offset bytes (member offset; 0 when off)    [version 3]
 //!   3000     8  journal region length bytes                                [version 3]
 //!   3008     8  checksum region offset bytes (member offset; 0 when off)   [version 3]
@@ -66,7 +67,11 @@ const VERSION: u32 = 3;
 pub const FEATURE_JOURNAL: u32 = 1 << 0;
 /// Feature flag: per-block checksums (see `checksum_offset_bytes`).
 pub const FEATURE_CHECKSUMS: u32 = 1 << 1;
-const FEATURES_KNOWN: u32 = FEATURE_JOURNAL | FEATURE_CHECKSUMS;
+/// Feature flag: a write-intent bitmap ([`crate::intent`]) names the regions to resynchronise
+/// after an unclean shutdown (pools without a write journal). A build that does not know it
+/// refuses the pool rather than open it without resynchronising.
+pub const FEATURE_WRITE_INTENT: u32 = 1 << 2;
+const FEATURES_KNOWN: u32 = FEATURE_JOURNAL | FEATURE_CHECKSUMS | FEATURE_WRITE_INTENT;
 /// Where a member's two BPGL slots start (right after the superblock; [`crate::region`]).
 pub const BPGL_OFFSET_BYTES: u64 = crate::region::BPGL.offset;
 /// Member offsets of the superblock's two copies: at 0 and right after the BPGL slots

@@ -134,3 +134,108 @@ pub fn check_verify(state: &ArrayState, plan: &Plan, bufs: &[Vec<u8>]) -> Verify
     }
     out
 }
+
+/// What [`resync_cycle`] decided for one cycle.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resync {
+    /// Member writes that make every stripe whose units are all present consistent:
+    /// `(member, member data-area offset, bytes)`, whole units.
+    pub writes: Vec<(layout::Disk, u64, Vec<u8>)>,
+    /// Stripes with a unit on a missing member: left as they are (their parity cannot be
+    /// recomputed from data a member no longer has).
+    pub degraded: usize,
+    /// Stripes (indices in the cycle) that were not consistent and are rewritten.
+    pub rewritten: Vec<usize>,
+}
+
+/// A resync of cycle `c` after an unclean shutdown without a write journal: a write the crash
+/// interrupted may have reached some members of a stripe and not others (the RAID write
+/// hole), so the stripe's parity may disagree with its data. Like MD's resync, the data are
+/// taken as they are and every parity is recomputed from them (a mirror's copies from its
+/// first copy). Takes the buffers of a [`plan_verify_cycle`] plan after its reads; returns
+/// the writes to make (only units that differ).
+pub fn resync_cycle(geo: &Geometry, state: &ArrayState, plan: &Plan, bufs: &[Vec<u8>]) -> Resync {
+    let c = plan.cycle;
+    assert_eq!(
+        plan.layout_generation,
+        state.cycle_generation(c),
+        "resync plan is stale"
+    );
+    let locs = places(state, c);
+    assert_eq!(locs.len() + 1, bufs.len(), "one buffer per available place");
+    let index: HashMap<Loc, usize> = locs.iter().enumerate().map(|(i, l)| (*l, i + 1)).collect();
+    let mut out = Resync::default();
+    let fix = |out: &mut Resync, loc: Loc, want: &[u8]| {
+        let got = &bufs[index[&loc]];
+        if got.as_slice() != want {
+            out.writes
+                .push((loc.disk, geo.member_offset(c, loc, 0), want.to_vec()));
+            true
+        } else {
+            false
+        }
+    };
+    for (si, s) in state.layout_of(c).stripes.iter().enumerate() {
+        let got: Option<Vec<&[u8]>> = s
+            .units
+            .iter()
+            .map(|u| index.get(&u.loc()).map(|&b| bufs[b].as_slice()))
+            .collect();
+        let Some(units) = got else {
+            out.degraded += 1;
+            continue;
+        };
+        let data: Vec<&[u8]> = s
+            .units
+            .iter()
+            .zip(&units)
+            .filter(|(u, _)| u.role == Role::Data)
+            .map(|(_, b)| *b)
+            .collect();
+        let loc_of = |r: Role| s.units.iter().find(|u| u.role == r).map(|u| u.loc());
+        let len = units[0].len();
+        let changed = match s.code {
+            Code::None => false,
+            Code::Mirror => {
+                let first = units[0].to_vec();
+                let mut any = false;
+                for u in &s.units[1..] {
+                    any |= fix(&mut out, u.loc(), &first);
+                }
+                any
+            }
+            Code::Xor => {
+                let mut p = vec![0u8; len];
+                codec::xor::encode(&data, &mut p).expect("equal lengths");
+                fix(&mut out, loc_of(Role::P).expect("an XOR stripe has P"), &p)
+            }
+            Code::PQ => {
+                let (mut p, mut q) = (vec![0u8; len], vec![0u8; len]);
+                codec::pq::encode(&data, &mut p, &mut q).expect("equal lengths");
+                let a = fix(&mut out, loc_of(Role::P).expect("a P+Q stripe has P"), &p);
+                let b = fix(&mut out, loc_of(Role::Q).expect("a P+Q stripe has Q"), &q);
+                a || b
+            }
+        };
+        if changed {
+            out.rewritten.push(si);
+        }
+    }
+    out
+}
+
+/// Stripes of cycle `c` (as laid out now) with a unit on a missing member: what
+/// [`resync_cycle`] would leave as they are.
+pub fn unavailable_stripes(state: &ArrayState, c: u64) -> usize {
+    let gen = state.cycle_generation(c);
+    state
+        .layout_of(c)
+        .stripes
+        .iter()
+        .filter(|s| {
+            s.units
+                .iter()
+                .any(|u| !state.member_available(u.loc().disk, gen))
+        })
+        .count()
+}

@@ -17,45 +17,57 @@ pub enum LayoutCommand {
     /// for RAID+, spare disks or spare space for the others).
     ///
     /// Example: raidforge layout show --scheme raidplus --disks 5 --width 3
-    Show {
-        #[command(flatten)]
-        scheme: SchemeArgs,
-        /// Print JSON: {"scheme", "disks", "rows", "stripes": [{"units": [{"disk", "offset", "role"}]}]}.
-        #[arg(long)]
-        json: bool,
-    },
+    Show(ShowArgs),
     /// Measure a layout's properties: stripes on distinct disks, data and parity per disk, and
     /// the rebuild load per disk after a failure (disk 0 unless --failed is given), with its
     /// coefficient of variation (CoV, 0 = perfectly even) over the whole cycle and over windows.
     ///
     /// Example: raidforge layout check --scheme hash --disks 59 --width 7 --json
-    Check {
-        #[command(flatten)]
-        scheme: SchemeArgs,
-        /// Stripes per window for the windowed CoV (default n(n-1): one RAID+ template for the
-        /// same number of disks).
-        #[arg(long)]
-        window: Option<usize>,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Check(CheckArgs),
     /// Compare rebuild balance of RAID+, random and hash placement, RAID-50 and RAID-5C on one
     /// disk count and stripe width (default: the RAID+ paper's 59 disks, 7-wide stripes, 56+3).
-    Compare {
-        /// Number of disks (a prime power, for RAID+).
-        #[arg(long, default_value_t = 59)]
-        disks: usize,
-        /// Stripe width including parity (and RAID-50 group width).
-        #[arg(long, default_value_t = 7)]
-        width: usize,
-        /// Seed for random and hash placement.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Print JSON: {"disks", "width", "schemes": [<check report>...]}.
-        #[arg(long)]
-        json: bool,
-    },
+    Compare(CompareArgs),
+}
+
+/// Arguments of `raidforge layout show`.
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub scheme: SchemeArgs,
+    /// Print JSON: {"scheme", "disks", "rows", "stripes": [{"units": [{"disk", "offset", "role"}]}]}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `raidforge layout check`.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub scheme: SchemeArgs,
+    /// Stripes per window for the windowed CoV (default n(n-1): one RAID+ template for the
+    /// same number of disks).
+    #[arg(long)]
+    pub window: Option<usize>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `raidforge layout compare`.
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Number of disks (a prime power, for RAID+).
+    #[arg(long, default_value_t = 59)]
+    pub disks: usize,
+    /// Stripe width including parity (and RAID-50 group width).
+    #[arg(long, default_value_t = 7)]
+    pub width: usize,
+    /// Seed for random and hash placement.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print JSON: {"disks", "width", "schemes": [<check report>...]}.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Scheme and parameters, shared by every command that builds a layout.
@@ -112,10 +124,10 @@ pub struct LayoutArgs {
 #[derive(Args, Debug)]
 pub struct SchemeArgs {
     #[command(flatten)]
-    layout: LayoutArgs,
+    pub layout: LayoutArgs,
     /// Failed disks in failure order, e.g. 0 or 0,3.
     #[arg(long, value_delimiter = ',')]
-    failed: Vec<Disk>,
+    pub failed: Vec<Disk>,
 }
 
 impl SchemeArgs {
@@ -151,44 +163,71 @@ impl LayoutArgs {
 
 pub fn run(c: LayoutCommand) -> anyhow::Result<()> {
     match c {
-        LayoutCommand::Show { scheme, json } => show(&scheme, json),
-        LayoutCommand::Check {
-            scheme,
-            window,
-            json,
-        } => {
-            let s = scheme.build()?;
-            let n = s.cycle().disks;
-            let window = window.unwrap_or(n * n.saturating_sub(1)).max(1);
-            let report = check(&*s, &scheme.failed, window)?;
-            let mut v = report_json(&report);
-            if let Some(x) = extra(&*s)? {
-                merge(&mut v, x);
-            }
-            if let Some(frag) = s.check_extra_json() {
-                let x: Value = serde_json::from_str(&format!("{{{frag}}}"))
-                    .with_context(|| format!("scheme {} produced bad JSON", s.name()))?;
-                if !json {
-                    for (k, val) in x.as_object().into_iter().flatten() {
-                        println!("{k}: {val}");
-                    }
-                }
-                merge(&mut v, x);
-            }
-            if json {
+        LayoutCommand::Show(a) => show(&a.scheme, a.json),
+        LayoutCommand::Check(a) => {
+            let Checked {
+                scheme: s,
+                report,
+                json: v,
+                scheme_extra,
+            } = check_report(&a)?;
+            if a.json {
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
+                for (k, val) in scheme_extra
+                    .as_ref()
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
+                    println!("{k}: {val}");
+                }
                 print_report(&*s, &report);
             }
             Ok(())
         }
-        LayoutCommand::Compare {
-            disks,
-            width,
-            seed,
-            json,
-        } => compare(disks, width, seed, json),
+        LayoutCommand::Compare(a) => compare(a.disks, a.width, a.seed, a.json),
     }
+}
+
+/// What `layout check --json` prints.
+pub fn check_json(a: &CheckArgs) -> anyhow::Result<Value> {
+    Ok(check_report(a)?.json)
+}
+
+/// A measured layout.
+struct Checked {
+    scheme: Arc<dyn Scheme>,
+    report: layout::CheckReport,
+    /// What `layout check --json` prints.
+    json: Value,
+    /// The scheme's own check figures (part of `json`; printed as `key: value` lines without
+    /// --json).
+    scheme_extra: Option<Value>,
+}
+
+fn check_report(a: &CheckArgs) -> anyhow::Result<Checked> {
+    let s = a.scheme.build()?;
+    let n = s.cycle().disks;
+    let window = a.window.unwrap_or(n * n.saturating_sub(1)).max(1);
+    let report = check(&*s, &a.scheme.failed, window)?;
+    let mut v = report_json(&report);
+    if let Some(x) = extra(&*s)? {
+        merge(&mut v, x);
+    }
+    let mut scheme_extra = None;
+    if let Some(frag) = s.check_extra_json() {
+        let x: Value = serde_json::from_str(&format!("{{{frag}}}"))
+            .with_context(|| format!("scheme {} produced bad JSON", s.name()))?;
+        merge(&mut v, x.clone());
+        scheme_extra = Some(x);
+    }
+    Ok(Checked {
+        scheme: s,
+        report,
+        json: v,
+        scheme_extra,
+    })
 }
 
 fn extra(s: &dyn Scheme) -> anyhow::Result<Option<Value>> {
@@ -220,27 +259,39 @@ fn cycle_json(c: &Cycle) -> Value {
     )
 }
 
-fn show(args: &SchemeArgs, as_json: bool) -> anyhow::Result<()> {
+/// What `layout show --json` prints.
+pub fn show_json(args: &SchemeArgs) -> anyhow::Result<Value> {
     let s = args.build()?;
-    let cycle = if args.failed.is_empty() {
+    let cycle = shown_cycle(&*s, args)?;
+    let mut v = json!({
+        "scheme": s.name(),
+        "disks": cycle.disks,
+        "rows": cycle.rows,
+        "failed": args.failed,
+        "stripes": cycle_json(&cycle),
+    });
+    if let Some(x) = extra(&*s)? {
+        merge(&mut v, x);
+    }
+    Ok(v)
+}
+
+/// The healthy cycle, or the one after the rebuild of `--failed`.
+fn shown_cycle(s: &dyn Scheme, args: &SchemeArgs) -> anyhow::Result<Cycle> {
+    Ok(if args.failed.is_empty() {
         s.cycle().clone()
     } else {
-        recovery_plan(&*s, &args.failed)?.rebuilt
-    };
+        recovery_plan(s, &args.failed)?.rebuilt
+    })
+}
+
+fn show(args: &SchemeArgs, as_json: bool) -> anyhow::Result<()> {
     if as_json {
-        let mut v = json!({
-            "scheme": s.name(),
-            "disks": cycle.disks,
-            "rows": cycle.rows,
-            "failed": args.failed,
-            "stripes": cycle_json(&cycle),
-        });
-        if let Some(x) = extra(&*s)? {
-            merge(&mut v, x);
-        }
-        println!("{}", serde_json::to_string(&v)?);
+        println!("{}", serde_json::to_string(&show_json(args)?)?);
         return Ok(());
     }
+    let s = args.build()?;
+    let cycle = shown_cycle(&*s, args)?;
     println!("{}", s.describe());
     println!(
         "one cycle: {} stripes, {} rows per disk, {} data chunks",
@@ -389,7 +440,12 @@ fn print_report(s: &dyn Scheme, r: &layout::CheckReport) {
     );
 }
 
-fn compare(n: usize, k: usize, seed: u64, as_json: bool) -> anyhow::Result<()> {
+/// The schemes `layout compare` measures: (name, description, check report).
+fn compare_rows(
+    n: usize,
+    k: usize,
+    seed: u64,
+) -> anyhow::Result<Vec<(String, String, layout::CheckReport)>> {
     if n < 4 || k < 3 || k >= n {
         anyhow::bail!("--disks must be at least 4 and --width between 3 and disks-1 (got {n} disks, width {k})");
     }
@@ -430,20 +486,38 @@ fn compare(n: usize, k: usize, seed: u64, as_json: bool) -> anyhow::Result<()> {
             Err(e) => eprintln!("raidforge: skipping {name}: {e}"),
         }
     }
+    Ok(rows)
+}
+
+/// What `layout compare --json` prints.
+pub fn compare_json(a: &CompareArgs) -> anyhow::Result<Value> {
+    let (n, k) = (a.disks, a.width);
+    let rows = compare_rows(n, k, a.seed)?;
+    Ok(json!({
+        "disks": n,
+        "width": k,
+        "window": n * (n - 1),
+        "schemes": rows.iter().map(|(_, d, r)| {
+            let mut v = report_json(r);
+            merge(&mut v, json!({"description": d}));
+            v
+        }).collect::<Vec<_>>(),
+    }))
+}
+
+fn compare(n: usize, k: usize, seed: u64, as_json: bool) -> anyhow::Result<()> {
     if as_json {
-        let v = json!({
-            "disks": n,
-            "width": k,
-            "window": window,
-            "schemes": rows.iter().map(|(_, d, r)| {
-                let mut v = report_json(r);
-                merge(&mut v, json!({"description": d}));
-                v
-            }).collect::<Vec<_>>(),
-        });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        let a = CompareArgs {
+            disks: n,
+            width: k,
+            seed,
+            json: true,
+        };
+        println!("{}", serde_json::to_string_pretty(&compare_json(&a)?)?);
         return Ok(());
     }
+    let rows = compare_rows(n, k, seed)?;
+    let window = n * (n - 1);
     println!("Rebuild of one failed disk, {n} disks, stripe width {k}, windows of {window} stripes (one RAID+ template).");
     println!("CoV = standard deviation / mean of rebuild reads over surviving disks; 0 % is perfectly even.");
     println!(

@@ -1,19 +1,18 @@
-//! raidforge: the command line. Parsing, printing and JSON live here; every decision is made by
-//! the library crates (layout, codec).
+//! raidforge: the command line. Parsing, printing and JSON live here (the data commands' in
+//! this package's library, `lib.rs`, which the Python bindings share); every decision is made
+//! by the library crates (layout, codec, raidcore, sim, dev).
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use raidforge::{layout_cmd, model_cmd, reproduce_cmd, sim_cmd, trace_cmd};
+
 mod bench_cmd;
 mod control;
 mod demo;
-mod layout_cmd;
-mod model_cmd;
 mod pool_cmd;
-mod reproduce_cmd;
 mod serve_cmd;
-mod sim_cmd;
 
 /// raidforge: a software RAID engine and disk-array simulator sharing one core.
 ///
@@ -58,6 +57,11 @@ enum Command {
         /// Print the status as JSON.
         #[arg(long)]
         json: bool,
+        /// Start a pool that was not shut down cleanly although members its unclean regions
+        /// need are missing (refused otherwise, as MD refuses a dirty degraded array): what
+        /// can be is resynchronised, the stripes that lack a member are left as they are.
+        #[arg(long)]
+        force: bool,
     },
     /// Health, layout, rebuild progress and per-member I/O of a pool.
     Status(pool_cmd::PoolArg),
@@ -124,6 +128,11 @@ enum Command {
     /// Example: raidforge model mttdl --mttf-hours 30000 --mttr-hours 24 --disks 4..16
     #[command(subcommand)]
     Model(model_cmd::ModelCommand),
+    /// Read traces as the simulator replays them: `trace read FILE` prints their requests.
+    ///
+    /// Example: raidforge trace read websearch-head.mqsim --requests 10 --json
+    #[command(subcommand)]
+    Trace(trace_cmd::TraceCommand),
 }
 
 /// Output piped into `head` and the like should end the program quietly, as it does for other
@@ -147,7 +156,8 @@ fn main() -> ExitCode {
             members,
             emulate,
             json,
-        } => pool_cmd::assemble(pool, members, emulate, json),
+            force,
+        } => pool_cmd::assemble(pool, members, emulate, json, force),
         Command::Status(a) => pool_cmd::status(a),
         Command::Io(c) => pool_cmd::io(c),
         Command::Fail { pool, member, json } => pool_cmd::fail(pool, member, json),
@@ -173,6 +183,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::run(a),
         Command::Sim(a) => sim_cmd::run(*a),
         Command::Model(c) => model_cmd::run(c),
+        Command::Trace(c) => trace_cmd::run(c),
         Command::Reproduce(a) => match reproduce_cmd::run(a) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::from(1),

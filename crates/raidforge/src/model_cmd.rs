@@ -96,7 +96,8 @@ pub fn run(c: ModelCommand) -> anyhow::Result<()> {
     }
 }
 
-fn mttdl_cmd(a: MttdlArgs) -> anyhow::Result<()> {
+/// The validated table of `a`, plus the SVG plot written if `a` asks for one.
+fn mttdl_rows(a: &MttdlArgs) -> anyhow::Result<Vec<mttdl::MttdlRow>> {
     let positive = |name: &str, v: f64| {
         if v.is_finite() && v > 0.0 {
             Ok(())
@@ -150,18 +151,32 @@ fn mttdl_cmd(a: MttdlArgs) -> anyhow::Result<()> {
             .with_context(|| format!("writing the plot {}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
+    Ok(rows)
+}
+
+/// What `raidforge model mttdl --json` prints (and the plot, if `a` asks for one).
+pub fn mttdl_json(a: &MttdlArgs) -> anyhow::Result<serde_json::Value> {
+    let rows = mttdl_rows(a)?;
+    Ok(table_json(a, &rows))
+}
+
+fn table_json(a: &MttdlArgs, rows: &[mttdl::MttdlRow]) -> serde_json::Value {
+    serde_json::json!({
+        "mttf_hours": a.mttf_hours,
+        "mttr_hours": a.mttr_hours,
+        "bpgl_fill_hours": a.bpgl_fill_hours,
+        "bpgl_drain_hours": a.bpgl_drain_hours,
+        "bpgl_flush_hours": a.bpgl_flush_hours,
+        "width": a.width,
+        "unit": "hours",
+        "rows": rows,
+    })
+}
+
+fn mttdl_cmd(a: MttdlArgs) -> anyhow::Result<()> {
+    let rows = mttdl_rows(&a)?;
     if a.json {
-        let v = serde_json::json!({
-            "mttf_hours": a.mttf_hours,
-            "mttr_hours": a.mttr_hours,
-            "bpgl_fill_hours": a.bpgl_fill_hours,
-            "bpgl_drain_hours": a.bpgl_drain_hours,
-            "bpgl_flush_hours": a.bpgl_flush_hours,
-            "width": a.width,
-            "unit": "hours",
-            "rows": rows,
-        });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        println!("{}", serde_json::to_string_pretty(&table_json(&a, &rows))?);
         return Ok(());
     }
     println!(

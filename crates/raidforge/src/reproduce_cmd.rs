@@ -26,22 +26,31 @@ pub struct ReproduceArgs {
     json: bool,
 }
 
-pub fn run(a: ReproduceArgs) -> anyhow::Result<bool> {
-    let seeds: Vec<&repro::Seed> = if a.name == "all" {
-        repro::SEEDS.iter().collect()
-    } else {
-        match repro::seed(&a.name) {
-            Some(s) => vec![s],
-            None => {
-                let names: Vec<&str> = repro::SEEDS.iter().map(|s| s.name).collect();
-                bail!(
-                    "unknown reproduction {:?}; choose one of: {}, all",
-                    a.name,
-                    names.join(", ")
-                )
-            }
+/// The seeds `name` selects: one, or every one for `all`.
+pub fn seeds(name: &str) -> anyhow::Result<Vec<&'static repro::Seed>> {
+    if name == "all" {
+        return Ok(repro::SEEDS.iter().collect());
+    }
+    match repro::seed(name) {
+        Some(s) => Ok(vec![s]),
+        None => {
+            let names: Vec<&str> = repro::SEEDS.iter().map(|s| s.name).collect();
+            bail!(
+                "unknown reproduction {name:?}; choose one of: {}, all",
+                names.join(", ")
+            )
         }
-    };
+    }
+}
+
+/// What `raidforge reproduce --json` prints for these reports.
+pub fn reports_json(reports: &[repro::Report]) -> serde_json::Value {
+    let v: Vec<serde_json::Value> = reports.iter().map(|r| r.to_json()).collect();
+    serde_json::json!({ "reports": v })
+}
+
+pub fn run(a: ReproduceArgs) -> anyhow::Result<bool> {
+    let seeds = seeds(&a.name)?;
     let opts = repro::Opts {
         quick: a.quick,
         traces_dir: a.traces.clone(),
@@ -79,11 +88,7 @@ pub fn run(a: ReproduceArgs) -> anyhow::Result<bool> {
         reports.push(r);
     }
     if a.json {
-        let v: Vec<serde_json::Value> = reports.iter().map(|r| r.to_json()).collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "reports": v }))?
-        );
+        println!("{}", serde_json::to_string_pretty(&reports_json(&reports))?);
     } else {
         for r in &reports {
             println!("{}: {}", r.name, r.source);

@@ -55,6 +55,11 @@ pub struct ServeArgs {
     /// Log connections and protocol errors to stderr.
     #[arg(long)]
     pub verbose: bool,
+    /// Start pools that were not shut down cleanly although members their unclean regions
+    /// need are missing (refused otherwise, as MD refuses a dirty degraded array): what can be
+    /// is resynchronised, the stripes that lack a member are left as they are.
+    #[arg(long)]
+    pub force: bool,
     /// Do not count requests per zone (the popularity IDO rebuilds use). For measuring the
     /// cost of counting (bench/ido_tracking.sh); an IDO rebuild then has no hot zones.
     #[arg(long)]
@@ -162,9 +167,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
                 break;
             }
         };
-        let opened = Pool::open(path)
-            .with_context(|| format!("opening {}", path.display()))
-            .and_then(|p| Ok(SharedPool::new(p, mode)?));
+        let opened = if a.force {
+            Pool::open_forced(path, None)
+        } else {
+            Pool::open(path)
+        }
+        .with_context(|| format!("opening {}", path.display()))
+        .and_then(|p| Ok(SharedPool::new(p, mode)?));
         if let Ok(p) = &opened {
             p.ido().set_tracking(!a.no_zone_tracking);
             // A policy rebuild or its reclaim was interrupted (a crash or a stop): resume it,

@@ -10,7 +10,7 @@ use raidcore::{RebuildOrder, SpeedLimits, WritePolicy};
 use serde_json::{json, Value};
 use sim::{
     parse_bytes, simulate, Drive, Failure, IdoSimConfig, Phase, Report, Scheduler, SimConfig,
-    SourceOptions, TraceFormat, WorkloadSpec,
+    SourceOptions, WorkloadSpec,
 };
 
 use crate::layout_cmd::LayoutArgs;
@@ -139,7 +139,7 @@ pub struct SimArgs {
     /// Parity policy of two-parity layouts: eager (both parities on every write) or lazy
     /// (one parity deferred to a list processed when the array is idle; see `raidforge
     /// create --help`).
-    #[arg(long, default_value = "eager", value_parser = crate::pool_cmd::parse_parity)]
+    #[arg(long, default_value = "eager", value_parser = crate::pool_args::parse_parity)]
     parity: raidcore::ParityPolicy,
     /// Bound of the deferred-parity list under --parity lazy.
     #[arg(long, default_value_t = raidcore::lazy::BPGL_DEFAULT_CAPACITY)]
@@ -167,6 +167,20 @@ fn bytes(s: &str, what: &str) -> anyhow::Result<u64> {
 }
 
 pub fn run(a: SimArgs) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let (report, v) = execute(&a)?;
+    let wall_s = started.elapsed().as_secs_f64();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print_summary(&report, &a.workload, wall_s);
+    }
+    Ok(())
+}
+
+/// Runs the simulation `a` describes, writes its --plot if asked, and returns the report with
+/// what `raidforge sim --json` prints (deterministic for a seed: no wall-clock figures).
+pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
     let (kind, params) = a.layout.params()?;
     let seed = params.seed;
     let scheme = layout::build(kind, &params)?;
@@ -180,13 +194,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         None => params_drive.capacity_bytes(),
     };
     let chunk_bytes = bytes(&a.chunk, "--chunk")?;
-    let format = match &a.format {
-        None => None,
-        Some(f) => Some(TraceFormat::from_name(f).with_context(|| {
-            let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
-            format!("unknown --format {f:?}; known: {}", names.join(", "))
-        })?),
-    };
+    let format = crate::trace_cmd::parse_format(a.format.as_deref())?;
     let workload = WorkloadSpec::parse(&a.workload, seed, format)?;
     if let WorkloadSpec::Trace { path, .. } = &workload {
         if !path.exists() {
@@ -369,9 +377,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         let span = sim::run::workload_span_ns(&workload, geo.capacity_bytes(), &opts, cfg.stop_ns)?;
         fail.at_ns = (span as f64 * f).round() as u64;
     }
-    let started = Instant::now();
     let report = simulate(scheme, chunk_bytes, member_bytes, cfg, &workload, &opts)?;
-    let wall_s = started.elapsed().as_secs_f64();
     if let Some(path) = &a.plot {
         let workload = std::path::Path::new(&a.workload)
             .file_name()
@@ -380,18 +386,13 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         std::fs::write(path, report.plot_svg(&title))
             .with_context(|| format!("--plot: cannot write {}", path.display()))?;
     }
-    if a.json {
-        let mut v = report_json(&report);
-        if let Some(l) = &report.lse {
-            v["lse"] = lse_json(l);
-        }
-        v["workload"] = json!(a.workload);
-        v["seed"] = json!(seed);
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        print_summary(&report, &a.workload, wall_s);
+    let mut v = report_json(&report);
+    if let Some(l) = &report.lse {
+        v["lse"] = lse_json(l);
     }
-    Ok(())
+    v["workload"] = json!(a.workload);
+    v["seed"] = json!(seed);
+    Ok((report, v))
 }
 
 fn phase_json(r: &Report, p: Phase) -> Value {

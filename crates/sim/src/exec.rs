@@ -46,6 +46,79 @@
 //! every cycle written since the last check is checked for parity consistency
 //! ([`check_consistency`]). Larger arrays in debug builds get `Plan::validate` on every plan.
 //! Release builds check only the failed-member rule. [`Report::check`] says which ran.
+//!
+//! ## Why it is fast (and still exact)
+//!
+//! Simulation speed (member I/Os per second of wall time, `bench/sim_speed.sh`) comes from not redoing
+//! work, never from planning differently:
+//!
+//! - **Plan memo** (`PlanMemo` in `exec.rs`): a plan depends on the request's offset *within* its
+//!   cycle, its length, the cycle's layout generation and the array's events; the cycle number only
+//!   shifts member offsets by `cycle * stride_rows * chunk_bytes` and names the cycle in the locks.
+//!   So a request inside one cycle reuses raidcore's plan for an earlier request at the same
+//!   in-cycle offset and length in the same generation, translated (`Rc<Plan>` + cycle + byte
+//!   shift; locks translated on the fly). Emptied on every failure and replacement and at 64 Ki
+//!   entries; writes only under the built-in write policies (a new policy must say whether its
+//!   choice depends on more than the stripe's costs). Debug builds re-plan every memoised request
+//!   and assert the translation equals the planner's plan; a test runs with and without the memo and
+//!   compares whole reports.
+//! - **Rebuild plans** come from the same memo: `RebuildScheduler::next_plans_with` lets the
+//!   executor answer for a cycle, and every cycle moving between the same two generations (no
+//!   event in between, eager parity) runs a translated copy of the first one's plan (`Rc<Plan>` +
+//!   cycle + shift; `complete_cycle`/`abort_cycle` report it back). A RAID+ rebuild plan over 59
+//!   disks has ~2,800 member I/Os and was, planned per cycle, most of an offline rebuild's time.
+//!   Debug builds compare each translated rebuild plan with `plan_rebuild_cycle`'s.
+//! - **Memoised small plans** (`Flat`, a 144-byte record of the member I/Os, stripe indices and
+//!   generations) sit in the memo's table entry; a hit builds the run record in its slab slot and
+//!   copies the record in once. (Behind an `Rc`, as it was, a hit followed a pointer: a second
+//!   cache miss per request on the way to the locks.)
+//! - **Request path**: the held request's arrival is not a heap event (one push and one pop fewer
+//!   per request); an idle disk with an empty queue starts an I/O without queueing it; a read's
+//!   plan finishes without the empty write stage; a plain request plan is dropped in its slot
+//!   instead of moved out; the planning path of `admit` and the lock-waiter pass are out of line
+//!   (nearly every request is a memo hit with nobody waiting); volume bases are remembered; the
+//!   timeline divides once per record; a looped trace's later passes come from the cached first
+//!   pass through their own arm of `Source::next_request`, field by field (through the file
+//!   path's temporary, each request was reloaded at other widths than it was stored, which
+//!   store-to-load forwarding cannot serve).
+//! - **Lock waiters** are retried only when stripes of their own cycle were unlocked (only an
+//!   unlock can free what a waiter waits for; debug builds assert each skipped waiter is blocked);
+//!   a pass is skipped when no released cycle has a waiter (it would change nothing), the waiter
+//!   queue keeps each waiter's cycle inline (no plan look-up per skipped waiter), and the pass's
+//!   buffers are reused instead of reallocated.
+//! - **Stripe locks**: a plan locks stripes of its own cycle only, so the executor takes and
+//!   releases them with `StripeLocks::try_lock_in`/`unlock_in` (no `StripeId` list built), and a
+//!   memoised plan keeps its locks as a bit set (`try_lock_bits`/`unlock_bits`: no loop); for a
+//!   cycle below stripe 64 this is one comparison in a 256-slot direct-mapped table, slots chosen
+//!   by Fibonacci hashing (a linear list, searched until its cycle, mispredicted about once per
+//!   look-up; a replay holds dozens of cycles, and a cycle whose slot is taken goes to the map),
+//!   otherwise one map look-up per plan; `unlock` also looks a cycle up once per run of its stripes (a rebuild releases
+//!   thousands of one cycle).
+//! - **HDD cache**: the segment look-up first compares sector-rounded bounds in groups of 16 (the
+//!   compiler vectorises it; exact bounds then decide, so the answer is the same), the replacement
+//!   takes the head of a linked list kept in order of use (a scan for the smallest use time
+//!   mispredicted one and a half times per miss), a write that overlaps no segment leaves these copies
+//!   alone, and the read-ahead segment is indexed (debug builds check all of them mirror the
+//!   segments); each segment
+//!   keeps the cylinder position of its filled end (a square root per look-up saved; debug builds
+//!   check it bit for bit); `estimate` (SPTF) runs on a reused scratch state instead of cloning
+//!   the drive's.
+//! - **Arithmetic on a baseline x86-64 target** (no SSE4.1, no POPCNT, no AVX-512): the HDD
+//!   model's `fract`, `rem_euclid(1.0)` and `ceil` are libm calls there and its unsigned
+//!   float conversions multi-instruction sequences, so it uses bit-identical helpers
+//!   (`fract_nonneg`, `wrap_unit`, `ceil_u64`, signed conversions for values below 2^63; a test
+//!   compares them with libm), and stripe counts are counted, not `count_ones`.
+//! - **Geometry setup**: `Geometry::new` sizes the cycle stride over every single failure (and
+//!   pairs) with `layout::recovery_rows`, which peels like `recovery_plan` but builds neither
+//!   the repairs nor the rebuilt cycle, and peeling tabulates only the lost units (every other
+//!   unit is read from its disk); a test checks `recovery_rows` against `recovery_plan` for every
+//!   single failure and pair of every scheme case, errors included.
+//!
+//! - **Trace parsing** splits ASCII lines on bytes and accumulates digits directly (the same fields
+//!   and errors as `str::split` + `trim` + `parse`, which a test compares).
+//!
+//! `bench/sim_speed.sh NEW BASE` compares two builds side by side; the outputs of `raidforge sim
+//! --json` must not change from an optimisation (the simulation is the same, bit for bit).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

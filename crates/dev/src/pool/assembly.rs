@@ -270,6 +270,9 @@ pub(super) fn verdict(seen: Seen, failed: bool, replaced: bool, room: bool) -> V
     }
 }
 
+/// The member handles a pool keeps (`None`: failed or missing).
+pub(super) type MemberHandles = Vec<Option<Arc<dyn Member>>>;
+
 /// Runs the verdict on every member in order (a failure recorded for one leaves less room
 /// for the next): the handles the pool keeps, the events with the failures assembly records.
 pub(super) fn judge_members(
@@ -278,7 +281,7 @@ pub(super) fn judge_members(
     geo: &Geometry,
     state: &mut ArrayState,
     desc: &Descriptor,
-) -> Result<(Vec<Option<Arc<dyn Member>>>, Vec<Event>)> {
+) -> Result<(MemberHandles, Vec<Event>)> {
     let mut members = Vec::new();
     let mut events = best.events.clone();
     for (i, probe) in opened.into_iter().enumerate() {

@@ -1,5 +1,5 @@
-//! Creating a pool, in three steps: [`Site::probe`] looks at the descriptor path and the
-//! member paths (reading, writing nothing); [`CreatePlan::check`] makes every decision and
+//! Creating a pool, in three steps: [`Site::probe`] (`site.rs`) looks at the descriptor path
+//! and the member paths (reading, writing nothing); [`CreatePlan::check`] makes every decision and
 //! every refusal from what was found, without I/O; only then are the members zeroed and the
 //! first superblocks written. A refused create therefore changes nothing.
 
@@ -27,97 +27,6 @@ pub(super) fn now_unix() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
-}
-
-/// What a member path names, for spotting the same file given twice: the canonical path, or
-/// for a file not created yet its canonical directory and name.
-pub(super) fn path_identity(p: &Path) -> PathBuf {
-    if let Ok(c) = std::fs::canonicalize(p) {
-        return c;
-    }
-    let dir = p
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    match (std::fs::canonicalize(dir), p.file_name()) {
-        (Ok(d), Some(name)) => d.join(name),
-        _ => p.to_path_buf(),
-    }
-}
-
-/// What was at one member path before create touched it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Found {
-    /// Nothing: `open_error` says why it could not be opened, `dir_missing` names its
-    /// directory when that does not exist either.
-    Absent {
-        open_error: String,
-        dir_missing: Option<PathBuf>,
-    },
-    /// Something that cannot be opened.
-    Unopenable(String),
-    /// A file or a device of `size` bytes; `pool` is the pool its superblock names, if it has
-    /// one; `lock_error` says why it could not be locked (another process has it).
-    Present {
-        size: u64,
-        is_file: bool,
-        pool: Option<[u8; 16]>,
-        lock_error: Option<String>,
-    },
-}
-
-/// What create found at its paths.
-#[derive(Clone, Debug)]
-pub(super) struct Site {
-    /// The descriptor file's path.
-    pub desc_path: PathBuf,
-    /// The descriptor file exists already.
-    pub desc_exists: bool,
-    /// The descriptor's directory, when it does not exist.
-    pub desc_dir_missing: Option<PathBuf>,
-    /// Per member path: what it names (for spotting one file given twice) and what is there.
-    pub members: Vec<(PathBuf, Found)>,
-}
-
-impl Site {
-    /// Looks at the paths: reads, locks each existing member for a moment, writes nothing.
-    pub fn probe(desc_path: &Path, members: &[PathBuf]) -> Site {
-        let desc_dir_missing = desc_path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
-            .map(Path::to_path_buf);
-        Site {
-            desc_path: desc_path.to_path_buf(),
-            desc_exists: desc_path.exists(),
-            desc_dir_missing,
-            members: members
-                .iter()
-                .map(|p| (path_identity(p), Self::probe_member(p)))
-                .collect(),
-        }
-    }
-
-    fn probe_member(p: &Path) -> Found {
-        match FileMember::open(p, OpenOpts::default()) {
-            Ok(m) => Found::Present {
-                size: m.size_bytes(),
-                is_file: std::fs::metadata(p).is_ok_and(|m| m.is_file()),
-                pool: read_superblock(&m).ok().map(|sb| sb.uuid),
-                lock_error: m.lock_exclusive().err().map(|e| e.to_string()),
-            },
-            Err(e) if p.exists() => Found::Unopenable(e.to_string()),
-            Err(e) => {
-                let dir = p
-                    .parent()
-                    .filter(|d| !d.as_os_str().is_empty())
-                    .unwrap_or(Path::new("."));
-                Found::Absent {
-                    open_error: e.to_string(),
-                    dir_missing: (!dir.is_dir()).then(|| dir.to_path_buf()),
-                }
-            }
-        }
-    }
 }
 
 /// Everything create decided before its first write.
@@ -195,7 +104,7 @@ impl CreatePlan {
                 site.desc_path.display()
             )));
         }
-        if opts.chunk_bytes == 0 || opts.chunk_bytes % 4096 != 0 {
+        if opts.chunk_bytes == 0 || !opts.chunk_bytes.is_multiple_of(4096) {
             return Err(PoolError::Usage(format!(
                 "--chunk {} must be a positive multiple of 4096 bytes",
                 opts.chunk_bytes
@@ -446,7 +355,10 @@ impl Pool {
             None
         };
         let uuid = random_uuid();
-        let n = members.len();
+        // A pool without a journal marks the regions it writes, to resynchronise only those
+        // after a crash; the journal makes that unnecessary.
+        let intent = (opts.write_hole != WriteHole::Journal)
+            .then(|| Arc::new(WriteIntent::new(uuid, &plan.geo)));
         let mut pool = Pool {
             geo: plan.geo,
             state: plan.state,
@@ -464,11 +376,7 @@ impl Pool {
                 rebuilt_unrecorded: Default::default(),
             },
             map: plan.map,
-            members: MemberSet {
-                handles: members,
-                counters: (0..n).map(|_| Counters::default()).collect(),
-                wrap: None,
-            },
+            members: MemberSet::new(members),
             policy: WritePolicy::Md,
             lazy: LazyParity {
                 parity: opts.parity,
@@ -479,10 +387,12 @@ impl Pool {
             integrity: Integrity {
                 checksums,
                 lost_pending: Vec::new(),
+                resync: None,
             },
             wh: WriteHoleState {
                 mode: opts.write_hole,
                 journal: None,
+                intent,
             },
             ido: Arc::new(plan.ido),
             md: None,

@@ -164,6 +164,9 @@ pub(crate) trait WriteSite {
     fn flush_deferred(&mut self) -> Result<()>;
     /// A write of `len` bytes at `offset` is over.
     fn written(&mut self, offset: u64, len: u64) -> Result<()>;
+    /// Marks the write's regions in the pool's write-intent bitmap before any member write
+    /// (a pool without a journal; `None` with one): held until the write is over.
+    fn intent(&mut self, offset: u64, len: u64) -> Result<Option<IntentGuard>>;
 }
 
 /// The one write loop: plan, run, act on the outcome, at most [`REPLANS_MAX`] times. The
@@ -171,6 +174,7 @@ pub(crate) trait WriteSite {
 /// (nobody reads a failed member's stale units); deferred parity is flushed after.
 pub(crate) fn write_loop(site: &mut impl WriteSite, offset: u64, data: &[u8]) -> Result<()> {
     let len = data.len() as u64;
+    let _intent = site.intent(offset, len)?;
     for _attempt in 0..REPLANS_MAX {
         let Some(a) = site.plan(offset, len)? else {
             continue;
@@ -228,6 +232,10 @@ impl WriteSite for Pool {
 
     fn flush_deferred(&mut self) -> Result<()> {
         self.flush_bpgl(0).map(|_| ())
+    }
+
+    fn intent(&mut self, offset: u64, len: u64) -> Result<Option<IntentGuard>> {
+        self.intent_begin(offset, len)
     }
 
     /// Lost ranges the write covered hold data again; a full deferred-parity list is

@@ -37,7 +37,7 @@
 //! replacement (`mdadm --replace`) in progress, layouts `layout::md` refuses, members of
 //! different arrays, and arrays with too few members left.
 
-use super::create::{now_unix, random_uuid, zeroed_members, CreatePlan, Site};
+use super::create::{now_unix, random_uuid, zeroed_members, CreatePlan};
 use super::md_member::MdMember;
 use super::*;
 
@@ -429,7 +429,8 @@ fn adopt(found: Vec<MdFound>, listed: Option<&[Option<usize>]>) -> Result<Adopti
         return Err(PoolError::Usage(format!(
             "MD array {} was not shut down cleanly and is missing slots {missing:?}: its \
              parity cannot be trusted to rebuild them (the kernel refuses to start such an \
-             array without --force); nothing was written",
+             array without --force, and raidforge does not start it even with --force: let \
+             mdadm --assemble --force start it first); nothing was written",
             hex(&uuid)
         )));
     }
@@ -624,7 +625,7 @@ impl Pool {
             let how = MemberOpen {
                 emulate: emulate.as_deref(),
                 create_bytes: None,
-                lock: access == Access::Exclusive,
+                lock: access != Access::Peek,
                 direct: desc.direct,
             };
             let raw = match open_member(&path, &how) {
@@ -682,7 +683,7 @@ impl Pool {
             });
         }
         let mut pool = Self::md_pool(desc_path, desc, a, wrap)?;
-        if access == Access::Exclusive {
+        if access != Access::Peek {
             pool.settle_md()?;
         }
         Ok(pool)
@@ -834,10 +835,14 @@ impl Pool {
             integrity: Integrity {
                 checksums: None,
                 lost_pending: Vec::new(),
+                resync: None,
             },
             wh: WriteHoleState {
                 mode: WriteHole::None,
                 journal: None,
+                // MD's own bitmap is refused at adoption and never created; raidforge's lives
+                // in its own metadata, which an MD member does not have.
+                intent: None,
             },
             ido: Arc::new(ido),
             md: Some(Box::new(md)),
@@ -1273,7 +1278,7 @@ impl Pool {
         let size = CreatePlan::member_size(&opts, &site)?;
         CreatePlan::check_members(&opts, &site, size)?;
         for (i, (_, found)) in site.members.iter().enumerate() {
-            if let super::create::Found::Present { .. } = found {
+            if let Found::Present { .. } = found {
                 if is_md_member(&opts.members[i]) && !opts.force {
                     return Err(PoolError::Member {
                         index: i,

@@ -23,6 +23,7 @@ mod assembly;
 mod create;
 mod descriptor;
 mod ido;
+mod intent;
 mod io;
 mod lazy;
 mod md;
@@ -32,16 +33,19 @@ mod open;
 mod opts;
 mod persist;
 mod rebuild;
+mod site;
 mod status;
 
 pub use descriptor::{Descriptor, MemberDesc};
+pub use intent::ResyncReport;
+pub(crate) use intent::{IntentGuard, WriteIntent, INTENT_CLEAR_AFTER};
 pub use md::mdadm_data_offset;
 pub use opts::{
     default_journal_bytes, test_opts, CreateOpts, MemberWrap, Metadata, RebuildOpts, WriteHole,
     DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
 };
 pub(crate) use persist::flush_each;
-pub use rebuild::RebuildProgress;
+pub use rebuild::{RebuildCursor, RebuildProgress};
 pub use status::{MemberStatus, Status, VerifyReport};
 
 use assembly::{judge_members, newest_superblock, probe_members, read_superblock, recorded_state};
@@ -53,6 +57,7 @@ pub(crate) use io::{
 use lazy::newest_bpgl;
 use membership::{open_member, MemberOpen};
 use open::Access;
+use site::{Found, Site};
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -64,11 +69,12 @@ use layout::{Disk, Params, SchemeKind};
 use raidcore::lazy::{BpglRecord, BPGL_DEFAULT_CAPACITY, BPGL_MAX_CAPACITY};
 use raidcore::superblock::{
     superblock_slot, ArrayStateTag, Event, Superblock, SuperblockHead, DEFAULT_DATA_OFFSET_BYTES,
-    FEATURE_CHECKSUMS, FEATURE_JOURNAL, SUPERBLOCK_BYTES, SUPERBLOCK_HEAD_BYTES, SUPERBLOCK_SLOTS,
+    FEATURE_CHECKSUMS, FEATURE_JOURNAL, FEATURE_WRITE_INTENT, SUPERBLOCK_BYTES,
+    SUPERBLOCK_HEAD_BYTES, SUPERBLOCK_SLOTS,
 };
 use raidcore::{
-    plan_flush_cycle, plan_read, plan_rebuild_cycle, plan_write, plan_write_lazy, ArrayState,
-    Geometry, ParityPolicy, WritePolicy,
+    plan_flush_cycle, plan_read, plan_rebuild_cycle, plan_verify_cycle, plan_write,
+    plan_write_lazy, resync_cycle, ArrayState, Geometry, ParityPolicy, WritePolicy,
 };
 use serde::{Deserialize, Serialize};
 
@@ -239,12 +245,26 @@ pub(crate) struct LazyParity {
     pub(crate) on_disk: Vec<raidcore::StripeId>,
 }
 
+impl MemberSet {
+    /// The pool's members (`None`: failed or missing), their counters at zero, no wrap yet.
+    pub(crate) fn new(handles: Vec<Option<Arc<dyn Member>>>) -> MemberSet {
+        let counters = handles.iter().map(|_| Counters::default()).collect();
+        MemberSet {
+            handles,
+            counters,
+            wrap: None,
+        }
+    }
+}
+
 /// Per-block checksums and lost blocks.
 pub(crate) struct Integrity {
     /// Per-block checksums, when the pool has them.
     pub(crate) checksums: Option<Arc<Checksums>>,
     /// Lost blocks found during the current rebuild, poisoned once the rebuild is over.
     pub(crate) lost_pending: Vec<crate::scrub::LostGroup>,
+    /// What the resync after an unclean shutdown did when this pool was opened.
+    pub(crate) resync: Option<ResyncReport>,
 }
 
 /// Write-hole protection.
@@ -252,6 +272,8 @@ pub(crate) struct WriteHoleState {
     pub(crate) mode: WriteHole,
     /// The open journal (`None` without one, and for a status peek).
     pub(crate) journal: Option<Arc<Journal>>,
+    /// The write-intent bitmap of a pool without a journal (`intent.rs`).
+    pub(crate) intent: Option<Arc<WriteIntent>>,
 }
 
 impl Pool {

@@ -6,8 +6,13 @@ use super::*;
 /// Why assembly opens a pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Access {
-    /// For I/O: members locked, what assembly finds recorded, the journal replayed.
+    /// For I/O: members locked, what assembly finds recorded, the journal replayed or the
+    /// regions the write-intent bitmap marks resynchronised.
     Exclusive,
+    /// [`Access::Exclusive`], and a pool that was not shut down cleanly while missing members
+    /// is started all the same (`--force`; the stripes it cannot resynchronise are left as
+    /// they are).
+    Forced,
     /// A status peek: nothing locked or written, so it works while another process has the
     /// pool open.
     Peek,
@@ -26,6 +31,15 @@ impl Pool {
     pub fn open_wrapped(desc_path: &Path, wrap: MemberWrap) -> Result<Pool> {
         let desc = Self::read_descriptor(desc_path)?;
         Self::from_members(desc_path, desc, Access::Exclusive, Some(wrap))
+    }
+
+    /// [`Pool::open`] (or [`Pool::open_wrapped`] with `wrap`), starting a pool that was not
+    /// shut down cleanly and is missing members its unclean regions need (which a plain open
+    /// refuses, as MD refuses to start a dirty degraded array): the regions are resynchronised
+    /// where every unit is present, the rest left as they are (`--force`).
+    pub fn open_forced(desc_path: &Path, wrap: Option<MemberWrap>) -> Result<Pool> {
+        let desc = Self::read_descriptor(desc_path)?;
+        Self::from_members(desc_path, desc, Access::Forced, wrap)
     }
 
     pub(super) fn apply_wrap(&mut self, wrap: Option<MemberWrap>) {
@@ -61,6 +75,17 @@ impl Pool {
     /// Recreates the descriptor from member paths alone (like `mdadm --assemble`) and opens
     /// the pool. Members may be given in any order; their superblocks say where each goes.
     pub fn assemble(desc_path: &Path, paths: &[PathBuf], emulate: Option<String>) -> Result<Pool> {
+        Self::assemble_with(desc_path, paths, emulate, false)
+    }
+
+    /// [`Pool::assemble`]; with `force`, an unclean pool that lacks members its unclean
+    /// regions need is started all the same (see [`Pool::open_forced`]).
+    pub fn assemble_with(
+        desc_path: &Path,
+        paths: &[PathBuf],
+        emulate: Option<String>,
+        force: bool,
+    ) -> Result<Pool> {
         if paths.is_empty() {
             return Err(PoolError::Usage("no --member given".into()));
         }
@@ -114,7 +139,12 @@ impl Pool {
             .map(|(i, p)| p.unwrap_or_else(|| PathBuf::from(format!("<missing member {i}>"))))
             .collect();
         let desc = Descriptor::new(&uuid, &paths, &emulate, false);
-        let pool = Self::from_members(desc_path, desc, Access::Exclusive, None)?;
+        let access = if force {
+            Access::Forced
+        } else {
+            Access::Exclusive
+        };
+        let pool = Self::from_members(desc_path, desc, access, None)?;
         pool.save_descriptor()?;
         Ok(pool)
     }
@@ -135,7 +165,6 @@ impl Pool {
             path: desc_path.to_path_buf(),
             reason: format!("bad uuid '{}'", desc.uuid),
         })?;
-        let n = desc.members.len();
         let (best, opened) = newest_superblock(probe_members(&desc, &uuid, access))?;
         let (kind, params) = layout::from_text(&best.layout)?;
         let scheme = layout::build(kind, &params)?;
@@ -177,6 +206,25 @@ impl Pool {
         } else {
             (None, Default::default())
         };
+        // A pool without a journal: the regions its bitmap marks (all of them for a pool made
+        // before the bitmap that was in use when it stopped) are resynchronised.
+        let journaled = best.features & FEATURE_JOURNAL != 0;
+        let intent = (!journaled).then(|| Arc::new(WriteIntent::new(uuid, &geo)));
+        let dirty = match &intent {
+            None => BTreeSet::new(),
+            Some(w) => match w.read(&members) {
+                Some(found) => {
+                    w.adopt(&found);
+                    found.dirty
+                }
+                None if best.features & FEATURE_WRITE_INTENT == 0
+                    && best.state == ArrayStateTag::Active =>
+                {
+                    w.all_regions()
+                }
+                None => BTreeSet::new(),
+            },
+        };
         let mut pool = Pool {
             geo,
             state,
@@ -194,11 +242,7 @@ impl Pool {
                 rebuilt_unrecorded: Default::default(),
             },
             map,
-            members: MemberSet {
-                handles: members,
-                counters: (0..n).map(|_| Counters::default()).collect(),
-                wrap: None,
-            },
+            members: MemberSet::new(members),
             policy: WritePolicy::Md,
             lazy: LazyParity {
                 parity: best.parity,
@@ -209,6 +253,7 @@ impl Pool {
             integrity: Integrity {
                 checksums,
                 lost_pending: Vec::new(),
+                resync: None,
             },
             wh: WriteHoleState {
                 mode: if best.features & FEATURE_JOURNAL != 0 {
@@ -217,13 +262,19 @@ impl Pool {
                     WriteHole::None
                 },
                 journal: None,
+                intent,
             },
             ido: Arc::new(ido),
             md: None,
         };
         pool.apply_wrap(wrap);
-        if access == Access::Exclusive {
-            pool.settle_after_assembly(best.events.len(), torn_pages)?;
+        if access != Access::Peek {
+            pool.settle_after_assembly(
+                best.events.len(),
+                torn_pages,
+                &dirty,
+                access == Access::Forced,
+            )?;
         }
         Ok(pool)
     }
@@ -247,7 +298,8 @@ impl Pool {
             .map_err(|e| PoolError::Io(format!("reading the checksum regions: {e}")))
     }
 
-    /// What an assembly for I/O does before anything else is written: replays the write
+    /// What an assembly for I/O does before anything else is written: resynchronises the
+    /// regions the write-intent bitmap marks (a pool without a journal), replays the write
     /// journal (what a crash may have left half done), vouches for checksum pages a crash
     /// tore, records the failures assembly found (the newest record had `recorded_events`
     /// events), and flushes deferred parity when a member is missing.
@@ -255,7 +307,11 @@ impl Pool {
         &mut self,
         recorded_events: usize,
         torn_pages: BTreeSet<(u32, u64)>,
+        dirty: &BTreeSet<u64>,
+        force: bool,
     ) -> Result<()> {
+        // Before anything else is written (a refusal writes nothing).
+        self.resync_marked(dirty, force)?;
         if self.wh.mode == WriteHole::Journal {
             // The replay vouches for the torn pages with the pages it touched.
             self.replay_journal(torn_pages)?;

@@ -26,6 +26,7 @@ impl Pool {
         if self.md.is_some() {
             return self.persist_md(tag);
         }
+        let started = Instant::now();
         self.compact_history()?;
         // The data the new superblocks describe (rebuilt cycles, above all) must be durable
         // before any superblock says so: flush, write every superblock, flush again.
@@ -61,6 +62,10 @@ impl Pool {
                     FEATURE_CHECKSUMS
                 } else {
                     0
+                } | if self.wh.intent.is_some() {
+                    FEATURE_WRITE_INTENT
+                } else {
+                    0
                 },
                 journal_offset_bytes: self.map.journal.offset,
                 journal_len_bytes: self.map.journal.bytes,
@@ -81,6 +86,8 @@ impl Pool {
         }
         // Every cycle's layout generation is on the members now.
         self.sb.rebuilt_unrecorded.clear();
+        // Every member was flushed: regions whose writes were all over before are clean.
+        self.intent_flushed_after(started, Duration::ZERO)?;
         self.persist_bpgl_if_dirty()?;
         // Retire the journal records whose in-place writes are done (the members were just
         // flushed; a membership change also moves the journal to the members present).
@@ -216,8 +223,25 @@ impl Pool {
     /// A pool that has lost data fails the flush (after flushing what it still has): writes
     /// acknowledged to members failed since cannot be made durable.
     pub fn sync(&mut self) -> Result<()> {
+        let started = Instant::now();
         let dead = self.flush_each();
-        self.after_flush(dead)
+        self.after_flush(dead)?;
+        self.intent_flushed(started)
+    }
+
+    /// A volume flush that started at `started` succeeded: write-intent marks of regions
+    /// idle since before it are cleared ([`WriteIntent::flushed`]).
+    pub(crate) fn intent_flushed(&mut self, started: Instant) -> Result<()> {
+        self.intent_flushed_after(started, super::intent::INTENT_CLEAR_AFTER)
+    }
+
+    fn intent_flushed_after(&mut self, started: Instant, idle: Duration) -> Result<()> {
+        let Some(w) = self.wh.intent.clone() else {
+            return Ok(());
+        };
+        let members = self.members.handles.clone();
+        let dead = w.flushed(started, idle, || Ok(members), &self.members.counters)?;
+        self.fail_record_writers(dead)
     }
 
     /// The end of a volume flush whose member flushes failed on `dead` (every failure: Linux
@@ -247,6 +271,15 @@ impl Pool {
     pub fn close(mut self) -> Result<()> {
         // An MD-format pool says clean again: every write is over (flushed first).
         self.md_mark_clean();
+        // Every write is over: once the members are flushed, no region needs a resync.
+        if let Some(w) = self.wh.intent.clone() {
+            if !w.marked().is_empty() {
+                let dead = self.flush_each();
+                self.fail_record_writers(dead)?;
+                let dead = w.clear_all(&self.members.handles, &self.members.counters)?;
+                self.fail_record_writers(dead)?;
+            }
+        }
         let tag = self.tag();
         self.persist(tag)?;
         // Nobody else can reach the pool now: the IDO record is written for sure.

@@ -1,4 +1,17 @@
-//! Rebuild: every cycle moved to the newest layout generation, two batches in flight.
+//! Rebuild: every cycle moved to the newest layout generation. One engine serves the
+//! exclusive pool ([`Pool::rebuild`], two batches in flight) and a served pool (steps run
+//! by `crate::serve_support` between client requests, under stripe locks):
+//!
+//! - [`Pool::plan_rebuild_batch`] picks the next cycles (a policy's zone order first, then
+//!   from the cursor on, wrapping around so that cycles a failure left behind are found);
+//! - the batch runs (the driver's business: pipelined, or under stripe locks);
+//! - [`Pool::end_rebuild_batch`] records the outcome: [`Pool::mark_rebuilt_batch`] on
+//!   success, the failed members failed and the blocks that read wrong repaired otherwise;
+//! - [`Pool::rebuild_checkpoint`] records progress in the superblocks about once a second,
+//!   [`Pool::rebuild_finish`] the final state.
+//!
+//! Progress is marked in one place, [`Pool::mark_rebuilt_batch`], and made durable in one,
+//! [`Pool::rebuild_checkpoint`] (with [`Pool::rebuild_finish`] at the end).
 
 use super::*;
 
@@ -11,186 +24,377 @@ pub struct RebuildProgress {
     pub elapsed_s: f64,
 }
 
+/// Batches a rebuild runs again because survivor blocks read wrong (each time repaired or
+/// recorded lost) before it stops: a block that keeps reading wrong after its rewrite (a
+/// disk that cannot remap) ends it.
+pub(crate) const REBUILD_REPAIRS_MAX: usize = 2 * REPLANS_MAX;
+
+/// Progress is recorded in the superblocks at least this often while a rebuild runs.
+pub(crate) const REBUILD_CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// Where a rebuild is: the next cycle to look at, and totals so far.
+#[derive(Clone, Debug, Default)]
+pub struct RebuildCursor {
+    next: u64,
+    started: Option<Instant>,
+    bytes_written: u64,
+    /// When progress was last recorded; `None` before the rebuild began and after it ended.
+    last_persist: Option<Instant>,
+    /// Batches run again after repairs.
+    repairs: usize,
+    /// Cycles marked rebuilt by this rebuild.
+    rebuilt: u64,
+    /// A policy rebuild's order: zones (rebuilt in this order, whole cycles of
+    /// `zone_cycles` each) before the usual address-order scan.
+    pub(crate) zone_order: Option<(Vec<u64>, u64)>,
+    /// Cycles marked rebuilt since the caller last took them.
+    pub(crate) marked: Vec<u64>,
+}
+
+impl RebuildCursor {
+    /// A rebuild that has not started.
+    pub fn new() -> RebuildCursor {
+        RebuildCursor::default()
+    }
+    /// Rebuild bytes written so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written
+    }
+    /// Time since the first step.
+    pub fn elapsed(&self) -> Duration {
+        self.started.map_or(Duration::ZERO, |s| s.elapsed())
+    }
+}
+
+/// The generation a rebuild plan moves its cycle to.
+fn rebuild_target(p: &raidcore::Plan) -> u32 {
+    match p.kind {
+        raidcore::PlanKind::Rebuild { to, .. } => to,
+        _ => unreachable!("rebuild plans only"),
+    }
+}
+
+/// A batch being rebuilt: its cycles and their plans.
+pub(crate) type RebuildBatch = Vec<(u64, raidcore::Plan)>;
+
 impl Pool {
+    /// The progress of the rebuild at `cur`.
+    pub(crate) fn rebuild_progress(&self, cur: &RebuildCursor) -> RebuildProgress {
+        RebuildProgress {
+            cycles_done: self.state.clean_cycles(),
+            cycles_total: self.geo.cycles(),
+            bytes_written: cur.bytes_written,
+            elapsed_s: cur.elapsed().as_secs_f64(),
+        }
+    }
+
+    /// Refuses when the rebuild cannot start (a member must be replaced first, too many
+    /// failures), before anything is touched; `false` when there is nothing to rebuild.
+    pub(crate) fn rebuild_can_start(&self) -> Result<bool> {
+        match (0..self.geo.cycles()).find(|&c| !self.state.is_clean(c)) {
+            Some(first) => {
+                plan_rebuild_cycle(&self.geo, &self.state, first)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Starts the rebuild at `cur` if it has not started: the superblocks say `Rebuilding`.
+    pub(crate) fn rebuild_begin(&mut self, cur: &mut RebuildCursor) -> Result<()> {
+        cur.started.get_or_insert_with(Instant::now);
+        if cur.last_persist.is_none() {
+            self.persist(ArrayStateTag::Rebuilding)?;
+            cur.last_persist = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// Plans up to `batch` cycles that are not in the target layout and not `in_flight`:
+    /// a policy's zone order first (IDO: hot zones; PRO: popular ones), then from the
+    /// cursor on, wrapping around once (cycles left behind by a failure during the rebuild
+    /// are found on the next pass).
+    pub(crate) fn plan_rebuild_batch(
+        &self,
+        cur: &mut RebuildCursor,
+        batch: usize,
+        in_flight: &[u64],
+    ) -> Result<RebuildBatch> {
+        let total = self.geo.cycles();
+        let batch = batch.max(1);
+        let wanted = |c: u64| !self.state.is_clean(c) && !in_flight.contains(&c);
+        let mut out = Vec::new();
+        if let Some((zones, zc)) = &cur.zone_order {
+            let cycles = zones
+                .iter()
+                .flat_map(|&z| z * zc..((z + 1) * zc).min(total));
+            for c in cycles.filter(|&c| wanted(c)) {
+                if out.len() >= batch {
+                    break;
+                }
+                if let Some(p) = plan_rebuild_cycle(&self.geo, &self.state, c)? {
+                    out.push((c, p));
+                }
+            }
+            if !out.is_empty() {
+                return Ok(out);
+            }
+        }
+        let mut scanned = 0u64;
+        while scanned < total && out.len() < batch {
+            let c = cur.next % total;
+            if wanted(c) {
+                if let Some(p) = plan_rebuild_cycle(&self.geo, &self.state, c)? {
+                    out.push((c, p));
+                }
+            }
+            cur.next = (c + 1) % total;
+            scanned += 1;
+        }
+        Ok(out)
+    }
+
+    /// Marks the cycles of a batch whose writes completed as rebuilt (in their target
+    /// generation) in the array state: the one place rebuild progress is marked. Plans that
+    /// are no longer current (an event since they were made) are left for the next pass.
+    /// The superblocks learn of it at the next [`Pool::rebuild_checkpoint`].
+    pub(crate) fn mark_rebuilt_batch(&mut self, cur: &mut RebuildCursor, batch: &RebuildBatch) {
+        for (c, p) in batch {
+            if self.state.plan_is_current(p) {
+                cur.bytes_written += p.writes.iter().map(|w| w.data.len as u64).sum::<u64>();
+                let to = rebuild_target(p);
+                // A move that leaves a readable old copy (a copy-back) is recorded before the
+                // cycle takes writes in its new places (`Pool::record_layout_before_writes`).
+                if self.state.move_leaves_old_copy(*c, to) {
+                    self.sb.rebuilt_unrecorded.insert(*c);
+                }
+                self.state.mark_rebuilt(*c, to);
+                cur.marked.push(*c);
+                cur.rebuilt += 1;
+            }
+        }
+    }
+
+    /// A batch failed: the members that failed are failed (the rebuild goes on toward the
+    /// new target), survivor blocks that read wrong are repaired or recorded lost. Stops
+    /// the rebuild (its progress recorded) after [`REBUILD_REPAIRS_MAX`] repairs.
+    pub(crate) fn rebuild_batch_failed(
+        &mut self,
+        cur: &mut RebuildCursor,
+        e: crate::exec::BatchErrors,
+    ) -> Result<()> {
+        let failed = e.failed_members();
+        if !failed.is_empty() {
+            self.fail_members(&failed)?;
+        }
+        if let Some(b) = e.bad.first() {
+            cur.repairs += 1;
+            if cur.repairs > REBUILD_REPAIRS_MAX {
+                self.persist(ArrayStateTag::Rebuilding)?;
+                return Err(PoolError::Io(format!(
+                    "rebuild stopped: survivor blocks keep reading wrong after being \
+                     rewritten (last: member {} byte {}); the progress so far is \
+                     recorded: replace that member too",
+                    b.member,
+                    self.map.data_offset_bytes + b.offset_bytes
+                )));
+            }
+            self.repair_in_rebuild(&e.bad)?;
+        }
+        Ok(())
+    }
+
+    /// Records the outcome of a batch run as a whole: marked on success, failures handled
+    /// otherwise. Then a checkpoint when one is due.
+    pub(crate) fn end_rebuild_batch(
+        &mut self,
+        cur: &mut RebuildCursor,
+        batch: &RebuildBatch,
+        outcome: std::result::Result<(), crate::exec::BatchErrors>,
+    ) -> Result<RebuildProgress> {
+        match outcome {
+            Ok(()) => self.mark_rebuilt_batch(cur, batch),
+            Err(e) => self.rebuild_batch_failed(cur, e)?,
+        }
+        self.rebuild_checkpoint(cur)?;
+        Ok(self.rebuild_progress(cur))
+    }
+
+    /// Records the progress marked so far in the superblocks when the last record is more
+    /// than [`REBUILD_CHECKPOINT_EVERY`] old (so an interrupted rebuild resumes about where
+    /// it was). [`Pool::persist`] makes the rebuilt data durable before any superblock says
+    /// it is rebuilt.
+    pub(crate) fn rebuild_checkpoint(&mut self, cur: &mut RebuildCursor) -> Result<()> {
+        if cur
+            .last_persist
+            .is_some_and(|t| t.elapsed() > REBUILD_CHECKPOINT_EVERY)
+        {
+            self.persist(ArrayStateTag::Rebuilding)?;
+            cur.last_persist = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// Ends a rebuild that began: blocks lost on the way are marked (reads of them fail from
+    /// now on) and the final state recorded.
+    pub(crate) fn rebuild_finish(&mut self, cur: &mut RebuildCursor) -> Result<()> {
+        if cur.last_persist.take().is_some() {
+            self.poison_pending()?;
+            let tag = self.tag();
+            self.persist(tag)?;
+        }
+        Ok(())
+    }
+
     /// Moves every cycle to the newest layout generation: rebuilds lost units into their
     /// destinations (spares, spare space, a replacement) and copies units back after a
     /// replacement. Calls `progress` after every batch.
+    ///
+    /// Batches run as a two-stage pipeline: while batch *i* writes, batch *i+1* is read and
+    /// computed (their cycles occupy disjoint member ranges); without it a rebuild into one
+    /// spare alternates between reading the survivors and writing the spare.
     pub fn rebuild(
         &mut self,
         opts: &RebuildOpts,
         mut progress: impl FnMut(RebuildProgress),
     ) -> Result<RebuildProgress> {
-        let total = self.geo.cycles();
-        let start = Instant::now();
-        let mut written = 0u64;
-        let batch = opts.parallel_cycles.max(1) as u64;
-        let mut c = 0u64;
-        let mut last_persist = Instant::now();
-        // Refuse before touching anything when the rebuild cannot start (a member must be
-        // replaced first, too many failures), and do nothing when nothing is to be done.
-        match (0..total).find(|&c| !self.state.is_clean(c)) {
-            Some(first) => {
-                plan_rebuild_cycle(&self.geo, &self.state, first)?;
-            }
-            None => {
-                let pr = RebuildProgress {
-                    cycles_done: total,
-                    cycles_total: total,
-                    bytes_written: 0,
-                    elapsed_s: start.elapsed().as_secs_f64(),
-                };
-                progress(pr);
-                return Ok(pr);
-            }
+        let mut cur = RebuildCursor::new();
+        cur.started = Some(Instant::now());
+        if !self.rebuild_can_start()? {
+            let pr = self.rebuild_progress(&cur);
+            progress(pr);
+            return Ok(pr);
         }
-        self.persist(ArrayStateTag::Rebuilding)?;
-        // A two-stage pipeline: while one batch's writes run, the next batch is read and
-        // computed (their cycles occupy disjoint member ranges). Without it a rebuild into one
-        // spare alternates between reading the survivors and writing the spare.
-        let pipelined = opts.batches_in_flight > 1;
-        let mut pending: Option<(Vec<raidcore::Plan>, Vec<u64>, Vec<Vec<Vec<u8>>>)> = None;
-        // Cycles this call has rebuilt (marked), for `max_cycles`.
-        let mut rebuilt_here = 0u64;
+        self.rebuild_begin(&mut cur)?;
         let max_cycles = opts.max_cycles.unwrap_or(u64::MAX);
-        // Restarts because survivor blocks read wrong: each repairs or records them, so a
-        // block that keeps failing after its rewrite (a disk that cannot remap) ends it.
-        let mut bad_restarts = 0usize;
-        // A cycle that cannot be planned stops the rebuild; what was done before it is still
-        // committed and recorded.
+        let mut pending: Option<(RebuildBatch, Vec<Vec<Vec<u8>>>)> = None;
+        // A cycle that cannot be planned stops the rebuild; what was done before it is
+        // still committed and recorded.
         let mut stop: Option<PoolError> = None;
         loop {
-            let mut plans = Vec::new();
-            let mut cycles = Vec::new();
-            let in_flight = pending.as_ref().map_or(0, |(_, cs, _)| cs.len() as u64);
-            while stop.is_none()
-                && c < total
-                && (cycles.len() as u64) < batch
-                && rebuilt_here + in_flight + (cycles.len() as u64) < max_cycles
-            {
-                match plan_rebuild_cycle(&self.geo, &self.state, c) {
-                    Ok(Some(p)) => {
-                        plans.push(p);
-                        cycles.push(c);
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        stop = Some(e.into());
-                        break;
-                    }
+            let in_flight: Vec<u64> = pending
+                .iter()
+                .flat_map(|(b, _)| b.iter().map(|x| x.0))
+                .collect();
+            let room = max_cycles.saturating_sub(cur.rebuilt + in_flight.len() as u64);
+            let mut batch = Vec::new();
+            if stop.is_none() && room > 0 {
+                let n = (opts.parallel_cycles as u64).min(room) as usize;
+                match self.plan_rebuild_batch(&mut cur, n, &in_flight) {
+                    Ok(b) => batch = b,
+                    Err(e) => stop = Some(e),
                 }
-                c += 1;
             }
-            if plans.is_empty() && pending.is_none() {
-                if c >= total || rebuilt_here >= max_cycles || stop.is_some() {
-                    break;
+            if batch.is_empty() && pending.is_none() {
+                break;
+            }
+            let pipelined = opts.batches_in_flight > 1;
+            let (prepared, committed) = self.run_rebuild_stage(&batch, pending.as_ref(), pipelined);
+            let failed = match (prepared, committed) {
+                (Ok(bufs), Ok(())) => {
+                    if let Some((done, _)) = pending.take() {
+                        self.mark_rebuilt_batch(&mut cur, &done);
+                    }
+                    if !batch.is_empty() {
+                        pending = Some((batch, bufs));
+                    }
+                    None
                 }
-                continue;
-            }
-            let empty: Vec<Vec<u8>> = plans.iter().map(|_| Vec::new()).collect();
-            let mut users: Vec<&mut [u8]> = Vec::new();
-            let mut empty = empty;
-            users.extend(empty.iter_mut().map(|v| v.as_mut_slice()));
-            let view = self.members_view();
-            let (prepared, committed) = if pipelined {
-                std::thread::scope(|s| {
-                    let commit = pending
-                        .as_ref()
-                        .map(|(ps, _, bufs)| s.spawn(|| crate::exec::commit(ps, bufs, &view)));
-                    let prepared = crate::exec::prepare(&plans, &users, &view);
-                    (prepared, commit.map(|h| h.join().unwrap()))
-                })
-            } else {
-                let committed = pending
-                    .as_ref()
-                    .map(|(ps, _, bufs)| crate::exec::commit(ps, bufs, &view));
-                (crate::exec::prepare(&plans, &users, &view), committed)
+                (Err(mut e), Err(c)) => {
+                    e.read_errors.extend(c.read_errors);
+                    e.write_errors.extend(c.write_errors);
+                    Some(e)
+                }
+                (Err(e), Ok(())) | (Ok(_), Err(e)) => Some(e),
             };
-            let mut failed: Vec<u32> = Vec::new();
-            let mut bad: Vec<crate::exec::BadRange> = Vec::new();
-            if let Some(Err(e)) = &committed {
-                failed.extend(e.failed_members());
-            }
-            if let Err(e) = &prepared {
-                failed.extend(e.failed_members());
-                bad.extend(e.bad.iter().copied());
-            }
-            if !failed.is_empty() || !bad.is_empty() {
-                failed.sort();
-                failed.dedup();
-                if !failed.is_empty() {
-                    self.fail_members(&failed)?;
-                }
-                if !bad.is_empty() {
-                    // Latent sector errors or checksum mismatches on survivors: repaired from
-                    // the remaining redundancy where it suffices, otherwise recorded lost and
-                    // zeroed so the rebuild can go on.
-                    bad_restarts += 1;
-                    if bad_restarts > 2 * REPLANS_MAX {
-                        self.persist(ArrayStateTag::Rebuilding)?;
-                        return Err(PoolError::Io(format!(
-                            "rebuild stopped: survivor blocks keep reading wrong after being \
-                             rewritten (last: member {} byte {}); the progress so far is \
-                             recorded: replace that member too",
-                            bad[0].member,
-                            self.map.data_offset_bytes + bad[0].offset_bytes
-                        )));
-                    }
-                    self.repair_in_rebuild(&bad)?;
-                }
-                // Start over with the new failure set (clean cycles are skipped quickly).
+            if let Some(e) = failed {
+                // Plan again with the new failure set; batches not marked are found again.
                 pending = None;
-                c = 0;
+                self.rebuild_batch_failed(&mut cur, e)?;
                 continue;
             }
-            if let Some((ps, cs, _)) = pending.take() {
-                for (p, &cy) in ps.iter().zip(&cs) {
-                    written += p.writes.iter().map(|w| w.data.len as u64).sum::<u64>();
-                    let to = match p.kind {
-                        raidcore::PlanKind::Rebuild { to, .. } => to,
-                        _ => unreachable!("rebuild plans only"),
-                    };
-                    self.state.mark_rebuilt(cy, to);
-                    self.sb.rebuilt_unrecorded.insert(cy);
-                    rebuilt_here += 1;
-                }
-            }
-            let bufs = prepared.expect("checked above");
-            if !plans.is_empty() {
-                pending = Some((plans, cycles, bufs));
-            }
-            let done = self.state.clean_cycles();
-            let pr = RebuildProgress {
-                cycles_done: done,
-                cycles_total: total,
-                bytes_written: written,
-                elapsed_s: start.elapsed().as_secs_f64(),
-            };
-            progress(pr);
+            progress(self.rebuild_progress(&cur));
             if let Some(max) = opts.speed_max_bytes_per_sec {
-                let should = Duration::from_secs_f64(written as f64 / max as f64);
-                let el = start.elapsed();
-                if should > el {
-                    std::thread::sleep(should - el);
-                }
+                let due = Duration::from_secs_f64(cur.bytes_written as f64 / max as f64);
+                std::thread::sleep(due.saturating_sub(cur.elapsed()));
             }
-            // Record progress now and then, so an interrupted rebuild resumes where it was.
-            if last_persist.elapsed() > Duration::from_secs(1) {
-                self.persist(ArrayStateTag::Rebuilding)?;
-                last_persist = Instant::now();
-            }
+            self.rebuild_checkpoint(&mut cur)?;
         }
-        // Blocks lost during this rebuild: marked so that reads of them fail from now on.
-        self.poison_pending()?;
-        let tag = self.tag();
-        self.persist(tag)?;
-        if let Some(e) = stop {
-            return Err(e);
+        self.rebuild_finish(&mut cur)?;
+        match stop {
+            Some(e) => Err(e),
+            None => Ok(self.rebuild_progress(&cur)),
         }
-        Ok(RebuildProgress {
-            cycles_done: self.state.clean_cycles(),
-            cycles_total: total,
-            bytes_written: written,
-            elapsed_s: start.elapsed().as_secs_f64(),
-        })
+    }
+
+    /// One stage of the pipeline: reads and computes `batch` while `pending` (read and
+    /// computed in the previous stage) is written, in parallel when `pipelined`.
+    #[allow(clippy::type_complexity)]
+    fn run_rebuild_stage(
+        &self,
+        batch: &RebuildBatch,
+        pending: Option<&(RebuildBatch, Vec<Vec<Vec<u8>>>)>,
+        pipelined: bool,
+    ) -> (
+        std::result::Result<Vec<Vec<Vec<u8>>>, crate::exec::BatchErrors>,
+        std::result::Result<(), crate::exec::BatchErrors>,
+    ) {
+        let plans: Vec<raidcore::Plan> = batch.iter().map(|(_, p)| p.clone()).collect();
+        let mut empty: Vec<Vec<u8>> = plans.iter().map(|_| Vec::new()).collect();
+        let users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
+        let view = self.members_view();
+        let commit = |(b, bufs): &(RebuildBatch, Vec<Vec<Vec<u8>>>)| {
+            let ps: Vec<raidcore::Plan> = b.iter().map(|(_, p)| p.clone()).collect();
+            crate::exec::commit(&ps, bufs, &view)
+        };
+        if pipelined {
+            std::thread::scope(|s| {
+                let committing = pending.map(|p| s.spawn(|| commit(p)));
+                let prepared = crate::exec::prepare(&plans, &users, &view);
+                let committed = committing.map_or(Ok(()), |h| h.join().expect("commit thread"));
+                (prepared, committed)
+            })
+        } else {
+            let committed = pending.map_or(Ok(()), commit);
+            (crate::exec::prepare(&plans, &users, &view), committed)
+        }
+    }
+
+    /// Starts a step of a stepwise rebuild: `None` (after recording the final state) when
+    /// every cycle is in the target layout, else the batch to run.
+    pub(crate) fn begin_rebuild_step(
+        &mut self,
+        opts: &RebuildOpts,
+        cur: &mut RebuildCursor,
+    ) -> Result<Option<RebuildBatch>> {
+        if self.state.all_clean() {
+            self.rebuild_finish(cur)?;
+            return Ok(None);
+        }
+        self.rebuild_begin(cur)?;
+        self.plan_rebuild_batch(cur, opts.parallel_cycles, &[])
+            .map(Some)
+    }
+
+    /// One step of a rebuild: plans up to `opts.parallel_cycles` cycles that are not yet in
+    /// the target layout (continuing from `cur`), runs them, and marks them rebuilt. Returns
+    /// the progress, or `None` once every cycle is in the target layout (the final state is
+    /// then recorded). A member that fails during the step is failed and the rebuild goes on
+    /// toward the new target at the next step. The caller paces the steps
+    /// (`speed_max_bytes_per_sec` is not applied here), which is how client I/O interleaves
+    /// with a rebuild.
+    pub fn rebuild_step(
+        &mut self,
+        opts: &RebuildOpts,
+        cur: &mut RebuildCursor,
+    ) -> Result<Option<RebuildProgress>> {
+        let Some(batch) = self.begin_rebuild_step(opts, cur)? else {
+            return Ok(None);
+        };
+        let plans: Vec<raidcore::Plan> = batch.iter().map(|(_, p)| p.clone()).collect();
+        let mut empty: Vec<Vec<u8>> = plans.iter().map(|_| Vec::new()).collect();
+        let mut users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
+        let outcome = run_plans(&plans, &mut users, &self.members_view());
+        self.end_rebuild_batch(cur, &batch, outcome).map(Some)
     }
 }

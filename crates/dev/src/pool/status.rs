@@ -71,6 +71,13 @@ pub struct Status {
     /// The on-disk format when it is not raidforge's own: "md 1.2 raid5 left-symmetric".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<String>,
+    /// Write-intent regions marked now (a pool without a journal): what a crash would leave
+    /// to resynchronise.
+    #[serde(default)]
+    pub intent_regions_marked: usize,
+    /// What the resync after an unclean shutdown did when the pool was opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resync: Option<super::ResyncReport>,
 }
 
 /// Result of `verify`.
@@ -92,34 +99,40 @@ impl Pool {
         self.flush_bpgl(0)?;
         let mut r = VerifyReport::default();
         for c in 0..self.geo.cycles() {
-            let plan = raidcore::plan_verify_cycle(&self.geo, &self.state, c);
-            let bufs = match crate::exec::run_reads(&plan, &self.members_view()) {
-                Ok(b) => b,
-                Err(e) if e.read_errors.is_empty() => {
-                    // Only blocks that read wrong: `verify` checks parity; `scrub` is what
-                    // repairs blocks. Say so rather than compare damaged bytes.
-                    return Err(PoolError::Io(format!(
-                        "verify stopped at cycle {c}: {} member blocks read wrong (checksum \
-                         mismatches or read errors); run `raidforge scrub` to repair them",
-                        e.bad.len()
-                    )));
-                }
-                Err(e) => {
-                    let failed = e.failed_members();
-                    self.fail_members(&failed)?;
-                    return Err(PoolError::Io(format!(
-                        "verify stopped: members {failed:?} failed while reading"
-                    )));
-                }
-            };
-            let outcome = raidcore::check_verify(&self.state, &plan, &bufs);
-            r.cycles_checked += 1;
-            r.stripes_checked += outcome.checked as u64;
-            r.stripes_degraded += outcome.degraded as u64;
-            r.inconsistent
-                .extend(outcome.inconsistent.iter().map(|&s| (c, s)));
+            self.verify_cycle(c, &mut r)?;
         }
         Ok(r)
+    }
+
+    /// Checks cycle `c`'s stripes into `r` (a served pool calls it under the cycle's stripe
+    /// locks). Stops, failing them, when members fail while reading, and at blocks that read
+    /// wrong: `verify` checks parity, `scrub` is what repairs blocks.
+    pub(crate) fn verify_cycle(&mut self, c: u64, r: &mut VerifyReport) -> Result<()> {
+        let plan = raidcore::plan_verify_cycle(&self.geo, &self.state, c);
+        let bufs = match crate::exec::run_reads(&plan, &self.members_view()) {
+            Ok(b) => b,
+            Err(e) if e.read_errors.is_empty() => {
+                return Err(PoolError::Io(format!(
+                    "verify stopped at cycle {c}: {} member blocks read wrong (checksum \
+                     mismatches or read errors); run `raidforge scrub` to repair them",
+                    e.bad.len()
+                )));
+            }
+            Err(e) => {
+                let failed = e.failed_members();
+                self.fail_members(&failed)?;
+                return Err(PoolError::Io(format!(
+                    "verify stopped: members {failed:?} failed while reading"
+                )));
+            }
+        };
+        let outcome = raidcore::check_verify(&self.state, &plan, &bufs);
+        r.cycles_checked += 1;
+        r.stripes_checked += outcome.checked as u64;
+        r.stripes_degraded += outcome.degraded as u64;
+        r.inconsistent
+            .extend(outcome.inconsistent.iter().map(|&s| (c, s)));
+        Ok(())
     }
 
     /// Status for `raidforge status`.
@@ -208,6 +221,8 @@ impl Pool {
             journal: self.wh.journal.as_ref().map(|j| j.stats()),
             ido: None,
             metadata: self.metadata_description(),
+            intent_regions_marked: self.wh.intent.as_ref().map_or(0, |w| w.marked().len()),
+            resync: self.integrity.resync.clone(),
         }
     }
 }

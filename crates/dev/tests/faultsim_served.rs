@@ -1,0 +1,100 @@
+//! The served fault-injection harness (`dev::faultsim_served`) in CI: a bounded number of
+//! seeds (each a pool served over NBD to concurrent clients while faults, rebuilds, restarts
+//! and crashes happen, every read checked against the clients' models), the regression seeds,
+//! and a check that the harness itself can fail. The long campaign is
+//! `FAULTSIM_ARGS=--served scripts/faultsim.sh SECONDS`.
+//!
+//! A served run's threads interleave as the scheduler lets them, so a seed fixes the run's
+//! plan (layout, protection, fault and crash choices, the clients' requests) but not every
+//! interleaving: a regression seed replays the situation, not the exact timing.
+
+use dev::faultsim::{parse_seed_list, Protection, RunKind, Summary};
+use dev::faultsim_served::{reproduce_command, run_seed, ServedOpts};
+
+fn opts() -> ServedOpts {
+    ServedOpts {
+        steps: 40,
+        ..ServedOpts::default()
+    }
+}
+
+fn run_all(seeds: impl IntoIterator<Item = u64>, o: &ServedOpts) -> Summary {
+    let mut sum = Summary::default();
+    for seed in seeds {
+        let r = run_seed(seed, o);
+        assert!(
+            !r.failed(),
+            "served faultsim seed {seed:#x} ({} {:?}) failed: {}\nreproduce: {}",
+            r.layout,
+            r.kind,
+            r.first_problem().unwrap_or(""),
+            reproduce_command(seed)
+        );
+        sum.add(&r);
+    }
+    sum
+}
+
+/// A bounded run of consecutive seeds: no loss within tolerance, no undetected loss beyond
+/// it, and the runs really served clients, injected faults, crashed (killed and powered off)
+/// and rebuilt.
+#[test]
+fn served_faultsim_ci_seeds() {
+    let n: u64 = std::env::var("FAULTSIM_SERVED_CI_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let sum = run_all(2000..2000 + n, &opts());
+    eprintln!("{}", serde_json::to_string(&sum).unwrap());
+    assert_eq!(sum.losses_within_tolerance, 0);
+    assert_eq!(sum.beyond_tolerance_undetected_unexpected, 0);
+    assert!(sum.runs_within_tolerance > 0 && sum.runs_beyond_tolerance > 0);
+    let f = &sum.faults;
+    assert!(f.fail_stop + f.admin_fail > 0, "{f:?}");
+    assert!(f.latent_sector_errors > 0, "{f:?}");
+    assert!(f.crashes_mid_op > 0, "{f:?}");
+    assert!(sum.reopens > 0 && sum.rebuilds > 0, "{sum:?}");
+    assert!(sum.reads > 1000 && sum.writes > 1000 && sum.bytes_verified > 0);
+    assert!(sum.beyond_tolerance_detected > 0);
+}
+
+/// Every served seed that ever failed, run again.
+#[test]
+fn served_faultsim_regression_seeds() {
+    let seeds = parse_seed_list(include_str!("faultsim_served_seeds.txt"));
+    assert!(!seeds.is_empty());
+    run_all(seeds, &opts());
+}
+
+/// The harness can fail: claiming block checksums the pools do not have turns the silent
+/// runs (bit flips, lost and misdirected writes) into within-tolerance runs, and the
+/// unprotected engine then returns wrong data in some of them, which the harness must report.
+#[test]
+fn served_faultsim_catches_silent_damage_when_checksums_are_claimed() {
+    let claimed = Protection {
+        journal: true,
+        checksums: true,
+    };
+    let lying = ServedOpts {
+        protection: Some(claimed),
+        pool_protection: Some(Protection {
+            journal: true,
+            checksums: false,
+        }),
+        ..opts()
+    };
+    let mut caught = 0;
+    let mut silent = 0;
+    for seed in 3000..3040u64 {
+        let r = run_seed(seed, &lying);
+        if r.kind == RunKind::Silent {
+            silent += 1;
+            caught += u64::from(r.failed());
+        }
+    }
+    assert!(silent > 0, "no silent run drawn");
+    assert!(
+        caught > 0,
+        "the harness found none of {silent} silent runs' damage"
+    );
+}

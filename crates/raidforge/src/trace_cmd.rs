@@ -1,0 +1,168 @@
+//! `raidforge trace read`: the requests the simulator replays from a trace file, one a line
+//! (with --json, one JSON object a line). The reading is `sim`'s own (format detection,
+//! --lenient, --speedup, --loops, --requests exactly as `raidforge sim` applies them).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+use sim::exec::Workload;
+use sim::{Request, Source, SourceOptions, TraceFormat, WorkloadSpec};
+
+#[derive(Subcommand, Debug)]
+pub enum TraceCommand {
+    /// Print the requests of a trace as the simulator replays them: arrival time, volume,
+    /// read or write, byte offset and length, one a line (--json: one JSON object a line,
+    /// {"time_ns", "offset_bytes", "len_bytes", "op", "volume"}). The format, the lines
+    /// skipped and the request count go to stderr.
+    ///
+    /// Example: raidforge trace read websearch-head.mqsim --requests 10 --json
+    Read(TraceReadArgs),
+}
+
+/// Arguments of `raidforge trace read`.
+#[derive(Args, Debug)]
+pub struct TraceReadArgs {
+    /// The trace file.
+    pub file: PathBuf,
+    /// Trace format (spc, msr, mqsim, tencent, systor, blkparse-q, blkparse-d, fio); detected
+    /// from the first lines when absent.
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Skip malformed lines and count them instead of stopping at the first.
+    #[arg(long)]
+    pub lenient: bool,
+    /// Divide every arrival time by this (replay this many times faster).
+    #[arg(long, default_value_t = 1.0)]
+    pub speedup: f64,
+    /// Read the trace this many times back to back (each pass starts one mean inter-arrival
+    /// time after the last), as `raidforge sim --loops` replays it.
+    #[arg(long, default_value_t = 1)]
+    pub loops: u64,
+    /// Stop after this many requests.
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// Print one JSON object a line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The trace format a `--format` names (`None`: detect it).
+pub fn parse_format(name: Option<&str>) -> anyhow::Result<Option<TraceFormat>> {
+    name.map(|f| {
+        TraceFormat::from_name(f).with_context(|| {
+            let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
+            format!("unknown --format {f:?}; known: {}", names.join(", "))
+        })
+    })
+    .transpose()
+}
+
+/// The requests of a trace, read as `raidforge sim` reads them.
+pub struct TraceRequests {
+    source: Source,
+    format: TraceFormat,
+}
+
+impl TraceRequests {
+    /// Opens the trace `a` names (detecting its format unless given).
+    pub fn open(a: &TraceReadArgs) -> anyhow::Result<TraceRequests> {
+        let format = parse_format(a.format.as_deref())?;
+        if !(a.speedup.is_finite() && a.speedup > 0.0) {
+            anyhow::bail!("--speedup must be a positive number, not {}", a.speedup);
+        }
+        // Opening the reader once names the format (detected from the first lines).
+        let format = sim::trace::open(&a.file, format, sim::ReadOptions::default())?.format();
+        let spec = WorkloadSpec::Trace {
+            path: a.file.clone(),
+            format: Some(format),
+        };
+        let opts = SourceOptions {
+            speedup: a.speedup,
+            lenient: a.lenient,
+            limit: a.requests,
+            loops: a.loops,
+        };
+        // The capacity matters to synthetic workloads only.
+        let source = spec.open(u64::MAX, &opts)?;
+        Ok(TraceRequests { source, format })
+    }
+
+    /// The trace's format.
+    pub fn format(&self) -> TraceFormat {
+        self.format
+    }
+
+    /// Malformed lines skipped so far (under --lenient).
+    pub fn skipped(&self) -> u64 {
+        self.source.skipped()
+    }
+}
+
+impl Iterator for TraceRequests {
+    type Item = anyhow::Result<Request>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.source
+            .next_request()
+            .map(|r| r.map_err(anyhow::Error::from))
+    }
+}
+
+/// One request as `trace read --json` prints it.
+pub fn request_json(r: &Request) -> Value {
+    json!({
+        "time_ns": r.time_ns,
+        "offset_bytes": r.offset_bytes,
+        "len_bytes": r.len_bytes,
+        "op": r.op.as_str(),
+        "volume": r.volume,
+    })
+}
+
+pub fn run(c: TraceCommand) -> anyhow::Result<()> {
+    match c {
+        TraceCommand::Read(a) => read(&a),
+    }
+}
+
+fn read(a: &TraceReadArgs) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut requests = TraceRequests::open(a)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if !a.json {
+        writeln!(
+            out,
+            "{:>14} {:>6} {:>5} {:>16} {:>10}",
+            "time s", "volume", "op", "offset", "length"
+        )?;
+    }
+    let mut n = 0u64;
+    for r in requests.by_ref() {
+        let r = r?;
+        n += 1;
+        if a.json {
+            writeln!(out, "{}", request_json(&r))?;
+        } else {
+            writeln!(
+                out,
+                "{:>14.6} {:>6} {:>5} {:>16} {:>10}",
+                r.time_ns as f64 / 1e9,
+                r.volume,
+                r.op.as_str(),
+                r.offset_bytes,
+                r.len_bytes
+            )?;
+        }
+    }
+    out.flush()?;
+    eprintln!(
+        "{}: format {}, {n} requests, {} malformed lines skipped",
+        a.file.display(),
+        requests.format().name(),
+        requests.skipped()
+    );
+    Ok(())
+}

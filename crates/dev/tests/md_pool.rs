@@ -526,3 +526,110 @@ fn create_md_refuses_what_md_cannot_record() {
         );
     }
 }
+
+/// An MD-format pool served (`SharedPool`, what `raidforge serve` runs): served writes mark the
+/// superblocks dirty before the first member write and closing marks them clean again; scrub
+/// finds the parity consistent and, after
+/// a parity chunk is damaged behind the pool's back, finds and repairs exactly that stripe.
+#[test]
+fn served_and_scrubbed_in_mds_format() {
+    use dev::scrub::ScrubOpts;
+    use dev::serve_support::{Concurrency, SharedPool};
+    use std::os::unix::fs::FileExt;
+    let t = TempDir::new("served");
+    let members: Vec<PathBuf> = (0..4).map(|i| t.0.join(format!("m{i}.img"))).collect();
+    let desc = t.0.join("p.json");
+    let pool = Pool::create(
+        &desc,
+        md_opts(SchemeKind::Raid5, None, members.clone(), 64 << 10),
+    )
+    .unwrap();
+    let e0 = sb_of(&members[0]).events;
+    assert!(sb_of(&members[0]).is_clean());
+    let sp = SharedPool::new(pool, Concurrency::Stripes).unwrap();
+    let data: Vec<u8> = (0..1_000_000u32)
+        .map(|i| (i * 13 + i / 777) as u8)
+        .collect();
+    sp.write(65_536 * 3 + 512, &data).unwrap();
+    let dirty = sb_of(&members[0]);
+    assert_eq!(dirty.resync_offset, 0, "dirty once served writes ran");
+    assert!(dirty.events > e0);
+    sp.flush().unwrap();
+    let mut back = vec![0u8; data.len()];
+    sp.read(65_536 * 3 + 512, &mut back).unwrap();
+    assert!(back == data);
+    sp.close().unwrap();
+    let clean = sb_of(&members[0]);
+    assert!(clean.is_clean(), "closing the served pool marks it clean");
+    assert!(clean.events > dirty.events);
+
+    // Scrub: consistent; then one parity chunk damaged on its member, found and repaired.
+    let mut pool = Pool::open(&desc).unwrap();
+    let r = pool.scrub(&ScrubOpts::default(), |_| {}).unwrap();
+    assert!(r.parity_mismatches.is_empty(), "{r:?}");
+    pool.close().unwrap();
+    // RAID5 left-symmetric over 4: row 0's parity is on slot 3, at the member's data offset.
+    let sb3 = sb_of(&members[3]);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&members[3])
+        .unwrap();
+    f.write_all_at(&[0x5a; 512], sb3.data_offset * 512 + 4096)
+        .unwrap();
+    drop(f);
+    let mut pool = Pool::open(&desc).unwrap();
+    let r = pool
+        .scrub(
+            &ScrubOpts {
+                rewrite_parity: true,
+                ..ScrubOpts::default()
+            },
+            |_| {},
+        )
+        .unwrap();
+    assert_eq!(r.parity_mismatches.len(), 1, "{r:?}");
+    assert!(r.parity_mismatches[0].repaired);
+    assert!(pool.verify().unwrap().inconsistent.is_empty());
+    assert_eq!(
+        pool.read(65_536 * 3 + 512, data.len() as u64).unwrap(),
+        data
+    );
+    pool.close().unwrap();
+    assert!(sb_of(&members[3]).is_clean());
+}
+
+/// A member of a v1.0 array (superblock at the member's end, data from sector 0) failed,
+/// replaced and rebuilt: the new member's superblock sits at its own end with the room before
+/// it that the replaced member had, and holds the array's data size.
+#[test]
+fn a_v1_0_member_is_replaced_at_its_end() {
+    let t = TempDir::new("v10-replace");
+    let members = fixture_array(&t.0, "raid5-v1.0");
+    let desc = t.0.join("p.json");
+    let mut pool = Pool::assemble(&desc, &members, None).unwrap();
+    let data: Vec<u8> = (0..700_000u32).map(|i| (i * 3 + i / 1001) as u8).collect();
+    pool.write(40_960, &data).unwrap();
+    let old = sb_of(&members[2]);
+    pool.fail(2).unwrap();
+    let new = t.0.join("new2.img");
+    pool.replace(2, &new).unwrap();
+    pool.rebuild(&RebuildOpts::default(), |_| {}).unwrap();
+    pool.close().unwrap();
+    let sb = sb_of(&new);
+    let sectors = std::fs::metadata(&new).unwrap().len() / 512;
+    assert_eq!(sb.super_offset, (sectors - 16) & !7, "v1.0: at the end");
+    assert_eq!(sb.data_offset, 0);
+    assert_eq!(
+        sb.super_offset - sb.data_size,
+        old.super_offset - (old.data_offset + old.data_size)
+    );
+    assert!(sb.data_size >= old.size);
+    assert_eq!(sb.role(), MdRole::Active(2));
+    assert!(sb.is_clean());
+    assert_eq!(sb.feature_map & FEATURE_RECOVERY_OFFSET, 0);
+    assert_eq!(sb.events, sb_of(&members[0]).events);
+    let mut pool = Pool::open(&desc).unwrap();
+    assert_eq!(pool.read(40_960, data.len() as u64).unwrap(), data);
+    assert!(pool.verify().unwrap().inconsistent.is_empty());
+    pool.close().unwrap();
+}

@@ -1085,6 +1085,12 @@ impl Pool {
                 need_sectors * 512
             )));
         }
+        // v1.0: the room between the data and the superblock at the end (bitmap, bad block
+        // log) stays what the member it replaces had, so that its offsets hold.
+        let gap = match md.version {
+            MdVersion::V1_0 => like.super_offset - (like.data_offset + like.data_size),
+            _ => 0,
+        };
         let mut sb = like;
         sb.super_offset = md
             .version
@@ -1092,7 +1098,6 @@ impl Pool {
             .expect("large enough for its superblock");
         match md.version {
             MdVersion::V1_0 => {
-                let gap = sb.super_offset - (sb.data_offset + sb.data_size);
                 sb.data_offset = 0;
                 sb.data_size = sb.super_offset - gap;
             }

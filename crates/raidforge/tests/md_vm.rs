@@ -428,6 +428,9 @@ const KERNEL_ARRAYS: &[(&str, usize, &str, Then)] = &[
     ("r10-f3", 3, "--level=10 --layout=f3", Then::Stop),
     ("r10-o2", 3, "--level=10 --layout=o2", Then::Stop),
     ("r10-o3", 4, "--level=10 --layout=o3", Then::Stop),
+    ("r1-v10", 2, "--level=1 --metadata=1.0", Then::Stop),
+    ("r5-v10", 4, "--level=5 --metadata=1.0", Then::Stop),
+    ("r6-v11", 4, "--level=6 --metadata=1.1", Then::Stop),
     ("r5-rebuilt", 4, "--level=5", Then::Rebuild),
     (
         "r6-rebuilt",
@@ -536,10 +539,19 @@ fn kernel_arrays(test: &str) -> Option<&'static KernelArrays> {
                 devs.push(format!("/dev/rf/{disk}"));
                 members.push(p);
             }
-            // RAID1 has no chunk (mdadm refuses one).
-            let chunk = if opts == "--level=1" { "" } else { "--chunk=64" };
+            // RAID1 has no chunk (mdadm refuses one); v1.2 unless the options say otherwise.
+            let chunk = if opts.split_whitespace().next() == Some("--level=1") {
+                ""
+            } else {
+                "--chunk=64"
+            };
+            let meta = if opts.contains("--metadata") {
+                ""
+            } else {
+                "--metadata=1.2"
+            };
             script += &format!(
-                "mdadm --create /dev/md{i} --run --assume-clean --metadata=1.2 {chunk} \
+                "mdadm --create /dev/md{i} --run --assume-clean {meta} {chunk} \
                  --raid-devices={n} {opts} {} 2>/dev/null\n\
                  sz=$(blockdev --getsize64 /dev/md{i})\n\
                  dd if=/dev/rf/payload of=/dev/md{i} bs=64k count={} oflag=direct 2>/dev/null\n\
@@ -645,9 +657,13 @@ fn layout_md_places_every_chunk_where_the_kernel_wrote_it() {
     use layout::md::{MdGeometry, MdLayout};
     use layout::Role;
     use raidcore::md::{MdRole, MdSuperblock};
-    // (The array whose recovery was interrupted holds a half-rebuilt member: left to the
-    // adoption tests.)
-    for a in k.arrays.iter().filter(|a| a.then != Then::Interrupt) {
+    // (The array whose recovery was interrupted holds a half-rebuilt member, and the v1.0 and
+    // v1.1 arrays keep their superblocks elsewhere: left to the adoption tests.)
+    for a in k
+        .arrays
+        .iter()
+        .filter(|a| a.then != Then::Interrupt && !a.opts.contains("--metadata"))
+    {
         let want = a.expected(&k.payload);
         // Member files by role.
         let mut by_role = vec![None; a.members.len()];
@@ -863,6 +879,9 @@ const HAND_BACK: &[(&str, Hand)] = &[
     ("r10-n2odd", Hand::Write),
     ("r10-f3", Hand::Write),
     ("r10-o2", Hand::Write),
+    ("r6-v11", Hand::Write),
+    ("r5-v10", Hand::Rebuild),
+    ("r1-v10", Hand::Degraded),
     ("r5-ls5", Hand::Rebuild),
     ("r10-f2odd", Hand::Rebuild),
     ("r6-la", Hand::Rebuild),

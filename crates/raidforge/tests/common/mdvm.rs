@@ -69,7 +69,8 @@ impl MdVm {
     }
 
     /// Boots the guest, runs the script and returns its `RFVM ` lines without the prefix.
-    /// Panics, with the guest's output, when the script fails or the guest does not finish.
+    /// Panics, with the guest's output, when the script fails or the guest does not finish
+    /// within `RAIDFORGE_VM_TIMEOUT` seconds (default 2400).
     pub fn run(&self, work: &Path) -> Vec<String> {
         let script = work.join(format!("vm-script-{}.sh", std::process::id()));
         std::fs::write(&script, &self.script).unwrap();
@@ -77,7 +78,11 @@ impl MdVm {
         for (n, p) in &self.disks {
             cmd.arg("--disk").arg(format!("{n}={}", p.display()));
         }
-        cmd.arg("--timeout").arg("900").arg(&script);
+        // A guard against a hung guest, not a speed goal: on a 2-core machine shared with
+        // several builds (TCG got a seventh of a core) a boot of ~190 disks took over 15
+        // minutes.
+        let timeout = std::env::var("RAIDFORGE_VM_TIMEOUT").unwrap_or_else(|_| "2400".into());
+        cmd.arg("--timeout").arg(timeout).arg(&script);
         let started = std::time::Instant::now();
         let out = cmd.output().expect("run scripts/md-vm.sh");
         eprintln!(

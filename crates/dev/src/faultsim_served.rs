@@ -109,8 +109,9 @@ struct Shared {
     epoch: AtomicU64,
     /// The controller's step, for reports.
     step: AtomicU64,
-    /// The served pool now (what the clients ask which members the engine has failed).
-    serving: Mutex<Option<Arc<SharedPool>>>,
+    /// The served pool now (what the clients ask which members the engine has failed), and
+    /// which server process this is (counted from 1).
+    serving: Mutex<Option<(u64, Arc<SharedPool>)>>,
     within: bool,
     kind: RunKind,
     verbose: bool,
@@ -129,16 +130,76 @@ struct Shared {
 }
 
 impl Shared {
-    /// The members the engine has failed, as a bit set (a member may also fail later from a
-    /// fault injected earlier, when the engine first touches it: a latent error met by the
-    /// rebuild, say).
-    fn engine_failed(&self) -> u64 {
+    /// The engine's membership events so far ([`ArrayState::generation`]: every fail and
+    /// replace, the engine's own included). A member may fail later from a fault injected
+    /// earlier, when the engine first touches it (a latent error met by the rebuild, say), and
+    /// be replaced; a set of failed members would then read the same before and after a
+    /// fail-and-replace that took a copy away, so the promise is checked against this count
+    /// (and the server process it belongs to).
+    fn engine_events(&self) -> u64 {
         let sp = self.serving.lock().unwrap().clone();
-        sp.and_then(|sp| {
-            sp.with_pool(|p| Ok(p.state().failed().iter().fold(0u64, |m, &d| m | 1 << d)))
+        // A server started again replays the events from its superblocks and counts anew.
+        sp.and_then(|(inc, sp)| {
+            sp.with_pool(|p| Ok(inc << 40 | p.state().generation()))
                 .ok()
         })
         .unwrap_or(u64::MAX)
+    }
+    fn debug_at(&self, off: u64, got: &[u8]) -> String {
+        let sp = self.serving.lock().unwrap().clone();
+        sp.and_then(|(_, sp)| {
+            sp.with_pool(|p| {
+                let st = p.state();
+                let geo = p.geometry();
+                let c = geo.locate_chunk(off / geo.chunk_bytes()).0;
+                let g = st.cycle_generation(c);
+                let avail: Vec<bool> = (0..geo.disks())
+                    .map(|d| st.member_available(d as u32, g))
+                    .collect();
+                // Where each sector of `got` (what the read returned) lives now, and
+                // whether the member holds the same bytes there.
+                let raw_at = |o: u64| {
+                    let (cc, idx) = geo.locate_chunk(o / geo.chunk_bytes());
+                    let (su, uu) = geo.place_units(geo.data_place(idx))[0];
+                    let loc = st.layout_of(cc).stripes[su].units[uu].loc();
+                    let moff =
+                        p.data_offset_bytes() + geo.member_offset(cc, loc, o % geo.chunk_bytes());
+                    let mut raw = vec![0u8; 512];
+                    let r = p.members.handles[loc.disk as usize]
+                        .as_ref()
+                        .map(|m| m.read_at(&mut raw, moff).map(|_| raw));
+                    (loc.disk, moff, r)
+                };
+                let mut raw_note = String::from("every sector read equals its member's bytes");
+                if let Some(k) = got.chunks(512).position(|x| x.iter().all(|&b| b == 0)) {
+                    let (d, moff, _) = raw_at(off + k as u64 * 512);
+                    raw_note += &format!(" (first zero sector {} on member {d} byte {moff})", off + k as u64 * 512);
+                }
+                for (k, sector) in got.chunks(512).enumerate() {
+                    let o = off + k as u64 * 512;
+                    let (d, moff, r) = raw_at(o);
+                    let same = matches!(&r, Some(Ok(b)) if b.as_slice() == sector);
+                    if !same {
+                        raw_note = format!(
+                            "sector at {o} (member {d} byte {moff}) read {:?}, member holds {:?}",
+                            &sector[..4],
+                            r.map(|x| x.map(|b| b[..4].to_vec()))
+                        );
+                        break;
+                    }
+                }
+                Ok(format!(
+                    "cycle {c} gen {g} target {} failed {:?} avail {avail:?} events {} lost {:?} {raw_note} ido {:?}",
+                    st.target_generation(),
+                    st.failed(),
+                    st.generation(),
+                    p.status().lost.iter().map(|l| (l.logical_offset, l.length)).collect::<Vec<_>>(),
+                    p.status().ido.map(|i| format!("{i:?}").chars().take(300).collect::<String>())
+                ))
+            })
+            .ok()
+        })
+        .unwrap_or_default()
     }
     fn log(&self, a: std::fmt::Arguments<'_>) {
         if self.verbose {
@@ -204,9 +265,9 @@ struct ClientState {
     id: usize,
     rng: Rng,
     model: Model,
-    /// Sector -> its last acknowledged write's fault epoch, the members the engine had failed
-    /// then, and the controller's step then: while neither has moved, no fault can have
-    /// taken the write away.
+    /// Sector -> its last acknowledged write's fault epoch, the engine's membership events
+    /// then ([`Shared::engine_events`]), and the controller's step then: while neither the
+    /// epoch nor the events have moved, no fault can have taken the write away.
     acked: HashMap<u64, (u64, u64, u64)>,
     reads: u64,
     writes: u64,
@@ -255,18 +316,24 @@ impl ClientState {
         let data = self.rng.bytes(len as usize);
         let fua = self.rng.chance(0.05);
         let e0 = sh.epoch.load(Ordering::SeqCst);
+        let events0 = sh.engine_events();
         let r = c.write_at(&data, off, fua);
         let dead = sh.crash.is_dead();
         self.writes += 1;
         match r {
             Ok(()) if !dead => {
                 self.model.write(off, &data);
-                let failed = sh.engine_failed();
-                let same = sh.epoch.load(Ordering::SeqCst) == e0;
+                // The membership the write was acknowledged under is known only when it did
+                // not change while the write ran: a member failed by another request just
+                // after the server replied would otherwise be counted as before the reply.
+                // (A write that ran while a member failed is the engine's to refuse when its
+                // data is no longer held: tests/served_faults.rs pins that.)
+                let events = sh.engine_events();
+                let same = sh.epoch.load(Ordering::SeqCst) == e0 && events == events0;
                 let step = sh.step.load(Ordering::SeqCst);
                 for s in off / SECTOR..(off + len) / SECTOR {
                     if same {
-                        self.acked.insert(s, (e0, failed, step));
+                        self.acked.insert(s, (e0, events, step));
                     } else {
                         self.acked.remove(&s);
                     }
@@ -315,6 +382,9 @@ impl ClientState {
                 Err(why) => {
                     let msg = format!("client {} read {off}+{len}: {why}", self.id);
                     sh.log(format_args!("WRONG DATA: {msg}"));
+                    if sh.verbose {
+                        sh.log(format_args!("DEBUG {}", sh.debug_at(off, &buf)));
+                    }
                     if sh.within {
                         self.losses.push(msg);
                     } else {
@@ -340,10 +410,10 @@ impl ClientState {
     fn probe_acked(&mut self, sh: &Shared, c: &mut Client, off: u64, len: u64, epoch: u64) {
         let mut probed = 0;
         for s in off / SECTOR..(off + len) / SECTOR {
-            let Some(&(e, failed, at_step)) = self.acked.get(&s) else {
+            let Some(&(e, events, at_step)) = self.acked.get(&s) else {
                 continue;
             };
-            if e != epoch || probed >= 64 || failed != sh.engine_failed() {
+            if e != epoch || probed >= 64 || events != sh.engine_events() {
                 continue;
             }
             probed += 1;
@@ -351,7 +421,7 @@ impl ClientState {
             let r = c.read_at(&mut b, s * SECTOR);
             if sh.crash.is_dead()
                 || sh.epoch.load(Ordering::SeqCst) != epoch
-                || failed != sh.engine_failed()
+                || events != sh.engine_events()
             {
                 return;
             }
@@ -366,6 +436,9 @@ impl ClientState {
                     sh.step.load(Ordering::SeqCst),
                     sh.server_said()
                 ));
+                if sh.verbose {
+                    sh.log(format_args!("DEBUG {}", sh.debug_at(s * SECTOR, &[])));
+                }
                 self.acked.remove(&s);
                 return;
             }
@@ -775,7 +848,7 @@ impl ServedRun {
                 return;
             }
         };
-        *self.sh.serving.lock().unwrap() = Some(Arc::clone(&sp));
+        *self.sh.serving.lock().unwrap() = Some((self.incarnations, Arc::clone(&sp)));
         let socket = self.dir.join(format!("s{}.sock", self.incarnations));
         let listener = UnixListener::bind(&socket).expect("bind the harness's NBD socket");
         let info = nbd::ExportInfo::new("pool", sp.capacity_bytes());
@@ -959,8 +1032,24 @@ impl ServedRun {
                 self.update_gone(|g| {
                     g.insert(m);
                 });
-                if let Err(e) = self.sp().fail(m) {
-                    self.op_error(format!("fail {m}: {e}"));
+                let already = |sp: &Arc<SharedPool>| {
+                    sp.with_pool(|p| Ok(p.state().failed().contains(&(m as u32))))
+                        .unwrap_or(false)
+                };
+                if already(self.sp()) {
+                    // The engine failed it already (an earlier fault it met since): the
+                    // operator's command has nothing to do.
+                    self.log(format_args!(
+                        "(member {m} was failed by the engine already)"
+                    ));
+                } else if let Err(e) = self.sp().fail(m) {
+                    if e.to_string().contains("has already failed") {
+                        self.log(format_args!(
+                            "(member {m} failed by the engine meanwhile: {e})"
+                        ));
+                    } else {
+                        self.op_error(format!("fail {m}: {e}"));
+                    }
                 }
             }
         }

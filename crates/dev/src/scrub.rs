@@ -671,8 +671,20 @@ impl Pool {
     /// once the rebuild is over.
     pub(crate) fn repair_in_rebuild(&mut self, bad: &[BadRange]) -> Result<()> {
         let out = self.repair_ranges(bad)?;
+        if !out.lost.is_empty() {
+            for g in &out.lost {
+                self.note_lost(&g.ranges);
+            }
+            // The loss is recorded durably before anything is written over the unreadable
+            // blocks: the zeros below read back as good data (a remapped sector), and the
+            // rebuild then reconstructs the lost units from them, both with checksums that
+            // match. Were the process to die before the rebuild's end marks them (or the
+            // next superblock update saves the descriptor), the lost ranges would come back
+            // readable as wrong data (found by the served fault harness, seed 0x6b07695d: a
+            // power loss during a rebuild that had met a latent error on another member).
+            self.save_descriptor()?;
+        }
         for g in out.lost {
-            self.note_lost(&g.ranges);
             for &p in &g.unreadable {
                 let (loc, valid) = place_loc(&self.geo, &self.state, g.cycle, p);
                 let Some(m) = self.members.handles[loc.disk as usize].clone() else {

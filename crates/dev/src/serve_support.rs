@@ -633,7 +633,15 @@ impl SharedPool {
                 rest = tail;
             }
             match run_plans(&plans, &mut users, &self.view(&members)) {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    // A rebuild that met blocks it could not rebuild lists them lost, then
+                    // writes over them (zeros, so that a bad sector is remapped): a read that
+                    // ran meanwhile may hold those zeros, or what they reconstruct, with
+                    // matching checksums. The list is written before the blocks are, so a
+                    // range lost now is refused (served fault harness, seed 0x6b07695d).
+                    drop(guard);
+                    return self.with_pool(|p| p.check_lost(offset, buf.len() as u64));
+                }
                 Err(e) if e.read_errors.is_empty() => {
                     // Blocks that read wrong: repaired (or reported lost) under the pool mutex
                     // while this request still holds its stripes, which include every stripe

@@ -166,3 +166,113 @@ fn every_member_whose_flush_fails_is_failed_and_the_flush_succeeds_within_the_to
     assert!(back == data, "data read back after two members died");
     sp.close().unwrap();
 }
+
+/// A three-way mirror whose last member dies under a served write: the write fails, and so
+/// does every later write, since no member is left to hold anything.
+#[test]
+fn a_mirror_with_no_member_left_acknowledges_no_write() {
+    let d = Dir::new("mirror-none");
+    let mut pool = create(&d.0, SchemeKind::Raid1, 3);
+    pool.fail(0).unwrap();
+    pool.fail(1).unwrap();
+    let m2 = dying(&mut pool, 2);
+    let sp = SharedPool::new(pool, Concurrency::Stripes).unwrap();
+    sp.write(0, &vec![0x11u8; 64 << 10]).unwrap();
+    m2.faults.fail_stop.store(true, Ordering::SeqCst);
+    let w = sp.write(0, &vec![0xccu8; 64 << 10]);
+    assert!(
+        w.is_err(),
+        "a write whose data no member holds was acknowledged"
+    );
+    assert_eq!(failed(&sp), vec![0, 1, 2]);
+    for at in [0u64, 1 << 20, 3 << 20] {
+        let w = sp.write(at, &vec![0xddu8; 4096]);
+        assert!(
+            w.is_err(),
+            "a write at {at} was acknowledged with every member failed"
+        );
+        let mut buf = vec![0u8; 4096];
+        assert!(sp.read(at, &mut buf).is_err());
+    }
+}
+
+/// A member whose writes at or past `from` wait at a gate until the test opens it.
+struct Gated {
+    inner: Arc<dyn Member>,
+    from: u64,
+    reached: std::sync::Mutex<bool>,
+    open: std::sync::Mutex<bool>,
+    cv: std::sync::Condvar,
+}
+
+impl Member for Gated {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        if offset >= self.from {
+            *self.reached.lock().unwrap() = true;
+            self.cv.notify_all();
+            let mut open = self.open.lock().unwrap();
+            while !*open {
+                open = self.cv.wait(open).unwrap();
+            }
+        }
+        self.inner.write_at(buf, offset)
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+    fn size_bytes(&self) -> u64 {
+        self.inner.size_bytes()
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+/// Found by the served fault harness (seed 0x6b076807): a served write whose only copy's
+/// member another request failed while the write ran was acknowledged (the write saw no
+/// error of its own), though nothing held its data any more. RAID1 of 2 with member 1
+/// failed: a write waits inside member 0 while the operator fails member 0, then completes.
+#[test]
+fn a_write_whose_member_another_request_failed_while_it_ran_fails() {
+    let d = Dir::new("failed-under");
+    let mut pool = create(&d.0, SchemeKind::Raid1, 2);
+    pool.fail(1).unwrap();
+    let data_at = pool.data_offset_bytes();
+    let mut gate = None;
+    pool.wrap_member(0, |inner| {
+        let g = Arc::new(Gated {
+            inner,
+            from: data_at + (1 << 20),
+            reached: std::sync::Mutex::new(false),
+            open: std::sync::Mutex::new(false),
+            cv: std::sync::Condvar::new(),
+        });
+        gate = Some(Arc::clone(&g));
+        g as Arc<dyn Member>
+    });
+    let gate = gate.unwrap();
+    let sp = Arc::new(SharedPool::new(pool, Concurrency::Stripes).unwrap());
+    let writer = {
+        let sp = Arc::clone(&sp);
+        std::thread::spawn(move || sp.write(1 << 20, &vec![0x5au8; 4096]))
+    };
+    {
+        let mut reached = gate.reached.lock().unwrap();
+        while !*reached {
+            reached = gate.cv.wait(reached).unwrap();
+        }
+    }
+    // The write is inside member 0 now: fail it (the pool then holds nothing).
+    let _ = sp.fail(0);
+    assert_eq!(failed(&sp), vec![1, 0]);
+    *gate.open.lock().unwrap() = true;
+    gate.cv.notify_all();
+    let w = writer.join().unwrap();
+    assert!(
+        w.is_err(),
+        "a write was acknowledged though the only member it wrote to was failed while it ran"
+    );
+}

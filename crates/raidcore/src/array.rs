@@ -381,6 +381,13 @@ impl ArrayState {
     pub fn generations(&self) -> &[Generation] {
         &self.generations
     }
+    /// Carries `older`'s event counter on: a state rebuilt from compacted history (its
+    /// events replayed from scratch) must not count from zero again, or a plan made against
+    /// `older` could look current, and a membership seen before could not be told from one
+    /// seen after.
+    pub fn continue_count_from(&mut self, older: &ArrayState) {
+        self.generation = self.generation.max(older.generation) + 1;
+    }
     /// The generation cycles are being rebuilt toward (the newest).
     pub fn target_generation(&self) -> u32 {
         (self.generations.len() - 1) as u32

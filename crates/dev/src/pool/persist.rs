@@ -37,6 +37,7 @@ impl Pool {
         let layout_text = layout::to_text(self.sb.kind, &self.sb.params);
         let runs = self.runs();
         let mut dead: Vec<(usize, std::io::Error)> = Vec::new();
+        let mut written: Vec<(usize, Vec<u8>)> = Vec::new();
         for (i, m) in self.members.handles.iter().enumerate() {
             let Some(m) = m else { continue };
             let sb = Superblock {
@@ -73,8 +74,9 @@ impl Pool {
                 checksum_len_bytes: self.map.checksums.bytes,
             };
             let b = sb.encode().map_err(|e| PoolError::Io(e.to_string()))?;
-            if let Err(e) = m.write_at(&b, superblock_slot(sb.generation)) {
-                dead.push((i, e));
+            match m.write_at(&b, superblock_slot(sb.generation)) {
+                Ok(()) => written.push((i, b)),
+                Err(e) => dead.push((i, e)),
             }
         }
         if !dead.is_empty() {
@@ -82,6 +84,11 @@ impl Pool {
             return self.persist(self.tag_after_failure(tag));
         }
         if self.flush_or_fail()? {
+            return self.persist(self.tag_after_failure(tag));
+        }
+        let dead = self.superblocks_held(&written);
+        if !dead.is_empty() {
+            self.fail_dead_members(&dead)?;
             return self.persist(self.tag_after_failure(tag));
         }
         // Every cycle's layout generation is on the members now.
@@ -138,6 +145,48 @@ impl Pool {
             t => t,
         };
         self.persist(tag)
+    }
+
+    /// Reads back the superblocks just written and flushed (`written`: member index and
+    /// bytes, all at generation `self.sb.generation`'s slot). A member that acknowledged the
+    /// write but does not hold it lost the write (a device that drops writes silently: the
+    /// fault-injection harness's lost-write fault); left so, it would come back stale at the
+    /// next assembly, which refuses a member that missed updates, and the pool would not open
+    /// after a crash. Such a member gets the superblock written and flushed again, once more;
+    /// one that still does not hold it (or cannot be read) is returned to be failed, which the
+    /// next superblocks record.
+    fn superblocks_held(&self, written: &[(usize, Vec<u8>)]) -> Vec<(usize, std::io::Error)> {
+        const TRIES: usize = 3;
+        let slot = superblock_slot(self.sb.generation);
+        let mut dead = Vec::new();
+        for (i, b) in written {
+            let Some(m) = &self.members.handles[*i] else {
+                continue;
+            };
+            let mut back = vec![0u8; b.len()];
+            let mut held = false;
+            for attempt in 0..TRIES {
+                if attempt > 0 && (m.write_at(b, slot).is_err() || m.flush().is_err()) {
+                    break;
+                }
+                if m.read_at(&mut back, slot).is_ok() && back == *b {
+                    held = true;
+                    break;
+                }
+            }
+            if !held {
+                dead.push((
+                    *i,
+                    std::io::Error::other(format!(
+                        "member {i} does not hold the superblock it acknowledged \
+                         (generation {}), even after {} more writes: it loses writes",
+                        self.sb.generation,
+                        TRIES - 1
+                    )),
+                ));
+            }
+        }
+        dead
     }
 
     /// The state to record after a member failed while recording `tag`.
@@ -197,6 +246,7 @@ impl Pool {
             "compacting the history changed the layout"
         );
         state.adopt_bpgl(&self.state);
+        state.continue_count_from(&self.state);
         self.state = state;
         self.sb.events = failed.iter().map(|&d| Event::Fail(d)).collect();
         Ok(())

@@ -1122,7 +1122,9 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
            u=$(mdadm --detail --export $m 2>/dev/null | sed -n 's/^MD_UUID=//p'); \
            if [ \"$u\" = \"$1\" ]; then echo $m; return; fi; done; }\n\
          report() { b=$(basename $2); \
-           echo \"RFVM state $1 $(cat /sys/block/$b/md/array_state) $(cat /sys/block/$b/md/degraded) $(cat /sys/block/$b/md/sync_action) $(cat /sys/block/$b/md/raid_disks)\"; }\n",
+           for f in array_state degraded sync_action raid_disks; do \
+             v=$(cat /sys/block/$b/md/$f 2>/dev/null || echo none); printf '%s ' \"$v\"; \
+           done > /tmp/st; echo \"RFVM state $1 $(cat /tmp/st)\"; }\n",
     );
     let mut offsets = Vec::new();
     let mut off = 0u64;
@@ -1191,16 +1193,19 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
     for (bi, b) in backs.iter().enumerate() {
         let state = value(&lines, &format!("state {}", b.name));
         let f: Vec<&str> = state.split_whitespace().collect();
-        // array_state, degraded, sync_action, raid_disks
+        // array_state, degraded, sync_action, raid_disks ("none": RAID0 has neither
+        // degraded nor sync_action in sysfs)
         assert_eq!(f[0], "clean", "{}: {state}", b.name);
-        let degraded = if b.hand == Some(Hand::Degraded) {
-            "1"
-        } else {
-            "0"
+        let raid0 = b.name.contains("raid0");
+        let degraded = match (raid0, b.hand == Some(Hand::Degraded)) {
+            (true, _) => "none",
+            (false, true) => "1",
+            (false, false) => "0",
         };
         assert_eq!(f[1], degraded, "{}: {state}", b.name);
         assert_eq!(
-            f[2], "idle",
+            f[2],
+            if raid0 { "none" } else { "idle" },
             "{}: {state} (a resync or recovery ran)",
             b.name
         );

@@ -4,7 +4,8 @@
 # tests).
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]      (default 60 s; targets: superblock
-#                                                          journal traces nbd; default all)
+#                                                          md_superblock journal traces nbd;
+#                                                          default all)
 #   FUZZ_SEED=0x1234 scripts/fuzz.sh 600 nbd              (a fixed campaign seed)
 #
 # Each driver prints its seed, iterations, iterations per second and the distinct outcomes it
@@ -19,7 +20,7 @@ secs="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(superblock journal traces nbd)
+    targets=(superblock md_superblock journal traces nbd)
 fi
 
 export CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
@@ -27,10 +28,10 @@ export CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true
 
 crate_of() {
     case "$1" in
-        superblock | journal) echo raidcore ;;
+        superblock | md_superblock | journal) echo raidcore ;;
         traces) echo sim ;;
         nbd) echo nbd ;;
-        *) echo "unknown target $1 (superblock, journal, traces, nbd)" >&2; exit 2 ;;
+        *) echo "unknown target $1 (superblock, md_superblock, journal, traces, nbd)" >&2; exit 2 ;;
     esac
 }
 

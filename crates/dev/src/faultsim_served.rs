@@ -833,6 +833,7 @@ fn make_surrogate(
             checksums: false,
             write_hole: crate::pool::WriteHole::None,
             journal_bytes: None,
+            metadata: Default::default(),
         },
     )?;
     sur.close()?;

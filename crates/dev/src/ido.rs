@@ -267,6 +267,9 @@ pub struct Ido {
     /// The core's phase, for the request path to read without a lock.
     phase: AtomicU8,
     tracking: AtomicBool,
+    /// No record is ever written (a pool in Linux MD's format has nowhere to keep one), and
+    /// no request counted.
+    no_records: AtomicBool,
     /// Requests counted per zone since the last fold into the core's table.
     pop: Vec<AtomicU32>,
     /// Identifies this state in the per-thread request batches (see [`Ido::note`]).
@@ -478,6 +481,7 @@ impl Ido {
             zones,
             phase: AtomicU8::new(phase as u8),
             tracking: AtomicBool::new(true),
+            no_records: AtomicBool::new(false),
             pop: (0..zones).map(|_| AtomicU32::new(0)).collect(),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             requests: AtomicU64::new(0),
@@ -519,6 +523,7 @@ impl Ido {
     }
     /// Turns popularity counting on or off (the overhead benchmark compares the two).
     pub fn set_tracking(&self, on: bool) {
+        let on = on && !self.no_records.load(Ordering::Relaxed);
         self.tracking.store(on, Ordering::Relaxed);
     }
     /// The policy of the current (or last) policy rebuild.
@@ -748,6 +753,19 @@ impl Ido {
         self.persist_with(inner, main, uuid, true)
     }
 
+    /// Never writes a record and counts no request from now on: for a pool whose on-disk
+    /// format (Linux MD's) has no place for one.
+    pub(crate) fn disable_records(&self) {
+        self.no_records.store(true, Ordering::Relaxed);
+        self.tracking.store(false, Ordering::Relaxed);
+        self.pop_dirty.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether records are written at all (see [`Ido::disable_records`]).
+    pub fn records_enabled(&self) -> bool {
+        !self.no_records.load(Ordering::Relaxed)
+    }
+
     fn persist_with(
         &self,
         inner: &mut Inner,
@@ -755,6 +773,9 @@ impl Ido {
         uuid: [u8; 16],
         sync: bool,
     ) -> Result<()> {
+        if self.no_records.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         let seq = inner.seq + 1;
         let bytes = self.encode(inner, uuid, seq).ok_or_else(|| {
             PoolError::Io("IDO record does not fit its 256 KiB slot (too many D-Map ranges)".into())

@@ -811,7 +811,12 @@ impl Pool {
         Ok(r)
     }
 
-    fn scrub_cycle(&mut self, c: u64, opts: &ScrubOpts, r: &mut ScrubReport) -> Result<()> {
+    pub(crate) fn scrub_cycle(
+        &mut self,
+        c: u64,
+        opts: &ScrubOpts,
+        r: &mut ScrubReport,
+    ) -> Result<()> {
         // Blocks of this cycle found lost: not repaired again, their stripes not re-checked.
         let mut lost: BTreeSet<(u32, u64)> = BTreeSet::new();
         for _attempt in 0..8 {

@@ -894,6 +894,13 @@ impl SharedPool {
         policy: Option<RebuildPolicy>,
         surrogate: Option<&std::path::Path>,
     ) -> Result<bool> {
+        if policy.is_some() && !self.ido.records_enabled() {
+            return Err(PoolError::Usage(
+                "rebuild policies keep their state in raidforge's own metadata, which a pool \
+                 in Linux MD's format does not have: rebuild it without --policy (like MD)"
+                    .into(),
+            ));
+        }
         let phase = self.ido.phase();
         let recorded = (phase != Phase::Normal).then(|| self.ido.policy());
         if let (Some(want), Some(had)) = (policy, recorded) {

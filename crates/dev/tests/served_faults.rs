@@ -47,6 +47,7 @@ fn create(dir: &Path, kind: SchemeKind, n: usize) -> Pool {
             checksums: false,
             write_hole: Default::default(),
             journal_bytes: None,
+            metadata: Default::default(),
         },
     )
     .unwrap()

@@ -1,6 +1,7 @@
-//! The classic levels (RAID0/1/10/4/5/6 as Linux MD lays them out) and the grouped baselines
-//! of the RAID+ paper (RAID-50 and RAID-5C).
+//! The classic levels (RAID0/1/10/4/5/6 as Linux MD lays them out, in every MD layout:
+//! [`crate::md`]) and the grouped baselines of the RAID+ paper (RAID-50 and RAID-5C).
 
+use crate::md::{MdLayout, Parity, Raid10};
 use crate::{Code, Cycle, Disk, LayoutError, Params, Role, Scheme, Stripe, Unit};
 
 /// Which classic level.
@@ -19,6 +20,7 @@ pub enum ClassicKind {
 #[derive(Debug)]
 pub struct Classic {
     kind: ClassicKind,
+    md: MdLayout,
     active: usize,
     spares: usize,
     cycle: Cycle,
@@ -43,22 +45,6 @@ fn raid5_ls_row(base: usize, n: usize, row: u64) -> Stripe {
     Stripe {
         units,
         code: Code::Xor,
-    }
-}
-
-/// One row of MD's left-symmetric RAID6: P as in RAID5, Q on the disk after P, data after Q.
-/// Data index i gets Q coefficient g^i, which is MD's syndrome order for this layout.
-fn raid6_ls_row(n: usize, row: u64) -> Stripe {
-    let pd = n - 1 - (row % n as u64) as usize;
-    let qd = (pd + 1) % n;
-    let mut units: Vec<Unit> = (0..n - 2)
-        .map(|i| unit((pd + 2 + i) % n, row, Role::Data))
-        .collect();
-    units.push(unit(pd, row, Role::P));
-    units.push(unit(qd, row, Role::Q));
-    Stripe {
-        units,
-        code: Code::PQ,
     }
 }
 
@@ -98,69 +84,36 @@ impl Classic {
             ));
         }
         let n = active;
-        let (rows, stripes) = match kind {
-            ClassicKind::Raid0 => (
-                1,
-                vec![Stripe {
-                    units: (0..n).map(|d| unit(d, 0, Role::Data)).collect(),
-                    code: Code::None,
-                }],
-            ),
-            ClassicKind::Raid1 => (
-                1,
-                vec![Stripe {
-                    units: (0..n)
-                        .map(|d| unit(d, 0, if d == 0 { Role::Data } else { Role::Mirror }))
-                        .collect(),
-                    code: Code::Mirror,
-                }],
-            ),
-            ClassicKind::Raid10 => {
-                // MD's "near 2" layout: chunk c's two copies occupy consecutive positions 2c,
-                // 2c+1 of the disks read row by row; with an odd disk count a pair wraps onto the
-                // next row, so the cycle is two rows.
-                let rows = if n % 2 == 0 { 1 } else { 2 };
-                let pairs = rows * n / 2;
-                let pos = |p: usize| (p % n, (p / n) as u64);
-                let stripes = (0..pairs)
-                    .map(|c| {
-                        let (d0, o0) = pos(2 * c);
-                        let (d1, o1) = pos(2 * c + 1);
-                        Stripe {
-                            units: vec![unit(d0, o0, Role::Data), unit(d1, o1, Role::Mirror)],
-                            code: Code::Mirror,
-                        }
-                    })
-                    .collect();
-                (rows as u64, stripes)
+        let md = match (kind, p.md_layout.as_deref()) {
+            (ClassicKind::Raid0, None) => MdLayout::Raid0,
+            (ClassicKind::Raid1, None) => MdLayout::Raid1,
+            (ClassicKind::Raid4, None) => MdLayout::Raid4,
+            (ClassicKind::Raid5, l) => {
+                MdLayout::Raid5(l.map_or(Ok(Parity::LeftSymmetric), |l| Parity::parse(5, l))?)
             }
-            ClassicKind::Raid4 => {
-                // MD's RAID4: parity on the last active disk.
-                let mut units: Vec<Unit> = (0..n - 1).map(|d| unit(d, 0, Role::Data)).collect();
-                units.push(unit(n - 1, 0, Role::P));
-                (
-                    1,
-                    vec![Stripe {
-                        units,
-                        code: Code::Xor,
-                    }],
-                )
+            (ClassicKind::Raid6, l) => {
+                MdLayout::Raid6(l.map_or(Ok(Parity::LeftSymmetric), |l| Parity::parse(6, l))?)
             }
-            ClassicKind::Raid5 => (
-                n as u64,
-                (0..n as u64).map(|r| raid5_ls_row(0, n, r)).collect(),
-            ),
-            ClassicKind::Raid6 => (
-                n as u64,
-                (0..n as u64).map(|r| raid6_ls_row(n, r)).collect(),
-            ),
+            (ClassicKind::Raid10, l) => MdLayout::Raid10(Raid10::parse(l.unwrap_or("n2"), n)?),
+            (_, Some(l)) => {
+                return Err(LayoutError::param(
+                    "layout",
+                    format!("{name} has one layout; '{l}' applies to raid5, raid6 and raid10"),
+                ))
+            }
         };
         Ok(Classic {
             kind,
+            md,
             active,
             spares: p.spares,
-            cycle: Cycle::from_stripes(disks, rows, stripes),
+            cycle: md.cycle(n, p.spares),
         })
+    }
+
+    /// The array as Linux MD lays it out (level and layout).
+    pub fn md_layout(&self) -> MdLayout {
+        self.md
     }
 
     pub fn kind(&self) -> ClassicKind {
@@ -183,13 +136,9 @@ impl Scheme for Classic {
         &self.cycle
     }
     fn tolerance(&self) -> usize {
-        match self.kind {
-            ClassicKind::Raid0 => 0,
-            ClassicKind::Raid1 => self.active - 1,
-            // Any one disk; some pairs survive too, recovery_plan says which.
-            ClassicKind::Raid10 | ClassicKind::Raid4 | ClassicKind::Raid5 => 1,
-            ClassicKind::Raid6 => 2,
-        }
+        // RAID10: any copies - 1 members (each chunk's copies are on distinct members); some
+        // larger sets survive too, recovery_plan says which.
+        self.md.tolerance(self.active)
     }
     fn spare_disks(&self) -> Vec<Disk> {
         (self.active..self.active + self.spares)
@@ -198,8 +147,12 @@ impl Scheme for Classic {
     }
     fn describe(&self) -> String {
         format!(
-            "{} over {} active disks + {} spares",
+            "{}{} over {} active disks + {} spares",
             self.name(),
+            self.md
+                .name()
+                .map(|l| format!(" ({l})"))
+                .unwrap_or_default(),
             self.active,
             self.spares
         )

@@ -41,6 +41,7 @@ mod check;
 mod classic;
 pub mod fxhash;
 pub mod gf;
+pub mod md;
 mod params;
 mod raidh;
 mod raidplus;

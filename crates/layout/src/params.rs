@@ -119,6 +119,9 @@ pub struct Params {
     pub stripes: Option<usize>,
     /// RAID+ pool volumes, e.g. `3:5,4:6` (width:level each).
     pub volumes: Option<String>,
+    /// Linux MD layout of raid5/raid6 (`left-symmetric`, `la`, ..., `parity-first-6`) or raid10
+    /// (`n2`, `f2`, `o3`, `n2f2`); the default is MD's (left-symmetric, n2).
+    pub md_layout: Option<String>,
 }
 
 impl Params {
@@ -208,6 +211,7 @@ pub fn to_text(kind: SchemeKind, p: &Params) -> String {
     opt("seed", Some(p.seed.to_string()));
     opt("stripes", p.stripes.map(|v| v.to_string()));
     opt("volumes", p.volumes.clone());
+    opt("mdlayout", p.md_layout.clone());
     parts.join(";")
 }
 
@@ -250,6 +254,7 @@ pub fn from_text(text: &str) -> Result<(SchemeKind, Params), LayoutError> {
             }
             "stripes" => p.stripes = Some(num("stripes")?),
             "volumes" => p.volumes = Some(v.to_string()),
+            "mdlayout" => p.md_layout = Some(v.to_string()),
             _ => return Err(LayoutError::param("layout", format!("unknown key '{k}'"))),
         }
     }
@@ -275,6 +280,7 @@ mod tests {
             seed: 42,
             stripes: Some(20),
             volumes: Some("3:5,4:6".into()),
+            md_layout: Some("f2".into()),
         };
         let t = to_text(SchemeKind::RaidPlus, &p);
         let (k, q) = from_text(&t).unwrap();

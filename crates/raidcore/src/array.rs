@@ -56,6 +56,8 @@ pub struct Geometry {
     cycles: u64,
     stride_rows: u64,
     io_align_bytes: u64,
+    /// Usable bytes when less than the whole cycles hold ([`Geometry::with_capacity`]).
+    capacity_limit: Option<u64>,
     /// `[stripe][unit]` -> place.
     unit_place: Vec<Vec<PlaceId>>,
     /// place -> every (stripe, unit index) holding it.
@@ -126,6 +128,7 @@ impl Geometry {
             cycles,
             stride_rows,
             io_align_bytes: 1,
+            capacity_limit: None,
             unit_place,
             place_units,
             place_role,
@@ -146,6 +149,25 @@ impl Geometry {
             });
         }
         self.io_align_bytes = align;
+        Ok(self)
+    }
+
+    /// The same geometry exposing only the first `bytes` of its cycles (at most all of them):
+    /// an array whose last cycle is cut short by the member's end, as a Linux MD RAID5 of
+    /// `n` members is whenever the member's rows are not a multiple of `n`. Requests stop at
+    /// `bytes`; whole-cycle work (rebuild, verify) still covers the last cycle, so the member
+    /// must read the rows past its end as zeros and drop writes to them (the `dev` crate's
+    /// MD member view does).
+    pub fn with_capacity(mut self, bytes: u64) -> Result<Geometry, CoreError> {
+        let whole = self.cycles * self.data_per_cycle() * self.chunk_bytes;
+        if bytes > whole {
+            return Err(CoreError::OutOfRange {
+                offset: 0,
+                len: bytes,
+                capacity: whole,
+            });
+        }
+        self.capacity_limit = Some(bytes);
         Ok(self)
     }
 
@@ -188,9 +210,11 @@ impl Geometry {
     pub fn data_per_cycle(&self) -> u64 {
         self.data_place.len() as u64
     }
-    /// Usable bytes: cycles * data chunks per cycle * chunk size.
+    /// Usable bytes: cycles * data chunks per cycle * chunk size, or less when limited
+    /// ([`Geometry::with_capacity`]).
     pub fn capacity_bytes(&self) -> u64 {
-        self.cycles * self.data_per_cycle() * self.chunk_bytes
+        let whole = self.cycles * self.data_per_cycle() * self.chunk_bytes;
+        self.capacity_limit.map_or(whole, |l| l.min(whole))
     }
     /// Bytes of each member the array uses (the rest of the member is never touched).
     pub fn member_bytes_used(&self) -> u64 {

@@ -44,7 +44,8 @@
 //! - **Verification** ([`plan_verify_cycle`], [`check_verify`]): read a cycle, check every
 //!   stripe's parity or mirrors (`raidforge verify`).
 //! - **Superblock** ([`superblock`]): the versioned, checksummed record at the start of every
-//!   member that lets a pool be assembled from its members alone.
+//!   member that lets a pool be assembled from its members alone. [`md`] is Linux MD's v1.x
+//!   superblock, the other on-disk format a pool can have.
 //! - **I/O alignment** ([`Geometry::with_io_align`]): for `O_DIRECT` executors, every member
 //!   read and write can be made to start and end on a block boundary; partial blocks are read
 //!   and merged by the plan itself.
@@ -107,6 +108,7 @@ pub mod intent;
 pub mod journal;
 pub mod lazy;
 pub mod lock;
+pub mod md;
 pub mod mem;
 pub mod plan;
 pub mod planner;

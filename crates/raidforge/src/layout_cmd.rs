@@ -111,6 +111,13 @@ pub struct LayoutArgs {
     /// RAID+ pool with several volumes: width:level pairs, e.g. 3:5,4:6.
     #[arg(long)]
     volumes: Option<String>,
+    /// Linux MD layout: for raid5/raid6 left-symmetric (ls, the default), left-asymmetric
+    /// (la), right-symmetric (rs), right-asymmetric (ra), parity-first, parity-last, and for
+    /// raid6 also the -6 forms (left-symmetric-6, ..., parity-first-6: RAID5's layout with Q
+    /// on the last member); for raid10 nN, fN or oN (N near, far or offset copies; default
+    /// n2), or nNfM / nNoM.
+    #[arg(long = "layout", value_name = "NAME")]
+    md_layout: Option<String>,
 }
 
 /// Layout parameters plus a failure list, for show and check.
@@ -148,6 +155,7 @@ impl LayoutArgs {
             seed: self.seed,
             stripes: self.stripes,
             volumes: self.volumes.clone(),
+            md_layout: self.md_layout.clone(),
         };
         Ok((kind, params))
     }

@@ -43,7 +43,12 @@ enum Command {
     Assemble {
         /// Descriptor file to (re)write.
         pool: std::path::PathBuf,
-        /// Member paths, in any order.
+        /// Member paths, in any order: a raidforge pool's, or a Linux MD array's (v1.0, v1.1 or
+        /// v1.2 superblocks, as mdadm makes them), which is then adopted: raidforge runs it
+        /// in MD's format, and `mdadm --assemble` can take it back. Stale members (a lower
+        /// event count) are left out as mdadm does; MD features raidforge does not implement
+        /// (a reshape in progress, a journal device, PPL, clustering, bad block log entries,
+        /// an internal bitmap) are refused and nothing is written.
         #[arg(long = "member", required = true, num_args = 1..)]
         members: Vec<std::path::PathBuf>,
         /// Emulated member speed to record for the members.

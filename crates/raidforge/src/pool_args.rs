@@ -2,7 +2,7 @@
 //! share; `create_pool` is what `raidforge create` and the Python `Pool.create` run.
 
 use clap::Args;
-use dev::pool::{CreateOpts, Pool, WriteHole};
+use dev::pool::{CreateOpts, Metadata, Pool, WriteHole};
 use raidcore::ParityPolicy;
 use std::path::PathBuf;
 
@@ -59,9 +59,19 @@ pub struct CreateArgs {
     /// existing member.
     #[arg(long, value_parser = parse_size)]
     pub size: Option<u64>,
-    /// Chunk (stripe unit) size, a multiple of 4096, e.g. 64K.
-    #[arg(long, value_parser = parse_size, default_value = "64K")]
-    pub chunk: u64,
+    /// Chunk (stripe unit) size, a multiple of 4096, e.g. 64K (the default; with --metadata md
+    /// mdadm's default, 512K).
+    #[arg(long, value_parser = parse_size)]
+    pub chunk: Option<u64>,
+    /// On-disk format of the superblocks: `raidforge` (default; everything raidforge does) or
+    /// `md`: Linux MD's v1.2 superblock with mdadm's defaults (data offset, bad block log,
+    /// 512K chunks), so that the kernel's `mdadm --assemble` runs the pool as an ordinary MD
+    /// array and raidforge keeps running it too. Only raid0, raid1, raid4, raid5, raid6 and
+    /// raid10 (in every MD layout, see --layout); the options that need raidforge's own
+    /// format (--checksums, --write-hole journal, --parity lazy, --surrogate, spares) are
+    /// refused with it.
+    #[arg(long, default_value = "raidforge", value_parser = Metadata::parse)]
+    pub metadata: Metadata,
     /// Make every member as slow as a disk: KIND:BANDWIDTH:LATENCY, e.g. hdd:150MB/s:8ms.
     #[arg(long)]
     pub emulate: Option<String>,
@@ -149,6 +159,14 @@ pub fn parse_parity(s: &str) -> Result<ParityPolicy, String> {
 /// and surrogate; the pool is returned open.
 pub fn create_pool(a: &CreateArgs) -> anyhow::Result<Pool> {
     let (scheme, params) = a.layout.params()?;
+    let md = a.metadata == Metadata::Md;
+    if md && a.surrogate.is_some() {
+        anyhow::bail!(
+            "--surrogate needs raidforge's own on-disk format; Linux MD's superblock \
+             (--metadata md) cannot record it"
+        );
+    }
+    let chunk = a.chunk.unwrap_or(if md { 512 << 10 } else { 64 << 10 });
     let mut pool = Pool::create(
         &a.pool,
         CreateOpts {
@@ -156,7 +174,7 @@ pub fn create_pool(a: &CreateArgs) -> anyhow::Result<Pool> {
             params,
             members: a.members.clone(),
             size_bytes: a.size,
-            chunk_bytes: a.chunk,
+            chunk_bytes: chunk,
             emulate: a.emulate.clone(),
             force: a.force,
             direct: a.direct,
@@ -165,12 +183,15 @@ pub fn create_pool(a: &CreateArgs) -> anyhow::Result<Pool> {
             checksums: a.checksums,
             write_hole: a.write_hole,
             journal_bytes: a.journal_size,
+            metadata: a.metadata,
         },
     )?;
-    let zone = a
-        .zone_size
-        .max(dev::ido::Ido::min_zone_bytes(pool.capacity_bytes()));
-    pool.configure_ido(Some(zone), a.surrogate.as_deref())?;
+    if !md {
+        let zone = a
+            .zone_size
+            .max(dev::ido::Ido::min_zone_bytes(pool.capacity_bytes()));
+        pool.configure_ido(Some(zone), a.surrogate.as_deref())?;
+    }
     for s in &a.hot_spares {
         pool.add_spare(s)?;
     }

@@ -258,6 +258,9 @@ pub fn assemble(
 ) -> anyhow::Result<()> {
     crate::control::refuse_if_served(&pool, "assemble")?;
     let p = Pool::assemble_with(&pool, &members, emulate, force)?;
+    for note in p.md_notes() {
+        eprintln!("raidforge: note: {note}");
+    }
     print_status(&p, json)?;
     p.close()?;
     Ok(())

@@ -97,7 +97,7 @@ impl CreatePlan {
     }
 
     /// The options that need nothing but themselves and the descriptor path.
-    fn check_options(opts: &CreateOpts, site: &Site) -> Result<()> {
+    pub(super) fn check_options(opts: &CreateOpts, site: &Site) -> Result<()> {
         if site.desc_exists && !opts.force {
             return Err(PoolError::Usage(format!(
                 "{} already exists: choose another pool path or pass --force",
@@ -117,7 +117,7 @@ impl CreatePlan {
     }
 
     /// Member size: given, or the smallest existing member.
-    fn member_size(opts: &CreateOpts, site: &Site) -> Result<u64> {
+    pub(super) fn member_size(opts: &CreateOpts, site: &Site) -> Result<u64> {
         if let Some(s) = opts.size_bytes {
             return Ok(s);
         }
@@ -215,7 +215,7 @@ impl CreatePlan {
 
     /// Every member path: named once, not another pool's (without `--force`), not locked
     /// by another process, a device large enough, a file that can be created.
-    fn check_members(opts: &CreateOpts, site: &Site, size: u64) -> Result<()> {
+    pub(super) fn check_members(opts: &CreateOpts, site: &Site, size: u64) -> Result<()> {
         if let Some(dir) = &site.desc_dir_missing {
             return Err(PoolError::Usage(format!(
                 "cannot write {}: directory {} does not exist",
@@ -289,7 +289,7 @@ impl CreatePlan {
 /// Zeroes (or creates) every member and opens it: all-zero data is parity-consistent for
 /// every code (all-zero data has all-zero P and Q). Files are truncated and grown (sparse),
 /// devices written with zeros.
-fn zeroed_members(opts: &CreateOpts, size: u64) -> Result<Vec<Option<Arc<dyn Member>>>> {
+pub(super) fn zeroed_members(opts: &CreateOpts, size: u64) -> Result<Vec<Option<Arc<dyn Member>>>> {
     let mut members: Vec<Option<Arc<dyn Member>>> = Vec::new();
     for (i, p) in opts.members.iter().enumerate() {
         let member_err = |reason: String| PoolError::Member {
@@ -354,6 +354,9 @@ impl Pool {
         opts: CreateOpts,
         wrap: Option<MemberWrap>,
     ) -> Result<Pool> {
+        if opts.metadata == Metadata::Md {
+            return Self::create_md(desc_path, opts, wrap);
+        }
         let site = Site::probe(desc_path, &opts.members);
         let plan = CreatePlan::check(&opts, &site)?;
         // The first write. Member files this create made are removed again when it fails
@@ -419,6 +422,7 @@ impl Pool {
                 intent,
             },
             ido: Arc::new(plan.ido),
+            md: None,
         };
         pool.apply_wrap(wrap);
         pool.persist(ArrayStateTag::Clean)?;

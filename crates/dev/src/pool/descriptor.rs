@@ -25,6 +25,13 @@ pub struct Descriptor {
     /// (`create --spare`, `raidforge add --spare`; a served pool uses them by itself).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spares: Vec<PathBuf>,
+    /// On-disk format: absent for raidforge's own superblock, "md" for Linux MD's v1.x.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<String>,
+    /// Spares of an MD array (their superblocks are kept current; raidforge does not use
+    /// their space).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub md_spares: Vec<PathBuf>,
 }
 
 /// One member in the descriptor.
@@ -85,6 +92,8 @@ impl Descriptor {
             repairs: RepairCounts::default(),
             lost: Vec::new(),
             spares: Vec::new(),
+            metadata: None,
+            md_spares: Vec::new(),
         }
     }
 }

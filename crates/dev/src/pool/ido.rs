@@ -84,6 +84,16 @@ impl Pool {
         zone_bytes: Option<u64>,
         surrogate: Option<&Path>,
     ) -> Result<()> {
+        if self.md.is_some() {
+            if zone_bytes.is_some() || surrogate.is_some() {
+                return Err(PoolError::Usage(
+                    "zone tracking and surrogates keep their state in raidforge's own \
+                     metadata, which a pool in Linux MD's format does not have"
+                        .into(),
+                ));
+            }
+            return Ok(());
+        }
         if let Some(zb) = zone_bytes {
             if self.ido.phase() != Phase::Normal || self.ido.needs_surrogate_now() {
                 return Err(PoolError::Usage(

@@ -341,6 +341,8 @@ impl Pool {
     ) -> Result<(Vec<raidcore::Plan>, Vec<raidcore::StripeId>)> {
         // A cycle a rebuild moved is recorded before it takes writes in its new places.
         self.record_layout_before_writes(offset, len)?;
+        // An MD-format pool's superblocks say dirty before its first write.
+        self.md_before_write()?;
         if self.lazy.parity != ParityPolicy::Lazy {
             return Ok((
                 plan_write(&self.geo, &self.state, offset, len, &self.policy)?,

@@ -70,6 +70,13 @@ impl Pool {
     /// Changes (or removes, with `None`) the emulated speed of every member, now and in the
     /// descriptor.
     pub fn set_emulation(&mut self, spec: Option<String>) -> Result<()> {
+        if self.md.is_some() {
+            return Err(PoolError::Usage(
+                "changing the emulated speed of an MD-format pool's members is not supported; \
+                 give --emulate when assembling it"
+                    .into(),
+            ));
+        }
         let direct = self.file.desc.direct;
         if let Some(s) = &spec {
             Speed::parse(s).map_err(|e| PoolError::Usage(e.to_string()))?;
@@ -183,6 +190,9 @@ impl Pool {
 
     /// Replaces failed member `i` with a new (empty) member at `path`.
     pub fn replace(&mut self, i: usize, path: &Path) -> Result<()> {
+        if self.md.is_some() {
+            return self.replace_md(i, path);
+        }
         if i >= self.members.handles.len() {
             return Err(PoolError::Usage(format!("member {i} does not exist")));
         }

@@ -14,8 +14,10 @@
 //! `create`, `open` (open and assemble: superblocks back into the array state), `persist`
 //! (superblocks, flushes, sync, close), `io` (read and write), `lazy` (the deferred-parity
 //! list), `membership` (fail, replace, member handles), `rebuild`, `status` (status and
-//! verify), `ido` (the pool's side of `crate::ido`). Repairs and scrub continue `impl Pool` in
-//! `crate::scrub`, the served pool's helpers in `crate::serve_support`.
+//! verify), `ido` (the pool's side of `crate::ido`), `md` and `md_member` (Linux MD's v1.x
+//! superblock as the other on-disk format, and the member view that puts the data area where
+//! MD has it). Repairs and scrub continue `impl Pool` in `crate::scrub`, the served pool's
+//! helpers in `crate::serve_support`.
 
 mod assembly;
 mod create;
@@ -24,6 +26,8 @@ mod ido;
 mod intent;
 mod io;
 mod lazy;
+mod md;
+mod md_member;
 mod membership;
 mod open;
 mod opts;
@@ -36,8 +40,9 @@ mod status;
 pub use descriptor::{Descriptor, MemberDesc};
 pub use intent::ResyncReport;
 pub(crate) use intent::{IntentGuard, WriteIntent, INTENT_CLEAR_AFTER};
+pub use md::mdadm_data_offset;
 pub use opts::{
-    default_journal_bytes, test_opts, CreateOpts, MemberWrap, RebuildOpts, WriteHole,
+    default_journal_bytes, test_opts, CreateOpts, MemberWrap, Metadata, RebuildOpts, WriteHole,
     DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
 };
 pub(crate) use persist::flush_each;
@@ -148,6 +153,9 @@ pub struct Pool {
     pub(crate) wh: WriteHoleState,
     /// Zone popularity, rebuild policy state, surrogate and D-Map (`crate::ido`, `ido.rs`).
     pub(crate) ido: Arc<Ido>,
+    /// Linux MD's superblock state when the pool is in MD's format (`md.rs`); `None` for
+    /// raidforge's own.
+    pub(crate) md: Option<Box<md::MdFormat>>,
 }
 
 /// The descriptor file: where it is and what it holds.

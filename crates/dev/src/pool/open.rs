@@ -96,6 +96,10 @@ impl Pool {
         if paths.is_empty() {
             return Err(PoolError::Usage("no --member given".into()));
         }
+        // Members of a Linux MD array: adopted (`md.rs`).
+        if md::is_md_member(&paths[0]) {
+            return Self::assemble_md(desc_path, paths, emulate);
+        }
         let mut found: Vec<(Superblock, PathBuf)> = Vec::new();
         for (i, p) in paths.iter().enumerate() {
             let m = super::membership::probe_member(p).map_err(|e| PoolError::Member {
@@ -187,6 +191,9 @@ impl Pool {
         access: Access,
         wrap: Option<MemberWrap>,
     ) -> Result<Pool> {
+        if desc.metadata.as_deref() == Some(md::MD_METADATA) {
+            return Self::open_md(desc_path, desc, access, wrap);
+        }
         let uuid = unhex(&desc.uuid).ok_or_else(|| PoolError::Descriptor {
             path: desc_path.to_path_buf(),
             reason: format!("bad uuid '{}'", desc.uuid),
@@ -292,6 +299,7 @@ impl Pool {
                 intent,
             },
             ido: Arc::new(ido),
+            md: None,
         };
         pool.apply_wrap(wrap);
         if access != Access::Peek {

@@ -34,6 +34,32 @@ pub struct CreateOpts {
     /// Bytes of the journal region on every member under `WriteHole::Journal` (default
     /// [`default_journal_bytes`]); a multiple of 4096, at least 64 KiB.
     pub journal_bytes: Option<u64>,
+    /// On-disk format of the superblocks (raidforge's own by default).
+    pub metadata: Metadata,
+}
+
+/// A pool's on-disk format (`raidforge create --metadata`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Metadata {
+    /// raidforge's own superblock (`raidcore::superblock`): everything raidforge can do.
+    #[default]
+    Raidforge,
+    /// Linux MD's v1.2 superblock with mdadm's defaults: the kernel assembles the pool as an
+    /// ordinary MD array (raid0/1/4/5/6/10 only; no journal, checksums, lazy parity or IDO).
+    Md,
+}
+
+impl Metadata {
+    /// Parses `raidforge` or `md`.
+    pub fn parse(s: &str) -> std::result::Result<Metadata, String> {
+        match s {
+            "raidforge" | "native" => Ok(Metadata::Raidforge),
+            "md" | "1.2" | "md-1.2" => Ok(Metadata::Md),
+            _ => Err(format!(
+                "unknown metadata '{s}': use 'raidforge' (the default) or 'md' (Linux MD v1.2)"
+            )),
+        }
+    }
 }
 
 impl CreateOpts {
@@ -61,6 +87,7 @@ impl CreateOpts {
             checksums: false,
             write_hole: WriteHole::None,
             journal_bytes: None,
+            metadata: Metadata::Raidforge,
         }
     }
 }

@@ -23,6 +23,9 @@ impl Pool {
     /// since it died (found by the fault-injection harness: every command that records state,
     /// `fail`, `replace`, `rebuild`, closing the pool, used to fail instead).
     pub(crate) fn persist(&mut self, tag: ArrayStateTag) -> Result<()> {
+        if self.md.is_some() {
+            return self.persist_md(tag);
+        }
         let started = Instant::now();
         self.compact_history()?;
         // The data the new superblocks describe (rebuilt cycles, above all) must be durable
@@ -317,6 +320,8 @@ impl Pool {
 
     /// Saves counters and marks the pool's state; call when a command ends.
     pub fn close(mut self) -> Result<()> {
+        // An MD-format pool says clean again: every write is over (flushed first).
+        self.md_mark_clean();
         // Every write is over: once the members are flushed, no region needs a resync.
         if let Some(w) = self.wh.intent.clone() {
             if !w.marked().is_empty() {

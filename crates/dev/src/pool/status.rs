@@ -71,6 +71,9 @@ pub struct Status {
     /// Zone tracking, the rebuild policy, surrogate and D-Map (seed 003, `crate::ido`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ido: Option<IdoStatus>,
+    /// The on-disk format when it is not raidforge's own: "md 1.2 raid5 left-symmetric".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<String>,
     /// Write-intent regions marked now (a pool without a journal): what a crash would leave
     /// to resynchronise.
     #[serde(default)]
@@ -180,7 +183,11 @@ impl Pool {
                     index: i,
                     path: md.path.clone(),
                     state: st.into(),
-                    data_offset_bytes: self.map.data_offset_bytes,
+                    data_offset_bytes: self
+                        .md
+                        .as_ref()
+                        .and_then(|m| m.data_offset_bytes(i))
+                        .unwrap_or(self.map.data_offset_bytes),
                     read_bytes: md.read_bytes
                         + self.members.counters[i].read_bytes.load(Ordering::Relaxed),
                     write_bytes: md.write_bytes
@@ -228,6 +235,7 @@ impl Pool {
             write_hole: self.wh.mode.as_str().into(),
             journal: self.wh.journal.as_ref().map(|j| j.stats()),
             ido: None,
+            metadata: self.metadata_description(),
             intent_regions_marked: self.wh.intent.as_ref().map_or(0, |w| w.marked().len()),
             resync: self.integrity.resync.clone(),
             spares: self.file.desc.spares.clone(),

@@ -1,0 +1,1245 @@
+//! raidforge against the real Linux MD: the kernel's RAID runs in a QEMU guest
+//! (`scripts/md-vm.sh`, driven by `common/mdvm.rs`) over image files that raidforge reads and
+//! writes on the host. Each test is one guest boot that does many arrays at once.
+
+mod common;
+#[path = "common/mdvm.rs"]
+mod mdvm;
+
+use common::TempDir;
+use mdvm::{image, value, vm_or_skip, MdVm};
+
+/// The tests of this file one at a time. Pools here take `flock` locks on their members, and
+/// every test starts processes (the guest, `raidforge`): a lock is held by the open file
+/// description, which a child shares from `fork` until its `exec`, so a member one thread
+/// closed and at once opened again could be found locked while another thread starts a
+/// process (seen: "in use by another raidforge process"). The guest boots dominate anyway.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static M: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    M.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// xorshift64 bytes.
+fn bytes(seed: u64, n: usize) -> Vec<u8> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 24) as u8
+        })
+        .collect()
+}
+
+/// The harness itself: the guest sees every disk by name, builds MD arrays over them, writes
+/// what the host gave it and copies the arrays' contents out, byte for byte.
+#[test]
+#[ignore = "boots Linux under QEMU (qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm cpio; 10-30 min on 2 cores): not yet in CI (issue 23); run with --ignored"]
+fn guest_runs_md_over_host_images() {
+    let _serial = one_at_a_time();
+    if !vm_or_skip("guest_runs_md_over_host_images") {
+        return;
+    }
+    let t = TempDir::new("md-vm", "harness");
+    let d = t.path();
+    let mut vm = MdVm::new();
+    for i in 0..6 {
+        let p = d.join(format!("m{i}.img"));
+        image(&p, 8 << 20);
+        vm.disk(&format!("m{i}"), &p);
+    }
+    let payload = bytes(7, 2 << 20);
+    std::fs::write(d.join("payload.img"), &payload).unwrap();
+    vm.disk("payload", &d.join("payload.img"));
+    image(&d.join("out5.img"), 32 << 20);
+    image(&d.join("out1.img"), 8 << 20);
+    vm.disk("out5", &d.join("out5.img"));
+    vm.disk("out1", &d.join("out1.img"));
+    vm.sh(
+        r#"
+echo "RFVM disks $(ls /dev/rf | sort | tr '\n' ' ')"
+mdadm --create /dev/md0 --run --level=5 --raid-devices=4 --chunk=64 --assume-clean /dev/rf/m0 /dev/rf/m1 /dev/rf/m2 /dev/rf/m3 2>/dev/null
+mdadm --create /dev/md1 --run --level=1 --raid-devices=2 --assume-clean /dev/rf/m4 /dev/rf/m5 2>/dev/null
+for md in md0 md1; do
+  dd if=/dev/rf/payload of=/dev/$md bs=64k seek=16 oflag=direct 2>/dev/null
+  echo "RFVM $md-size $(blockdev --getsize64 /dev/$md)"
+done
+dd if=/dev/md0 of=/dev/rf/out5 bs=1M iflag=direct 2>/dev/null
+dd if=/dev/md1 of=/dev/rf/out1 bs=1M iflag=direct 2>/dev/null
+echo "RFVM level $(cat /sys/block/md0/md/level) $(cat /sys/block/md1/md/level)"
+mdadm --stop /dev/md0 /dev/md1 2>/dev/null
+"#,
+    );
+    let lines = vm.run(d);
+    assert_eq!(
+        value(&lines, "disks").trim(),
+        "m0 m1 m2 m3 m4 m5 out1 out5 payload"
+    );
+    assert_eq!(value(&lines, "level"), "raid5 raid1");
+    for (md, out) in [("md0", "out5.img"), ("md1", "out1.img")] {
+        let size: usize = value(&lines, &format!("{md}-size")).parse().unwrap();
+        let back = std::fs::read(d.join(out)).unwrap();
+        assert!(size > 3 << 20 && size <= back.len(), "{md}: size {size}");
+        let mut want = vec![0u8; size];
+        want[1 << 20..3 << 20].copy_from_slice(&payload);
+        assert!(back[..size] == want[..], "{md}: the array's bytes differ");
+    }
+}
+
+/// The arrays whose superblocks are committed as `crates/raidcore/tests/fixtures/md/`: name,
+/// member count, the `mdadm` options, and which members to keep (`*` all). Run by
+/// `generate_md_superblock_fixtures` (ignored: it writes into the source tree).
+const FIXTURES: &[(&str, usize, &str)] = &[
+    ("raid0", 3, "--level=0 --chunk=64"),
+    ("raid1-v1.0", 2, "--level=1 --metadata=1.0"),
+    ("raid1-v1.1", 2, "--level=1 --metadata=1.1"),
+    ("raid4", 3, "--level=4 --chunk=64"),
+    (
+        "raid5-la",
+        3,
+        "--level=5 --layout=left-asymmetric --chunk=64",
+    ),
+    (
+        "raid5-ra",
+        3,
+        "--level=5 --layout=right-asymmetric --chunk=64",
+    ),
+    ("raid5-ls", 4, "--level=5 --chunk=128"),
+    (
+        "raid5-rs",
+        3,
+        "--level=5 --layout=right-symmetric --chunk=64",
+    ),
+    ("raid5-p0", 3, "--level=5 --layout=parity-first --chunk=64"),
+    ("raid5-pn", 3, "--level=5 --layout=parity-last --chunk=64"),
+    ("raid6", 4, "--level=6 --chunk=64"),
+    (
+        "raid6-ra",
+        5,
+        "--level=6 --layout=right-asymmetric --chunk=64",
+    ),
+    (
+        "raid6-ls6",
+        5,
+        "--level=6 --layout=left-symmetric-6 --chunk=64",
+    ),
+    (
+        "raid6-p06",
+        4,
+        "--level=6 --layout=parity-first-6 --chunk=64",
+    ),
+    ("raid10-n2", 3, "--level=10 --layout=n2 --chunk=64"),
+    ("raid10-f2", 4, "--level=10 --layout=f2 --chunk=64"),
+    ("raid10-o3", 5, "--level=10 --layout=o3 --chunk=64"),
+    ("raid10-n3", 4, "--level=10 --layout=n3 --chunk=32"),
+    ("raid5-v1.0", 3, "--level=5 --metadata=1.0 --chunk=64"),
+    ("raid6-v1.1", 4, "--level=6 --metadata=1.1 --chunk=64"),
+    ("raid5-bitmap", 3, "--level=5 --bitmap=internal --chunk=64"),
+    (
+        "raid5-ppl",
+        3,
+        "--level=5 --consistency-policy=ppl --chunk=64",
+    ),
+    (
+        "raid5-spare",
+        4,
+        "--level=5 --raid-devices=3 --spare-devices=1 --chunk=64",
+    ),
+];
+
+/// Writes `crates/raidcore/tests/fixtures/md/`: superblocks the real mdadm and kernel wrote, with
+/// `mdadm --examine`'s report of each, for the golden tests of `raidcore::md`. Ignored by
+/// default: `cargo test -p raidforge --test md_vm -- --ignored generate_md_superblock_fixtures`.
+#[test]
+#[ignore]
+fn generate_md_superblock_fixtures() {
+    let _serial = one_at_a_time();
+    assert!(vm_or_skip("generate_md_superblock_fixtures"));
+    let t = TempDir::new("md-vm", "fixtures");
+    let d = t.path();
+    let out_dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../raidcore/tests/fixtures/md");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let mut vm = MdVm::new();
+    let mut members: Vec<(String, Vec<String>)> = Vec::new();
+    let mut script = String::from(
+        "X() { \"$@\" 2>&1 | sed 's/^/RFVM log /'; }\n\
+         ex() { mdadm --examine \"/dev/rf/$2\" 2>&1 | sed \"s|^|RFVM ex:$1:$2 |\"; }\n\
+         echo \"RFVM kernel $(uname -r)\"\necho \"RFVM mdadm $(mdadm --version 2>&1)\"\n",
+    );
+    let mut md = 0;
+    let add = |name: &str, n: usize, vm: &mut MdVm| -> Vec<String> {
+        let names: Vec<String> = (0..n).map(|i| format!("{name}-{i}")).collect();
+        for m in &names {
+            let p = d.join(format!("{m}.img"));
+            image(&p, 8 << 20);
+            vm.disk(m, &p);
+        }
+        names
+    };
+    for &(name, n, opts) in FIXTURES {
+        let names = add(name, n, &mut vm);
+        let devs: Vec<String> = names.iter().map(|m| format!("/dev/rf/{m}")).collect();
+        let rd = if opts.contains("--raid-devices") {
+            String::new()
+        } else {
+            format!("--raid-devices={n}")
+        };
+        script += &format!(
+            "X mdadm --create /dev/md{md} --run --assume-clean {rd} {opts} {}\nX mdadm --stop /dev/md{md}\n",
+            devs.join(" ")
+        );
+        for m in &names {
+            script += &format!("ex {name} {m}\n");
+        }
+        members.push((name.to_string(), names));
+        md += 1;
+    }
+    // States the kernel reaches while running: a member failed out (the survivors record it),
+    // a recovery interrupted (MD's own initial RAID5 build, slowed down: the last member
+    // records how far it got), a reshape interrupted, an array marked dirty by a write, a
+    // bad block recorded, a write journal device.
+    let special: &[(&str, usize, &str)] = &[
+        (
+            "raid5-degraded",
+            3,
+            "X mdadm --create /dev/mdN --run --assume-clean --level=5 --raid-devices=3 --chunk=64 $D\n\
+             X mdadm /dev/mdN --fail /dev/rf/raid5-degraded-1\nX mdadm --stop /dev/mdN\n",
+        ),
+        (
+            "raid5-recovering",
+            3,
+            "echo 1 > /proc/sys/dev/raid/speed_limit_min; echo 1 > /proc/sys/dev/raid/speed_limit_max\n\
+             X mdadm --create /dev/mdN --run --level=5 --raid-devices=3 --chunk=64 $D\nsleep 2\n\
+             X cat /proc/mdstat\nX mdadm --stop /dev/mdN\n",
+        ),
+        (
+            "raid5-reshape",
+            4,
+            "echo 1 > /proc/sys/dev/raid/speed_limit_min; echo 1 > /proc/sys/dev/raid/speed_limit_max\n\
+             X mdadm --create /dev/mdN --run --assume-clean --level=5 --raid-devices=3 --chunk=64 /dev/rf/raid5-reshape-0 /dev/rf/raid5-reshape-1 /dev/rf/raid5-reshape-2\n\
+             X mdadm /dev/mdN --add /dev/rf/raid5-reshape-3\nX mdadm --grow /dev/mdN --raid-devices=4\nsleep 2\n\
+             X cat /proc/mdstat\nX mdadm --stop /dev/mdN\n",
+        ),
+        (
+            "raid5-dirty",
+            3,
+            "X mdadm --create /dev/mdN --run --assume-clean --level=5 --raid-devices=3 --chunk=64 $D\n\
+             echo 600 > /sys/block/mdN/md/safe_mode_delay\n\
+             dd if=/dev/zero of=/dev/mdN bs=4k count=1 oflag=direct 2>/dev/null\nsleep 1\n\
+             dd if=/dev/rf/raid5-dirty-0 of=/dev/rf/dirty-copy bs=4096 count=2 iflag=direct oflag=direct 2>/dev/null\n\
+             ex raid5-dirty-live dirty-copy\n\
+             X cat /sys/block/mdN/md/array_state\nX mdadm --stop /dev/mdN\n",
+        ),
+        (
+            "raid5-badblocks",
+            3,
+            "X mdadm --create /dev/mdN --run --assume-clean --level=5 --raid-devices=3 --chunk=64 $D\n\
+             k=$(basename $(readlink /dev/rf/raid5-badblocks-1))\n\
+             echo '4096 8' > /sys/block/mdN/md/dev-$k/bad_blocks\necho '6000 16' > /sys/block/mdN/md/dev-$k/bad_blocks\n\
+             dd if=/dev/zero of=/dev/mdN bs=4k count=1 oflag=direct 2>/dev/null\nsleep 1\n\
+             X cat /sys/block/mdN/md/dev-$k/bad_blocks\nX mdadm --stop /dev/mdN\n",
+        ),
+        (
+            "raid5-journal",
+            4,
+            "X mdadm --create /dev/mdN --run --assume-clean --level=5 --raid-devices=3 --chunk=64 --write-journal /dev/rf/raid5-journal-3 /dev/rf/raid5-journal-0 /dev/rf/raid5-journal-1 /dev/rf/raid5-journal-2\n\
+             X mdadm --stop /dev/mdN\n",
+        ),
+    ];
+    let dirty_copy = d.join("dirty-copy.img");
+    image(&dirty_copy, 8 << 20);
+    vm.disk("dirty-copy", &dirty_copy);
+    for &(name, n, cmds) in special {
+        let names = add(name, n, &mut vm);
+        let devs: Vec<String> = names.iter().map(|m| format!("/dev/rf/{m}")).collect();
+        script += &cmds
+            .replace("mdN", &format!("md{md}"))
+            .replace("$D", &devs.join(" "));
+        for m in &names {
+            script += &format!("ex {name} {m}\n");
+        }
+        members.push((name.to_string(), names));
+        md += 1;
+    }
+    vm.sh(&script);
+    let lines = vm.run(d);
+    std::fs::write(d.join("lines.txt"), lines.join("\n")).unwrap();
+    let kernel = value(&lines, "kernel").to_string();
+    let mdadm = value(&lines, "mdadm").to_string();
+    let mut listing = String::new();
+    for (name, names) in &members {
+        for m in names {
+            let live = name == "raid5-dirty" && m.ends_with("-0");
+            let key = if live {
+                "ex:raid5-dirty-live:dirty-copy ".to_string()
+            } else {
+                format!("ex:{name}:{m} ")
+            };
+            let examine: Vec<&str> = lines.iter().filter_map(|l| l.strip_prefix(&key)).collect();
+            let text = examine.join("\n") + "\n";
+            let so: u64 = examine
+                .iter()
+                .find_map(|l| l.trim().strip_prefix("Super Offset : "))
+                .unwrap_or_else(|| panic!("{m}: no super offset in {examine:?}"))
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let img = std::fs::read(d.join(format!("{m}.img"))).unwrap();
+            let at = so as usize * 512;
+            let (sb, from) = if live {
+                let copy = std::fs::read(&dirty_copy).unwrap();
+                (
+                    copy[4096..8192].to_vec(),
+                    "copied in the guest while the array ran",
+                )
+            } else {
+                (
+                    img[at..at + 4096].to_vec(),
+                    "read from the image after mdadm --stop",
+                )
+            };
+            std::fs::write(out_dir.join(format!("{m}.sb")), &sb).unwrap();
+            std::fs::write(out_dir.join(format!("{m}.examine")), text).unwrap();
+            let mut extra = String::new();
+            if let Some(bbl) = examine
+                .iter()
+                .find_map(|l| l.trim().strip_prefix("Bad Block Log : "))
+            {
+                // "512 entries available at offset 16 sectors"
+                let off: i64 = bbl
+                    .split("offset ")
+                    .nth(1)
+                    .and_then(|s| s.split_whitespace().next())
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or_else(|| panic!("{m}: bad block log line {bbl:?}"));
+                let from = (at as i64 + off * 512) as usize;
+                let log = &img[from..from + 4096];
+                if bbl.contains("bad blocks present") {
+                    std::fs::write(out_dir.join(format!("{m}.bbl")), log).unwrap();
+                    extra = format!(", bad block log {m}.bbl");
+                }
+            }
+            listing += &format!("| `{m}.sb`{extra} | {name} | {from} |\n");
+        }
+    }
+    let mut how = String::new();
+    for &(name, n, opts) in FIXTURES {
+        let rd = if opts.contains("--raid-devices") {
+            String::new()
+        } else {
+            format!("--raid-devices={n} ")
+        };
+        how += &format!("- {name}: `mdadm --create --run --assume-clean {rd}{opts}` over {n} members, then `--stop`\n");
+    }
+    for &(name, _, cmds) in special {
+        how += &format!("- {name}:\n\n```\n{}```\n", cmds.replace("X ", ""));
+    }
+    let provenance = format!(
+        "# Linux MD superblocks for raidcore's golden tests\n\n\
+         Written by the real mdadm and kernel in the guest of `scripts/md-vm.sh` ({kernel}, {mdadm}),\n\
+         on 8 MiB sparse image files, by `generate_md_superblock_fixtures` in\n\
+         `crates/raidforge/tests/md_vm.rs` (ignored test; rerun it to regenerate). Each `NAME.sb` is the\n\
+         4096 bytes at the member's superblock offset; `NAME.examine` is `mdadm --examine` of that member\n\
+         in the same guest, which the golden tests parse for the values they expect.\n\n\
+         | file | array | how |\n|---|---|---|\n{listing}\n## Commands\n\n{how}"
+    );
+    std::fs::write(out_dir.join("PROVENANCE.md"), provenance).unwrap();
+}
+
+/// What the kernel does to an array of [`KERNEL_ARRAYS`] after writing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Then {
+    /// Nothing: stopped.
+    Stop,
+    /// Member 1 failed and removed, a new member added and recovered completely
+    /// (`mdadm --wait`), then stopped: member 1 is stale.
+    Rebuild,
+    /// The same, but the recovery is slowed down to a crawl and the array stopped after two
+    /// seconds: the new member's superblock records how far it got.
+    Interrupt,
+}
+
+/// The arrays the kernel makes and writes for the tests below (one boot for all): name, member
+/// count, `mdadm --create` options, what happens after. Every level, every RAID5/RAID6 layout,
+/// RAID10 near, far and offset with 2 and 3 copies, odd and even member counts, and arrays the
+/// kernel rebuilt (or was rebuilding).
+const KERNEL_ARRAYS: &[(&str, usize, &str, Then)] = &[
+    ("raid0", 3, "--level=0", Then::Stop),
+    ("raid1", 2, "--level=1", Then::Stop),
+    ("raid1x3", 3, "--level=1", Then::Stop),
+    ("raid4", 4, "--level=4", Then::Stop),
+    ("r5-la", 4, "--level=5 --layout=left-asymmetric", Then::Stop),
+    (
+        "r5-ra",
+        4,
+        "--level=5 --layout=right-asymmetric",
+        Then::Stop,
+    ),
+    ("r5-ls", 3, "--level=5 --layout=left-symmetric", Then::Stop),
+    ("r5-ls5", 5, "--level=5", Then::Stop),
+    ("r5-rs", 4, "--level=5 --layout=right-symmetric", Then::Stop),
+    ("r5-pf", 4, "--level=5 --layout=parity-first", Then::Stop),
+    ("r5-pl", 4, "--level=5 --layout=parity-last", Then::Stop),
+    ("r6-la", 5, "--level=6 --layout=left-asymmetric", Then::Stop),
+    (
+        "r6-ra",
+        5,
+        "--level=6 --layout=right-asymmetric",
+        Then::Stop,
+    ),
+    ("r6-ls", 5, "--level=6", Then::Stop),
+    ("r6-ls4", 4, "--level=6 --layout=left-symmetric", Then::Stop),
+    ("r6-rs", 6, "--level=6 --layout=right-symmetric", Then::Stop),
+    ("r6-pf", 5, "--level=6 --layout=parity-first", Then::Stop),
+    ("r6-pl", 5, "--level=6 --layout=parity-last", Then::Stop),
+    (
+        "r6-la6",
+        5,
+        "--level=6 --layout=left-asymmetric-6",
+        Then::Stop,
+    ),
+    (
+        "r6-ra6",
+        5,
+        "--level=6 --layout=right-asymmetric-6",
+        Then::Stop,
+    ),
+    (
+        "r6-ls6",
+        6,
+        "--level=6 --layout=left-symmetric-6",
+        Then::Stop,
+    ),
+    (
+        "r6-rs6",
+        5,
+        "--level=6 --layout=right-symmetric-6",
+        Then::Stop,
+    ),
+    ("r6-pf6", 5, "--level=6 --layout=parity-first-6", Then::Stop),
+    ("r10-n2", 4, "--level=10 --layout=n2", Then::Stop),
+    ("r10-n2odd", 3, "--level=10 --layout=n2", Then::Stop),
+    ("r10-n3", 5, "--level=10 --layout=n3", Then::Stop),
+    ("r10-f2", 4, "--level=10 --layout=f2", Then::Stop),
+    ("r10-f2odd", 5, "--level=10 --layout=f2", Then::Stop),
+    ("r10-f3", 3, "--level=10 --layout=f3", Then::Stop),
+    ("r10-o2", 3, "--level=10 --layout=o2", Then::Stop),
+    ("r10-o3", 4, "--level=10 --layout=o3", Then::Stop),
+    ("r1-v10", 2, "--level=1 --metadata=1.0", Then::Stop),
+    ("r5-v10", 4, "--level=5 --metadata=1.0", Then::Stop),
+    ("r6-v11", 4, "--level=6 --metadata=1.1", Then::Stop),
+    ("r5-rebuilt", 4, "--level=5", Then::Rebuild),
+    (
+        "r6-rebuilt",
+        5,
+        "--level=6 --layout=right-asymmetric",
+        Then::Rebuild,
+    ),
+    ("r10-rebuilt", 4, "--level=10 --layout=f2", Then::Rebuild),
+    (
+        "r5-recovering",
+        4,
+        "--level=5 --layout=left-asymmetric",
+        Then::Interrupt,
+    ),
+];
+
+/// Bytes the kernel writes at the start of every array, and at its end.
+const HEAD_BYTES: usize = 4 << 20;
+const TAIL_BYTES: usize = 1 << 20;
+
+/// One array the kernel made: its members on the host and its size as the kernel saw it.
+#[allow(dead_code)]
+struct KernelArray {
+    name: &'static str,
+    opts: &'static str,
+    then: Then,
+    /// The array's members now (after a rebuild: the new one in place of member 1).
+    members: Vec<std::path::PathBuf>,
+    /// A member the kernel failed and removed (stale).
+    stale: Option<std::path::PathBuf>,
+    size: u64,
+}
+
+impl KernelArray {
+    /// What the array holds: the payload's head at 0 and its tail at the end, zeros between.
+    fn expected(&self, payload: &[u8]) -> Vec<u8> {
+        let mut v = vec![0u8; self.size as usize];
+        v[..HEAD_BYTES].copy_from_slice(&payload[..HEAD_BYTES]);
+        let at = self.size as usize - TAIL_BYTES;
+        v[at..].copy_from_slice(&payload[HEAD_BYTES..HEAD_BYTES + TAIL_BYTES]);
+        v
+    }
+
+    /// Copies of the member images into `dir` (the originals stay as the kernel left them):
+    /// the members, then the stale one if any.
+    fn copy_to(
+        &self,
+        dir: &std::path::Path,
+    ) -> (Vec<std::path::PathBuf>, Option<std::path::PathBuf>) {
+        let copy = |p: &std::path::Path| {
+            let to = dir.join(p.file_name().unwrap());
+            let st = std::process::Command::new("cp")
+                .arg("--sparse=always")
+                .arg(p)
+                .arg(&to)
+                .status()
+                .unwrap();
+            assert!(st.success(), "cp {}", p.display());
+            to
+        };
+        (
+            self.members.iter().map(|p| copy(p)).collect(),
+            self.stale.as_deref().map(copy),
+        )
+    }
+}
+
+struct KernelArrays {
+    arrays: Vec<KernelArray>,
+    payload: Vec<u8>,
+}
+
+/// One guest boot makes every array of [`KERNEL_ARRAYS`] (64 KiB chunks, v1.2, members of
+/// 8 MiB plus 0..4 chunks so that the last cycle is often partial), writes [`HEAD_BYTES`] of
+/// the payload at its start and [`TAIL_BYTES`] at its end with `O_DIRECT`, does what [`Then`]
+/// says and stops it. The images stay in the target directory; tests that change them work
+/// on copies. None when the guest cannot run here (see [`vm_or_skip`]).
+fn kernel_arrays(test: &str) -> Option<&'static KernelArrays> {
+    static K: std::sync::OnceLock<Option<KernelArrays>> = std::sync::OnceLock::new();
+    if !vm_or_skip(test) {
+        return None;
+    }
+    K.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("md-vm-kernel-arrays");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let payload = bytes(0x23, HEAD_BYTES + TAIL_BYTES);
+        std::fs::write(dir.join("payload.img"), &payload).unwrap();
+        let mut vm = MdVm::new();
+        vm.disk("payload", &dir.join("payload.img"));
+        // Recoveries at full speed (they are small), except where slowed on purpose.
+        let mut script = String::from(
+            "echo 200000 > /proc/sys/dev/raid/speed_limit_min\n\
+             echo 2000000 > /proc/sys/dev/raid/speed_limit_max\n",
+        );
+        let mut arrays = Vec::new();
+        for (i, &(name, n, opts, then)) in KERNEL_ARRAYS.iter().enumerate() {
+            let size = (8 << 20) + (i as u64 % 5) * (64 << 10);
+            let mut devs = Vec::new();
+            let mut members = Vec::new();
+            for j in 0..n {
+                let p = dir.join(format!("{name}-{j}.img"));
+                image(&p, size);
+                let disk = format!("{name}-{j}");
+                vm.disk(&disk, &p);
+                devs.push(format!("/dev/rf/{disk}"));
+                members.push(p);
+            }
+            // RAID1 has no chunk (mdadm refuses one); v1.2 unless the options say otherwise.
+            let chunk = if opts.split_whitespace().next() == Some("--level=1") {
+                ""
+            } else {
+                "--chunk=64"
+            };
+            let meta = if opts.contains("--metadata") {
+                ""
+            } else {
+                "--metadata=1.2"
+            };
+            script += &format!(
+                "mdadm --create /dev/md{i} --run --assume-clean {meta} {chunk} \
+                 --raid-devices={n} {opts} {} 2>/dev/null\n\
+                 sz=$(blockdev --getsize64 /dev/md{i})\n\
+                 dd if=/dev/rf/payload of=/dev/md{i} bs=64k count={} oflag=direct 2>/dev/null\n\
+                 dd if=/dev/rf/payload of=/dev/md{i} bs=64k skip={} seek=$((sz / 65536 - {})) count={} oflag=direct 2>/dev/null\n\
+                 echo \"RFVM size {name} $sz\"\n",
+                devs.join(" "),
+                HEAD_BYTES >> 16,
+                HEAD_BYTES >> 16,
+                TAIL_BYTES >> 16,
+                TAIL_BYTES >> 16,
+            );
+            let mut stale = None;
+            if then != Then::Stop {
+                let new = dir.join(format!("{name}-new.img"));
+                image(&new, size);
+                vm.disk(&format!("{name}-new"), &new);
+                let slow = if then == Then::Interrupt {
+                    "echo 1 > /proc/sys/dev/raid/speed_limit_min; echo 1 > /proc/sys/dev/raid/speed_limit_max\n"
+                } else {
+                    ""
+                };
+                let wait = if then == Then::Interrupt {
+                    "sleep 2\n"
+                } else {
+                    "mdadm --wait /dev/mdI || true\n"
+                };
+                let restore = if then == Then::Interrupt {
+                    "echo 200000 > /proc/sys/dev/raid/speed_limit_min; echo 2000000 > /proc/sys/dev/raid/speed_limit_max\n"
+                } else {
+                    ""
+                };
+                script += &format!(
+                    "mdadm /dev/mdI --fail /dev/rf/{name}-1 2>/dev/null\n\
+                     mdadm /dev/mdI --remove /dev/rf/{name}-1 2>/dev/null\n\
+                     {slow}mdadm /dev/mdI --add /dev/rf/{name}-new 2>/dev/null\n{wait}\
+                     echo \"RFVM sync {name} $(cat /sys/block/mdI/md/sync_action) $(cat /sys/block/mdI/md/degraded)\"\n"
+                )
+                .replace("mdI", &format!("md{i}"));
+                script += &format!("mdadm --stop /dev/md{i} 2>/dev/null\n{restore}");
+                stale = Some(std::mem::replace(&mut members[1], new));
+            } else {
+                script += &format!("mdadm --stop /dev/md{i} 2>/dev/null\n");
+            }
+            arrays.push(KernelArray {
+                name,
+                opts,
+                then,
+                members,
+                stale,
+                size: 0,
+            });
+        }
+        vm.sh(&script);
+        let lines = vm.run(&dir);
+        for a in &mut arrays {
+            a.size = value(&lines, &format!("size {}", a.name)).parse().unwrap();
+            assert!(
+                a.size as usize >= HEAD_BYTES + TAIL_BYTES && a.size % 65536 == 0,
+                "{}: size {}",
+                a.name,
+                a.size
+            );
+            match a.then {
+                Then::Rebuild => assert_eq!(
+                    value(&lines, &format!("sync {}", a.name)),
+                    "idle 0",
+                    "{}: the kernel's recovery did not finish",
+                    a.name
+                ),
+                Then::Interrupt => assert_eq!(
+                    value(&lines, &format!("sync {}", a.name)),
+                    "recover 1",
+                    "{}: the kernel was not recovering",
+                    a.name
+                ),
+                Then::Stop => {}
+            }
+        }
+        Some(KernelArrays { arrays, payload })
+    })
+    .as_ref()
+}
+
+/// Reads `len` bytes at `at` of a file.
+fn read_at(path: &std::path::Path, at: u64, len: usize) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(path).unwrap();
+    let mut b = vec![0u8; len];
+    f.read_exact_at(&mut b, at).unwrap();
+    b
+}
+
+/// `layout::md` against what the kernel wrote: for every array of [`KERNEL_ARRAYS`], every
+/// chunk read raw from the member images where the layout crate says it is (MD's superblocks
+/// say the geometry and each member's role), P and Q recomputed with `codec` from the data in
+/// the stripe's syndrome order, every RAID1/RAID10 copy compared with its data.
+#[test]
+#[ignore = "boots Linux under QEMU (qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm cpio; 10-30 min on 2 cores): not yet in CI (issue 23); run with --ignored"]
+fn layout_md_places_every_chunk_where_the_kernel_wrote_it() {
+    let _serial = one_at_a_time();
+    let Some(k) = kernel_arrays("layout_md_places_every_chunk_where_the_kernel_wrote_it") else {
+        return;
+    };
+    use layout::md::{MdGeometry, MdLayout};
+    use layout::Role;
+    use raidcore::md::{MdRole, MdSuperblock};
+    // (The array whose recovery was interrupted holds a half-rebuilt member, and the v1.0 and
+    // v1.1 arrays keep their superblocks elsewhere: left to the adoption tests.)
+    for a in k
+        .arrays
+        .iter()
+        .filter(|a| a.then != Then::Interrupt && !a.opts.contains("--metadata"))
+    {
+        let want = a.expected(&k.payload);
+        // Member files by role.
+        let mut by_role = vec![None; a.members.len()];
+        let mut sb0 = None;
+        for m in &a.members {
+            let sb = MdSuperblock::decode(&read_at(m, 4096, 4096)).unwrap();
+            let MdRole::Active(r) = sb.role() else {
+                panic!("{}: {} is not active", a.name, m.display())
+            };
+            by_role[r as usize] = Some(m.clone());
+            sb0.get_or_insert(sb);
+        }
+        let sb = sb0.unwrap();
+        let n = sb.raid_disks as usize;
+        let md = MdLayout::from_md(sb.level, sb.layout, n).unwrap();
+        let chunk_sectors = if sb.chunk_sectors == 0 {
+            128
+        } else {
+            u64::from(sb.chunk_sectors)
+        };
+        let geo = MdGeometry {
+            layout: md,
+            raid_disks: n,
+            chunk_sectors,
+            dev_sectors: if sb.level == 0 { sb.data_size } else { sb.size },
+        };
+        assert_eq!(geo.array_sectors() * 512, a.size, "{}: array size", a.name);
+        let cb = (chunk_sectors * 512) as usize;
+        let cycle = md.cycle(n, 0);
+        let per = cycle.data.len() as u64;
+        let chunks = a.size / cb as u64;
+        let unit = |d: u32, cyc: u64, off: u64| -> Vec<u8> {
+            let row = geo
+                .physical_row(cyc * cycle.rows + off, cycle.rows)
+                .unwrap_or_else(|| panic!("{}: row past the end", a.name));
+            read_at(
+                by_role[d as usize].as_ref().unwrap(),
+                sb.data_offset * 512 + row * cb as u64,
+                cb,
+            )
+        };
+        let mut checked_parity = 0;
+        for c in 0..chunks.div_ceil(per) {
+            for s in &cycle.stripes {
+                let data: Vec<_> = s.units.iter().filter(|u| u.role == Role::Data).collect();
+                // Only stripes wholly inside the array.
+                let idx: Vec<u64> = data
+                    .iter()
+                    .map(|u| {
+                        c * per + cycle.data.iter().position(|l| *l == u.loc()).unwrap() as u64
+                    })
+                    .collect();
+                if idx.iter().any(|&i| i >= chunks) {
+                    continue;
+                }
+                let bytes: Vec<Vec<u8>> = data.iter().map(|u| unit(u.disk, c, u.offset)).collect();
+                for (i, b) in idx.iter().zip(&bytes) {
+                    let at = (*i as usize) * cb;
+                    assert!(
+                        b[..] == want[at..at + cb],
+                        "{}: logical chunk {i} is not where layout::md puts it",
+                        a.name
+                    );
+                }
+                let refs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+                for u in &s.units {
+                    let got = unit(u.disk, c, u.offset);
+                    match u.role {
+                        Role::Data => {}
+                        Role::Mirror => assert!(got == bytes[0], "{}: copy differs", a.name),
+                        Role::P => {
+                            let mut p = vec![0u8; cb];
+                            codec::xor::encode(&refs, &mut p).unwrap();
+                            assert!(got == p, "{}: P of cycle {c}", a.name);
+                            checked_parity += 1;
+                        }
+                        Role::Q => {
+                            let (mut p, mut q) = (vec![0u8; cb], vec![0u8; cb]);
+                            codec::pq::encode(&refs, &mut p, &mut q).unwrap();
+                            assert!(got == q, "{}: Q of cycle {c}", a.name);
+                            checked_parity += 1;
+                        }
+                    }
+                }
+            }
+        }
+        if matches!(
+            md,
+            MdLayout::Raid4 | MdLayout::Raid5(_) | MdLayout::Raid6(_)
+        ) {
+            assert!(checked_parity as u64 >= chunks / per, "{}", a.name);
+        }
+    }
+}
+
+/// The kernel's arrays adopted by raidforge (`raidforge assemble` on their members, the MD
+/// format recognised by itself) and read back byte for byte: every level and layout, each
+/// redundant one also with a member left out (degraded reads), the arrays the kernel rebuilt
+/// (their stale member given too, and left out as mdadm does), and the array whose recovery
+/// the kernel did not finish (raidforge reads it, reconstructing what was not recovered yet,
+/// then finishes the rebuild from MD's recovery offset).
+#[test]
+#[ignore = "boots Linux under QEMU (qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm cpio; 10-30 min on 2 cores): not yet in CI (issue 23); run with --ignored"]
+fn raidforge_adopts_the_arrays_the_kernel_made() {
+    let _serial = one_at_a_time();
+    let Some(k) = kernel_arrays("raidforge_adopts_the_arrays_the_kernel_made") else {
+        return;
+    };
+    let t = TempDir::new("md-vm", "adopt");
+    for a in &k.arrays {
+        let want = a.expected(&k.payload);
+        let d = t.path().join(a.name);
+        std::fs::create_dir_all(&d).unwrap();
+        let (members, stale) = a.copy_to(&d);
+        let mut given = members.clone();
+        given.extend(stale.clone());
+        // The command line once per array; the library for the rest (same code, no process).
+        let desc = d.join("pool.json");
+        let mut args: Vec<String> = vec!["assemble".into(), desc.display().to_string()];
+        for m in &given {
+            args.push("--member".into());
+            args.push(m.display().to_string());
+        }
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = common::raidforge(&d, &argv);
+        assert!(
+            out.status.success(),
+            "{}: raidforge assemble failed: {}",
+            a.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let notes = String::from_utf8_lossy(&out.stderr).into_owned();
+        if stale.is_some() {
+            assert!(notes.contains("stale"), "{}: {notes}", a.name);
+        }
+        let mut pool = dev::pool::Pool::open(&desc).unwrap();
+        let st = pool.status();
+        assert_eq!(st.size_bytes, a.size, "{}", a.name);
+        if a.then == Then::Interrupt {
+            assert_eq!(st.members[1].state, "rebuilding", "{}", a.name);
+            assert!(
+                st.cycles_clean > 0,
+                "{}: MD's recovery offset not taken",
+                a.name
+            );
+        }
+        assert!(
+            pool.read(0, a.size).unwrap() == want,
+            "{}: raidforge reads other bytes than the kernel wrote",
+            a.name
+        );
+        if a.then == Then::Interrupt {
+            pool.rebuild(&dev::pool::RebuildOpts::default(), |_| {})
+                .unwrap();
+            assert!(pool.read(0, a.size).unwrap() == want, "{}", a.name);
+            assert!(pool.verify().unwrap().inconsistent.is_empty(), "{}", a.name);
+        }
+        pool.close().unwrap();
+        // With a member missing: slot 1's member left out.
+        let tolerance = match a.opts {
+            o if o.contains("--level=0") => 0,
+            _ => 1,
+        };
+        if tolerance > 0 && a.then == Then::Stop {
+            let d2 = t.path().join(format!("{}-degraded", a.name));
+            std::fs::create_dir_all(&d2).unwrap();
+            let (m2, _) = a.copy_to(&d2);
+            let without: Vec<std::path::PathBuf> = m2
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != 1)
+                .map(|(_, p)| p.clone())
+                .collect();
+            let mut pool = dev::pool::Pool::assemble(&d2.join("pool.json"), &without, None)
+                .unwrap_or_else(|e| panic!("{} without a member: {e}", a.name));
+            assert_eq!(pool.status().failed, vec![1], "{}", a.name);
+            assert!(
+                pool.read(0, a.size).unwrap() == want,
+                "{}: degraded reads differ",
+                a.name
+            );
+            drop(pool);
+            let _ = std::fs::remove_dir_all(&d2);
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+/// What raidforge does to an adopted array before handing it back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hand {
+    /// Writes a range and closes it.
+    Write,
+    /// Fails member 2, writes (degraded), replaces it, rebuilds, closes.
+    Rebuild,
+    /// Fails member 0, writes, closes: the kernel gets the failed member too and must leave
+    /// it out, starting the array degraded without `--force`.
+    Degraded,
+    /// Fails member 1, replaces it, rebuilds three cycles only, writes, closes: the kernel
+    /// resumes the recovery from raidforge's recovery offset.
+    Partial,
+    /// The array the kernel left recovering: raidforge finishes the rebuild, writes, closes.
+    Finish,
+}
+
+/// The arrays of [`KERNEL_ARRAYS`] raidforge hands back, and what it does to them first.
+const HAND_BACK: &[(&str, Hand)] = &[
+    ("raid0", Hand::Write),
+    ("raid1x3", Hand::Write),
+    ("raid4", Hand::Write),
+    ("r5-la", Hand::Write),
+    ("r6-pf6", Hand::Write),
+    ("r6-ra6", Hand::Write),
+    ("r10-n2odd", Hand::Write),
+    ("r10-f3", Hand::Write),
+    ("r10-o2", Hand::Write),
+    ("r6-v11", Hand::Write),
+    ("r5-v10", Hand::Rebuild),
+    ("r1-v10", Hand::Degraded),
+    ("r5-ls5", Hand::Rebuild),
+    ("r10-f2odd", Hand::Rebuild),
+    ("r6-la", Hand::Rebuild),
+    ("r6-rs", Hand::Degraded),
+    ("r10-o3", Hand::Degraded),
+    ("r5-rs", Hand::Partial),
+    ("r5-recovering", Hand::Finish),
+];
+
+/// The pools raidforge creates for the kernel (`--metadata md`): scheme, layout, members,
+/// chunk (None: the command line's default for MD, 512 KiB, through the command line).
+const CREATED: &[(&str, Option<&str>, usize, Option<u64>)] = &[
+    ("raid0", None, 3, Some(64 << 10)),
+    ("raid1", None, 2, None),
+    ("raid4", None, 3, Some(64 << 10)),
+    ("raid5", Some("left-asymmetric"), 4, Some(64 << 10)),
+    ("raid5", Some("right-asymmetric"), 4, Some(64 << 10)),
+    ("raid5", None, 4, None),
+    ("raid5", Some("right-symmetric"), 3, Some(64 << 10)),
+    ("raid5", Some("parity-first"), 4, Some(64 << 10)),
+    ("raid5", Some("parity-last"), 4, Some(64 << 10)),
+    ("raid6", Some("left-asymmetric"), 5, Some(64 << 10)),
+    ("raid6", Some("right-asymmetric"), 5, Some(64 << 10)),
+    ("raid6", None, 5, None),
+    ("raid6", Some("right-symmetric"), 6, Some(64 << 10)),
+    ("raid6", Some("parity-first"), 5, Some(64 << 10)),
+    ("raid6", Some("parity-last"), 5, Some(64 << 10)),
+    ("raid6", Some("left-asymmetric-6"), 5, Some(64 << 10)),
+    ("raid6", Some("right-asymmetric-6"), 5, Some(64 << 10)),
+    ("raid6", Some("left-symmetric-6"), 5, Some(64 << 10)),
+    ("raid6", Some("right-symmetric-6"), 4, Some(64 << 10)),
+    ("raid6", Some("parity-first-6"), 5, Some(64 << 10)),
+    ("raid10", Some("n2"), 3, Some(64 << 10)),
+    ("raid10", Some("n3"), 4, Some(64 << 10)),
+    ("raid10", Some("f2"), 4, None),
+    ("raid10", Some("f3"), 3, Some(64 << 10)),
+    ("raid10", Some("o2"), 3, Some(64 << 10)),
+    ("raid10", Some("o3"), 4, Some(64 << 10)),
+];
+
+/// mdadm's text form of an array UUID.
+fn mdadm_uuid(u: &[u8; 16]) -> String {
+    u.chunks(4)
+        .map(|c| c.iter().map(|b| format!("{b:02x}")).collect::<String>())
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// One array the guest assembles in the second boot.
+struct Back {
+    name: String,
+    /// Every image the kernel gets (a failed member's too).
+    disks: Vec<std::path::PathBuf>,
+    uuid: [u8; 16],
+    size: u64,
+    want: Vec<u8>,
+    hand: Option<Hand>,
+    /// The pool raidforge created (its descriptor).
+    created: Option<std::path::PathBuf>,
+}
+
+/// Both directions after the first: arrays the kernel made, adopted and changed by raidforge
+/// (written, a member rebuilt, failed, half rebuilt, a kernel recovery finished), assembled by
+/// the kernel's `mdadm --assemble` without `--force` with the right members active and the
+/// state raidforge left (clean; degraded; recovering from raidforge's recovery offset, then
+/// clean), reading the bytes raidforge wrote; and pools raidforge created with `--metadata
+/// md` for every level and layout and filled, found by `mdadm --assemble --scan` as ordinary
+/// MD arrays, read back by the kernel, written by the kernel, and read back by raidforge.
+/// One guest boot.
+#[test]
+#[ignore = "boots Linux under QEMU (qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm cpio; 10-30 min on 2 cores): not yet in CI (issue 23); run with --ignored"]
+fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
+    let _serial = one_at_a_time();
+    let Some(k) = kernel_arrays("pools_go_back_and_forth_between_raidforge_and_the_kernel") else {
+        return;
+    };
+    use dev::pool::{Pool, RebuildOpts};
+    let t = TempDir::new("md-vm", "back-and-forth");
+    let root = t.path();
+    let mut backs: Vec<Back> = Vec::new();
+    // Arrays the kernel made, changed by raidforge.
+    for (i, &(name, hand)) in HAND_BACK.iter().enumerate() {
+        let a = k.arrays.iter().find(|a| a.name == name).unwrap();
+        let d = root.join(format!("h-{name}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let (members, stale) = a.copy_to(&d);
+        let desc = d.join("pool.json");
+        let mut pool = Pool::assemble(&desc, &members, None).unwrap();
+        let uuid = {
+            let st = pool.status();
+            let mut u = [0u8; 16];
+            for (j, b) in u.iter_mut().enumerate() {
+                *b = u8::from_str_radix(&st.uuid[2 * j..2 * j + 2], 16).unwrap();
+            }
+            u
+        };
+        let mut want = a.expected(&k.payload);
+        let region = bytes(0x4800 + i as u64, 1 << 20);
+        let at = 2 << 20;
+        let mut disks = members.clone();
+        let write = |pool: &mut Pool, want: &mut Vec<u8>| {
+            pool.write(at as u64, &region).unwrap();
+            want[at..at + region.len()].copy_from_slice(&region);
+        };
+        match hand {
+            Hand::Write => write(&mut pool, &mut want),
+            Hand::Rebuild => {
+                pool.fail(2).unwrap();
+                write(&mut pool, &mut want);
+                let new = d.join("new2.img");
+                pool.replace(2, &new).unwrap();
+                pool.rebuild(&RebuildOpts::default(), |_| {}).unwrap();
+                disks.push(members[2].clone());
+                disks[2] = new;
+            }
+            Hand::Degraded => {
+                pool.fail(0).unwrap();
+                write(&mut pool, &mut want);
+            }
+            Hand::Partial => {
+                pool.fail(1).unwrap();
+                let new = d.join("new1.img");
+                pool.replace(1, &new).unwrap();
+                pool.rebuild(
+                    &RebuildOpts {
+                        parallel_cycles: 1,
+                        max_cycles: Some(3),
+                        ..RebuildOpts::default()
+                    },
+                    |_| {},
+                )
+                .unwrap();
+                write(&mut pool, &mut want);
+                disks.push(members[1].clone());
+                disks[1] = new;
+            }
+            Hand::Finish => {
+                pool.rebuild(&RebuildOpts::default(), |_| {}).unwrap();
+                write(&mut pool, &mut want);
+            }
+        }
+        assert!(
+            pool.read(0, a.size).unwrap() == want,
+            "{name}: before hand-back"
+        );
+        pool.close().unwrap();
+        disks.extend(stale);
+        backs.push(Back {
+            name: format!("h-{name}"),
+            disks,
+            uuid,
+            size: a.size,
+            want,
+            hand: Some(hand),
+            created: None,
+        });
+    }
+    // Pools raidforge creates for the kernel, filled by raidforge.
+    for (i, &(scheme, layout, n, chunk)) in CREATED.iter().enumerate() {
+        let name = format!("c{i}-{scheme}-{}", layout.unwrap_or("default"));
+        let d = root.join(&name);
+        std::fs::create_dir_all(&d).unwrap();
+        let members: Vec<std::path::PathBuf> =
+            (0..n).map(|j| d.join(format!("m{j}.img"))).collect();
+        let desc = d.join("pool.json");
+        match chunk {
+            // Through the command line, with its defaults for MD.
+            None => {
+                let mut args: Vec<String> = vec![
+                    "create".into(),
+                    desc.display().to_string(),
+                    "--scheme".into(),
+                    scheme.into(),
+                    "--metadata".into(),
+                    "md".into(),
+                    "--size".into(),
+                    "8M".into(),
+                ];
+                if let Some(l) = layout {
+                    args.extend(["--layout".into(), l.into()]);
+                }
+                for m in &members {
+                    args.extend(["--member".into(), m.display().to_string()]);
+                }
+                let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+                common::ok(&d, &argv);
+            }
+            Some(c) => {
+                let params = layout::Params {
+                    disks: Some(n),
+                    md_layout: layout.map(str::to_string),
+                    ..layout::Params::default()
+                };
+                let opts = dev::pool::CreateOpts {
+                    size_bytes: Some((8 << 20) + (i as u64 % 3) * (64 << 10)),
+                    metadata: dev::pool::Metadata::Md,
+                    ..dev::pool::CreateOpts::new(
+                        layout::SchemeKind::parse(scheme).unwrap(),
+                        params,
+                        members.clone(),
+                        c,
+                    )
+                };
+                Pool::create(&desc, opts).unwrap().close().unwrap();
+            }
+        }
+        let mut pool = Pool::open(&desc).unwrap();
+        let st = pool.status();
+        let want = bytes(0x5000 + i as u64, st.size_bytes as usize);
+        pool.write(0, &want).unwrap();
+        pool.close().unwrap();
+        let mut uuid = [0u8; 16];
+        for (j, b) in uuid.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&st.uuid[2 * j..2 * j + 2], 16).unwrap();
+        }
+        backs.push(Back {
+            name,
+            disks: members,
+            uuid,
+            size: st.size_bytes,
+            want,
+            hand: None,
+            created: Some(desc),
+        });
+    }
+    // The guest: hand-backs assembled one by one, then the created pools by --scan.
+    let kernel_write = bytes(0x6000, 512 << 10);
+    std::fs::write(root.join("kw.img"), &kernel_write).unwrap();
+    let total: u64 = backs.iter().map(|b| b.size).sum();
+    let out = root.join("out.img");
+    image(&out, total);
+    let mut vm = MdVm::new();
+    vm.disk("kw", &root.join("kw.img"));
+    vm.disk("out", &out);
+    let mut script = String::from(
+        "echo 200000 > /proc/sys/dev/raid/speed_limit_min\n\
+         echo 2000000 > /proc/sys/dev/raid/speed_limit_max\n\
+         find_md() { for m in /dev/md[0-9]*; do \
+           u=$(mdadm --detail --export $m 2>/dev/null | sed -n 's/^MD_UUID=//p'); \
+           if [ \"$u\" = \"$1\" ]; then echo $m; return; fi; done; }\n\
+         report() { b=$(basename $2); \
+           for f in array_state degraded sync_action raid_disks; do \
+             v=$(cat /sys/block/$b/md/$f 2>/dev/null || echo none); printf '%s ' \"$v\"; \
+           done > /tmp/st; echo \"RFVM state $1 $(cat /tmp/st)\"; }\n",
+    );
+    let mut offsets = Vec::new();
+    let mut off = 0u64;
+    for (bi, b) in backs.iter().enumerate() {
+        let mut devs = Vec::new();
+        for (j, p) in b.disks.iter().enumerate() {
+            let disk = format!("b{bi}m{j}");
+            vm.disk(&disk, p);
+            devs.push(format!("/dev/rf/{disk}"));
+        }
+        offsets.push(off);
+        if b.hand.is_some() {
+            let md = format!("/dev/md{}", 200 + bi);
+            let name = &b.name;
+            // The half-rebuilt array: its recovery crawls for a second (where did it
+            // resume?), then runs to the end.
+            let (slow, wait) = if b.hand == Some(Hand::Partial) {
+                (
+                    "echo 1 > /proc/sys/dev/raid/speed_limit_min; \
+                     echo 1 > /proc/sys/dev/raid/speed_limit_max\n"
+                        .to_string(),
+                    format!(
+                        "report {name}-before {md}\n\
+                         echo \"RFVM resumed {name} $(cat /sys/block/{mdb}/md/sync_completed)\"\n\
+                         echo 200000 > /proc/sys/dev/raid/speed_limit_min; \
+                         echo 2000000 > /proc/sys/dev/raid/speed_limit_max\n\
+                         mdadm --wait {md} || true\n",
+                        mdb = &md[5..]
+                    ),
+                )
+            } else {
+                (String::new(), String::new())
+            };
+            script += &format!(
+                "{slow}mdadm --assemble {md} {devs} 2>&1 | sed 's/^/RFVM asm {name} /'\n\
+                 sleep 1\n{wait}report {name} {md}\n\
+                 dd if={md} of=/dev/rf/out bs=64k seek={seek} iflag=direct 2>/dev/null\n\
+                 mdadm --stop {md} 2>/dev/null\n",
+                devs = devs.join(" "),
+                seek = off / 65536,
+            );
+        }
+        off += b.size;
+    }
+    script += "mdadm --assemble --scan 2>&1 | sed 's/^/RFVM scan /'\nsleep 1\n";
+    for (bi, b) in backs.iter().enumerate() {
+        if b.created.is_none() {
+            continue;
+        }
+        script += &format!(
+            "md=$(find_md {uuid})\n\
+             [ -n \"$md\" ] || echo \"RFVM missing {name}\"\n\
+             if [ -n \"$md\" ]; then report {name} $md; \
+             dd if=$md of=/dev/rf/out bs=64k seek={seek} iflag=direct 2>/dev/null; \
+             dd if=/dev/rf/kw of=$md bs=64k seek=16 oflag=direct 2>/dev/null; \
+             mdadm --stop $md 2>/dev/null; fi\n",
+            uuid = mdadm_uuid(&b.uuid),
+            name = b.name,
+            seek = offsets[bi] / 65536,
+        );
+    }
+    vm.sh(&script);
+    let lines = vm.run(root);
+    std::fs::write(root.join("lines.txt"), lines.join("\n")).unwrap();
+    let back_bytes = std::fs::read(&out).unwrap();
+    for (bi, b) in backs.iter().enumerate() {
+        let state = value(&lines, &format!("state {}", b.name));
+        let f: Vec<&str> = state.split_whitespace().collect();
+        // array_state, degraded, sync_action, raid_disks ("none": RAID0 has neither
+        // degraded nor sync_action in sysfs)
+        assert_eq!(f[0], "clean", "{}: {state}", b.name);
+        let raid0 = b.name.contains("raid0");
+        let degraded = match (raid0, b.hand == Some(Hand::Degraded)) {
+            (true, _) => "none",
+            (false, true) => "1",
+            (false, false) => "0",
+        };
+        assert_eq!(f[1], degraded, "{}: {state}", b.name);
+        assert_eq!(
+            f[2],
+            if raid0 { "none" } else { "idle" },
+            "{}: {state} (a resync or recovery ran)",
+            b.name
+        );
+        if b.hand == Some(Hand::Partial) {
+            let before = value(&lines, &format!("state {}-before", b.name));
+            assert!(before.contains("recover"), "{}: {before}", b.name);
+            // "DONE / TOTAL" sectors: the kernel started where raidforge's rebuild stopped
+            // (three cycles of four 64 KiB rows: 1536 sectors), not at 0.
+            let resumed = value(&lines, &format!("resumed {}", b.name));
+            let done: u64 = resumed.split_whitespace().next().unwrap().parse().unwrap();
+            assert!(done >= 1536, "{}: recovery at {resumed}", b.name);
+        }
+        let at = offsets[bi] as usize;
+        assert!(
+            back_bytes[at..at + b.size as usize] == b.want[..],
+            "{}: the kernel reads other bytes than raidforge wrote",
+            b.name
+        );
+        if let Some(desc) = &b.created {
+            // The kernel wrote; raidforge reads.
+            let mut want = b.want.clone();
+            want[1 << 20..(1 << 20) + kernel_write.len()].copy_from_slice(&kernel_write);
+            let mut pool = Pool::open(desc).unwrap();
+            assert!(
+                pool.read(0, b.size).unwrap() == want,
+                "{}: raidforge reads other bytes than the kernel wrote",
+                b.name
+            );
+            assert!(pool.verify().unwrap().inconsistent.is_empty(), "{}", b.name);
+            pool.close().unwrap();
+        }
+    }
+}

@@ -29,4 +29,4 @@ else
     "$venv/bin/python" -m pip install -q --no-deps --force-reinstall ./python
 fi
 cargo build --release -p raidforge
-RAIDFORGE_BIN="$PWD/target/release/raidforge" "$venv/bin/python" -m pytest python/tests
+RAIDFORGE_BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/raidforge" "$venv/bin/python" -m pytest python/tests

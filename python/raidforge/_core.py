@@ -139,6 +139,7 @@ def layout(
     seed: Optional[int] = None,
     stripes: Optional[int] = None,
     volumes: Optional[str] = None,
+    md_layout: Optional[str] = None,
     failed: Optional[Sequence[int]] = None,
     window: Optional[int] = None,
 ) -> Layout:
@@ -240,6 +241,7 @@ def sim(
     seed: Optional[int] = None,
     stripes: Optional[int] = None,
     volumes: Optional[str] = None,
+    md_layout: Optional[str] = None,
     disk: Optional[str] = None,
     disk_at: Optional[Union[str, Sequence[str]]] = None,
     lse: Optional[Union[str, Sequence[str]]] = None,
@@ -515,6 +517,7 @@ class Pool:
         seed: Optional[int] = None,
         stripes: Optional[int] = None,
         volumes: Optional[str] = None,
+        md_layout: Optional[str] = None,
         size: Optional[Size] = None,
         chunk: Optional[Size] = None,
         emulate: Optional[str] = None,
@@ -528,6 +531,7 @@ class Pool:
         surrogate: Optional[PathLike] = None,
         zone_size: Optional[Size] = None,
         hot_spares: Optional[Sequence[PathLike]] = None,
+        metadata: Optional[str] = None,
     ) -> "Pool":
         """``raidforge create PATH ...``: every option a keyword (``--member`` is ``members``,
         a list); the pool is returned open."""

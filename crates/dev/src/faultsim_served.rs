@@ -164,8 +164,8 @@ impl Shared {
                 // whether the member holds the same bytes there.
                 let raw_at = |o: u64| {
                     let (cc, idx) = geo.locate_chunk(o / geo.chunk_bytes());
-                    let (su, uu) = geo.place_units(geo.data_place(idx))[0];
-                    let loc = st.layout_of(cc).stripes[su].units[uu].loc();
+                    let (loc, _) =
+                        raidcore::repair::place_loc(geo, st, cc, geo.data_place(idx));
                     let moff =
                         p.data_offset_bytes() + geo.member_offset(cc, loc, o % geo.chunk_bytes());
                     let mut raw = vec![0u8; 512];

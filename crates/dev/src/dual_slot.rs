@@ -22,13 +22,18 @@ pub(crate) struct DualSlot {
     pub region: Region,
 }
 
-/// Member `member` failed writing or flushing a slot of the record `name`.
+/// No member took a slot of the record `name`: the last one to fail writing or flushing it
+/// and why, or none at all present.
 #[derive(Debug, thiserror::Error)]
-#[error("{name} on member {member}: {source}")]
-pub(crate) struct SlotWriteError {
-    pub name: &'static str,
-    pub member: usize,
-    pub source: std::io::Error,
+pub(crate) enum SlotWriteError {
+    #[error("{name} on member {member}: {source}")]
+    Failed {
+        name: &'static str,
+        member: usize,
+        source: std::io::Error,
+    },
+    #[error("{name}: no member is present to hold it (every member has failed)")]
+    NoMember { name: &'static str },
 }
 
 impl DualSlot {
@@ -88,13 +93,13 @@ impl DualSlot {
             }
         }
         if written == 0 && copies > 0 {
-            let (member, source) = dead
-                .pop()
-                .unwrap_or((usize::MAX, std::io::Error::other("no member is present")));
-            return Err(SlotWriteError {
-                name: self.name,
-                member,
-                source,
+            return Err(match dead.pop() {
+                Some((member, source)) => SlotWriteError::Failed {
+                    name: self.name,
+                    member,
+                    source,
+                },
+                None => SlotWriteError::NoMember { name: self.name },
             });
         }
         Ok(dead)
@@ -137,6 +142,21 @@ impl DualSlot {
 mod tests {
     use super::*;
     use crate::MemMember;
+
+    /// With every member gone, the error says so (it named member 18446744073709551615).
+    #[test]
+    fn a_record_with_no_member_left_says_so() {
+        let store = DualSlot::new("IDO record", Region::new(8192, 16384));
+        let members: Vec<Option<Arc<dyn Member>>> = vec![None, None, None];
+        let counters: Vec<Counters> = (0..3).map(|_| Counters::default()).collect();
+        let e = store
+            .write(&members, &counters, 2, 1, &[1u8; 512], true)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "IDO record: no member is present to hold it (every member has failed)"
+        );
+    }
 
     #[test]
     fn alternates_and_reads_back_both_slots() {

@@ -205,6 +205,38 @@ impl Shared {
         })
         .unwrap_or_default()
     }
+    /// Where volume sector `s` lives in every layout generation of its cycle, and the first
+    /// bytes each member holds there: which generation's placement got the latest write.
+    fn debug_sector(&self, s: u64) -> String {
+        let sp = self.serving.lock().unwrap().clone();
+        sp.and_then(|(_, sp)| {
+            sp.with_pool(|p| {
+                let st = p.state();
+                let geo = p.geometry();
+                let o = s * SECTOR;
+                let (c, idx) = geo.locate_chunk(o / geo.chunk_bytes());
+                let mut out = format!("sector {s} cycle {c} now in gen {}:", st.cycle_generation(c));
+                for (g, gen) in st.generations().iter().enumerate() {
+                    let loc = raidcore::repair::place_loc_in(geo, st, c, geo.data_place(idx), g as u32);
+                    let moff = p.data_offset_bytes() + geo.member_offset(c, loc, o % geo.chunk_bytes());
+                    let mut raw = [0u8; 4];
+                    let held = p.members.handles[loc.disk as usize]
+                        .as_ref()
+                        .map(|m| m.read_at(&mut raw, moff).map(|_| raw));
+                    out += &format!(
+                        " [gen {g} failed {:?} blocked {} cycles {}: member {} byte {moff} holds {held:?}]",
+                        gen.failed,
+                        gen.blocked.is_some(),
+                        st.cycles_in_generation(g as u32),
+                        loc.disk
+                    );
+                }
+                Ok(out)
+            })
+            .ok()
+        })
+        .unwrap_or_default()
+    }
     fn log(&self, a: std::fmt::Arguments<'_>) {
         if self.verbose {
             eprintln!("faultsim-served: {a}");
@@ -388,6 +420,14 @@ impl ClientState {
                     sh.log(format_args!("WRONG DATA: {msg}"));
                     if sh.verbose {
                         sh.log(format_args!("DEBUG {}", sh.debug_at(off, &buf)));
+                        let sector = why
+                            .split("volume sector ")
+                            .nth(1)
+                            .and_then(|t| t.split(' ').next())
+                            .and_then(|t| t.parse::<u64>().ok());
+                        if let Some(s) = sector {
+                            sh.log(format_args!("DEBUG {}", sh.debug_sector(s)));
+                        }
                     }
                     if sh.within {
                         self.losses.push(msg);
@@ -450,7 +490,10 @@ impl ClientState {
     }
 
     fn flush(&mut self, sh: &Shared, c: &mut Client) {
-        let lost_before = sh.gone_lose_data.load(Ordering::SeqCst);
+        let lost_before = {
+            let g = sh.gone.lock().unwrap();
+            sh.gone_lose_data.load(Ordering::SeqCst).then(|| g.clone())
+        };
         let r = c.flush();
         if sh.crash.is_dead() {
             return;
@@ -458,12 +501,11 @@ impl ClientState {
         match r {
             Ok(()) => {
                 self.model.flush();
-                if lost_before {
+                if let Some(gone) = lost_before {
                     self.losses.push(format!(
-                        "client {}: a flush succeeded although the members gone ({:?}) lose \
+                        "client {}: a flush succeeded although the members gone ({gone:?}) lose \
                          data: writes to them cannot have been made durable",
                         self.id,
-                        sh.gone.lock().unwrap()
                     ));
                 }
             }
@@ -1047,17 +1089,28 @@ impl ServedRun {
     }
 
     /// Members gone for good changed: recompute whether the layout loses data without them.
+    ///
+    /// Judged on where the data lives now: the served pool's membership state (cycles a
+    /// rebuild moved into the layout's spare space no longer need the member they were
+    /// rebuilt from), with every gone member the pool has not noticed yet failed on top. A
+    /// state that claimed a rebuild the members do not hold would be caught by the reads,
+    /// which check every byte against the clients' models. With no pool up (between a crash
+    /// and the restart), the layout's own tolerance: every cycle where it was created.
     fn update_gone(&self, f: impl FnOnce(&mut BTreeSet<usize>)) {
         let mut g = self.sh.gone.lock().unwrap();
         f(&mut g);
-        let mut st = ArrayState::new(&self.geo);
-        let mut lost = false;
+        let mut st = self
+            .inc
+            .as_ref()
+            .and_then(|inc| inc.sp.with_pool(|p| Ok(p.state().clone())).ok())
+            .unwrap_or_else(|| ArrayState::new(&self.geo));
         for &d in g.iter() {
-            if st.fail(&self.geo, d as u32).is_err() {
-                lost = true;
+            if !st.failed().contains(&(d as u32)) {
+                st.fail(&self.geo, d as u32)
+                    .expect("a member of the array that has not failed can fail");
             }
         }
-        lost |= st.data_lost(&self.geo);
+        let lost = st.data_lost(&self.geo);
         self.sh.gone_lose_data.store(lost, Ordering::SeqCst);
     }
 

@@ -24,6 +24,11 @@
 //! *target*. A unit of cycle `c` is **available** iff its member is present and was not replaced
 //! after the cycle's generation (`replaced_at[member] <= cycle_gen[c]`): a member replaced later
 //! holds nothing valid for that cycle.
+//!
+//! An event whose new layout relocates members that were failed already may also append a
+//! *staging* generation just before it ([`Generation::staging`]): a cycle whose move to the
+//! target would write over units its own generation still reads stops there first
+//! ([`ArrayState::move_overwrites_live`], `plan_rebuild_cycle`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -287,6 +292,18 @@ fn stride_rows(scheme: &dyn Scheme) -> u64 {
     rows
 }
 
+/// Whether moving places from positions `old` to `new` (indexed by place) writes some place
+/// where another one still lies readable (`readable` members) and has yet to move away.
+fn overwrites_live(old: &[Loc], new: &[Loc], readable: impl Fn(Disk) -> bool) -> bool {
+    let live: BTreeSet<Loc> = old
+        .iter()
+        .zip(new)
+        .filter(|(o, n)| o != n && readable(o.disk))
+        .map(|(o, _)| *o)
+        .collect();
+    !live.is_empty() && old.iter().zip(new).any(|(o, n)| o != n && live.contains(n))
+}
+
 /// One layout generation: the layout the array moves toward after an event.
 #[derive(Clone, Debug)]
 pub struct Generation {
@@ -298,6 +315,16 @@ pub struct Generation {
     /// relocate, or relocated units past the stride); its `cycle` is then the previous
     /// generation's. Rebuilding toward it fails with [`CoreError::RebuildBlocked`].
     pub blocked: Option<LayoutError>,
+    /// A stop on the way to the next generation (pushed before it by a replacement while
+    /// other members stay failed, or by a failure while others are failed already, when the
+    /// next generation relocates): the healthy layout with the failed members' units left
+    /// where they were, unreadable. A cycle whose move to the next generation would
+    /// overwrite units its current generation still reads (a relocation reusing spare room
+    /// an earlier relocation fills) moves here first (copying back onto a replacement, or
+    /// dropping relocated copies of failed members, which the code reconstructs), then into
+    /// the freed spare room: no write of a move destroys what a crash or a failed write
+    /// would fall back on. Blocked when the code cannot carry the failures unrelocated.
+    pub staging: bool,
 }
 
 /// What [`ArrayState::fail`] reports.
@@ -358,6 +385,7 @@ impl ArrayState {
                 failed: Vec::new(),
                 cycle: Arc::new(geo.healthy().clone()),
                 blocked: None,
+                staging: false,
             }],
             cycle_gen: vec![0; geo.cycles() as usize],
             cycles_in_gen: vec![geo.cycles()],
@@ -428,6 +456,10 @@ impl ArrayState {
     pub fn clean_cycles(&self) -> u64 {
         self.cycles_in_gen[self.target_generation() as usize]
     }
+    /// Number of cycles laid out in generation `gen`.
+    pub fn cycles_in_generation(&self, gen: u32) -> u64 {
+        self.cycles_in_gen[gen as usize]
+    }
     /// Every cycle is in the target generation.
     pub fn all_clean(&self) -> bool {
         self.clean_cycles() == self.cycle_gen.len() as u64
@@ -497,8 +529,12 @@ impl ArrayState {
             return Err(CoreError::AlreadyFailed { member: d });
         }
         self.failed.push(d);
+        // With members failed before, cycles may lie relocated already: see
+        // [`Generation::staging`].
+        let staging = (self.failed.len() > 1 && self.relocates(geo)).then(|| self.push_staging());
         let generation = self.push_generation(geo);
         self.refresh_impaired();
+        self.block_staging_if_unrecoverable(geo, staging);
         let data_lost = self.data_lost(geo);
         Ok(FailOutcome {
             generation,
@@ -515,10 +551,54 @@ impl ArrayState {
             return Err(CoreError::NotFailed { member: d });
         };
         self.failed.remove(i);
+        // Members still failed and relocated in the new generation: see
+        // [`Generation::staging`]. The replacement holds valid data from the staging stop on.
+        let staging = (!self.failed.is_empty() && self.relocates(geo)).then(|| self.push_staging());
         let g = self.push_generation(geo);
-        self.replaced_at[d as usize] = g;
+        self.replaced_at[d as usize] = staging.unwrap_or(g);
         self.refresh_impaired();
+        self.block_staging_if_unrecoverable(geo, staging);
         Ok(g)
+    }
+
+    /// Whether the layout for the members failed now relocates their units (into spare
+    /// room). Decided by the events alone, never by where the cycles are: a pool reassembled
+    /// from its superblocks replays the events and must find the same generations.
+    fn relocates(&self, geo: &Geometry) -> bool {
+        recovery_plan(&**geo.scheme(), &self.failed)
+            .is_ok_and(|p| p.rebuilt != *self.generations[0].cycle)
+    }
+
+    /// A staging layout that cannot hold the data with the failed members unrelocated (more
+    /// than the code tolerates, survivable only relocated) is no stop: blocked.
+    fn block_staging_if_unrecoverable(&mut self, geo: &Geometry, staging: Option<u32>) {
+        if let Some(s) = staging {
+            if crate::recon::unrecoverable_stripe(geo, self, s).is_some() {
+                self.generations[s as usize].blocked = Some(LayoutError::Unrecoverable(
+                    "the members failed need their relocation".into(),
+                ));
+            }
+        }
+    }
+
+    /// The staging generation just before `to`, when `to` has one.
+    pub fn staging_before(&self, to: u32) -> Option<u32> {
+        let s = to.checked_sub(1)?;
+        let g = &self.generations[s as usize];
+        (g.staging && g.blocked.is_none()).then_some(s)
+    }
+
+    /// Whether moving cycle `c` from its generation to `to` writes a unit where its current
+    /// generation keeps another unit it can still read: a crash or a failed write in the
+    /// middle of the move would leave neither layout whole.
+    pub fn move_overwrites_live(&self, c: u64, to: u32) -> bool {
+        let from = self.cycle_gen[c as usize];
+        if from == to {
+            return false;
+        }
+        overwrites_live(self.place_locs(from), self.place_locs(to), |m| {
+            self.member_available(m, from)
+        })
     }
 
     /// Whether moving cycle `c` from the generation it is in to `to` leaves an old copy
@@ -573,6 +653,19 @@ impl ArrayState {
             .any(|g| crate::recon::unrecoverable_stripe(geo, self, g).is_some())
     }
 
+    /// Pushes a [`Generation::staging`] generation: the healthy layout, the members failed now.
+    fn push_staging(&mut self) -> u32 {
+        self.place_locs.push(self.place_locs[0].clone());
+        self.generations.push(Generation {
+            failed: self.failed.clone(),
+            cycle: self.generations[0].cycle.clone(),
+            blocked: None,
+            staging: true,
+        });
+        self.cycles_in_gen.push(0);
+        self.target_generation()
+    }
+
     fn push_generation(&mut self, geo: &Geometry) -> u32 {
         let prev = self.generations.last().expect("generation 0 exists");
         let (cycle, blocked) = if self.failed.is_empty() {
@@ -616,6 +709,7 @@ impl ArrayState {
             failed: self.failed.clone(),
             cycle,
             blocked,
+            staging: false,
         });
         self.cycles_in_gen.push(0);
         self.generation += 1;
@@ -699,13 +793,20 @@ mod tests {
         // A second data failure: more than raid5 tolerates, data lost.
         let out = s.fail(&g, 3).unwrap();
         assert!(out.data_lost && out.blocked.is_some());
-        assert_eq!(s.replace(&g, 3).unwrap(), 3);
+        // Disk 2 stays failed and relocated onto the spare: generation 3 is the staging stop
+        // (the healthy layout, disk 2 unreadable), generation 4 the target. The replacement
+        // holds valid data from the staging stop on.
+        assert_eq!(s.replace(&g, 3).unwrap(), 4);
+        assert!(s.generations()[3].staging && s.generations()[3].failed == [2]);
+        assert_eq!(s.staging_before(4), Some(3));
+        assert_eq!(s.generation(), 3, "one event, one count");
         assert_eq!(s.replaced_at(3), 3);
         assert!(!s.member_available(3, 2) && s.member_available(3, 3));
-        s.mark_rebuilt(0, 3);
+        s.mark_rebuilt(0, 4);
         assert_eq!(s.clean_cycles(), 1);
         assert!(s.is_clean(0) && !s.is_clean(1));
         s.mark_rebuilt(5, 3);
-        assert_eq!(s.layout_runs(), vec![(0, 3), (1, 0), (5, 3), (6, 0)]);
+        assert!(!s.is_clean(5));
+        assert_eq!(s.layout_runs(), vec![(0, 4), (1, 0), (5, 3), (6, 0)]);
     }
 }

@@ -560,14 +560,30 @@ pub fn plan_rebuild_cycle(
         });
     }
     let from = state.cycle_generation(c);
-    let to = state.target_generation();
+    let mut to = state.target_generation();
     if from == to {
         return Ok(None);
     }
-    let target = &state.generations()[to as usize];
-    if let Some(e) = &target.blocked {
+    if let Some(e) = &state.generations()[to as usize].blocked {
         return Err(CoreError::RebuildBlocked(e.clone()));
     }
+    // A move that would overwrite units the cycle's layout still reads goes through the
+    // staging generation first (copy-back only); without one, it is refused rather than
+    // made unsafe.
+    if state.move_overwrites_live(c, to) {
+        match state.staging_before(to) {
+            Some(s) if s > from && !state.move_overwrites_live(c, s) => to = s,
+            _ => {
+                return Err(CoreError::RebuildBlocked(
+                    layout::LayoutError::NoSpareSpace(format!(
+                        "moving cycle {c} from layout generation {from} to {to} would \
+                         overwrite units it still reads"
+                    )),
+                ))
+            }
+        }
+    }
+    let target = &state.generations()[to as usize];
     let view = View::current(geo, state, c);
     let target_locs = state.place_locs(to);
     let new_loc = |p: PlaceId| {
@@ -577,8 +593,12 @@ pub fn plan_rebuild_cycle(
         });
         target_locs[p]
     };
+    // Into a staging generation, units of failed members are not written: they lie on their
+    // failed member there, unreadable (a relocated copy is dropped), and the next move
+    // relocates them.
+    let stays_lost = |p: PlaceId| target.staging && state.failed().contains(&new_loc(p).disk);
     let moving: Vec<PlaceId> = (0..geo.places())
-        .filter(|&p| !view.available(p) || view.loc(p) != new_loc(p))
+        .filter(|&p| (!view.available(p) || view.loc(p) != new_loc(p)) && !stays_lost(p))
         .collect();
     for &p in &moving {
         let l = new_loc(p);

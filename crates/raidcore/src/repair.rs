@@ -114,6 +114,12 @@ pub fn lost_with(
     out
 }
 
+/// Where place `p` of cycle `c` is in layout generation `gen` (the cycle may be in another
+/// generation now): for tools that look at where a block lived before a rebuild moved it.
+pub fn place_loc_in(geo: &Geometry, state: &ArrayState, c: u64, p: PlaceId, gen: u32) -> Loc {
+    View::in_generation(geo, state, c, gen).loc(p)
+}
+
 /// Where place `p` of cycle `c` is in the cycle's current layout, and whether that member
 /// holds valid data for it.
 pub fn place_loc(geo: &Geometry, state: &ArrayState, c: u64, p: PlaceId) -> (Loc, bool) {

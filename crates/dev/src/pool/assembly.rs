@@ -153,6 +153,15 @@ pub(super) fn recorded_state(geo: &Geometry, best: &Superblock) -> Result<ArrayS
         }
     }
     for (i, &(start, gen)) in best.runs.iter().enumerate() {
+        let known = state.generations().get(gen as usize);
+        if known.is_none_or(|g| g.blocked.is_some()) {
+            return Err(PoolError::Io(format!(
+                "the superblock puts cycles from {start} in layout generation {gen}, which \
+                 its {} events do not make a place for cycles (damaged, or written by a \
+                 raidforge that counted generations otherwise)",
+                best.events.len()
+            )));
+        }
         let end = best.runs.get(i + 1).map_or(geo.cycles(), |r| r.0);
         for c in start..end.min(geo.cycles()) {
             state.mark_rebuilt(c, gen);

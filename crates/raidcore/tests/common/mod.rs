@@ -268,6 +268,11 @@ impl Harness {
                         assert_aligned(&self.geo, p);
                         assert!(self.state.plan_is_current(p));
                         self.mem.run(p, &mut []).unwrap();
+                        // Written but not yet recorded (a crash, or another write of the
+                        // batch failing, stops it here): the cycle still reads right in the
+                        // layout it is recorded in.
+                        let cycle_bytes = self.geo.data_per_cycle() * self.geo.chunk_bytes();
+                        self.check_read(p.cycle * cycle_bytes, cycle_bytes);
                         sched.complete(&mut self.state, p);
                     }
                 }

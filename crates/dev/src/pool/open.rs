@@ -96,7 +96,7 @@ impl Pool {
         if paths.is_empty() {
             return Err(PoolError::Usage("no --member given".into()));
         }
-        // Members of a Linux MD array: adopted (`md.rs`).
+        // Members of a Linux MD array: adopted (`md/`).
         if md::is_md_member(&paths[0]) {
             return Self::assemble_md(desc_path, paths, emulate);
         }

@@ -1,0 +1,224 @@
+//! `create --metadata md`: an array mdadm takes for its own.
+
+use super::adopt::Adoption;
+use super::geometry::{md_geometry, md_layout_of};
+use super::*;
+
+use crate::pool::create::{now_unix, random_uuid, zeroed_members, CreatePlan};
+use layout::md::MdLayout;
+use raidcore::md::{RESYNC_CLEAN, ROLE_SPARE};
+
+/// The array name mdadm would write: `host:name`, at most 32 bytes.
+fn md_name(desc_path: &Path) -> [u8; 32] {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let stem = desc_path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "raidforge".into());
+    let text = format!("{host}:{stem}");
+    let mut b = [0u8; 32];
+    let t = text.as_bytes();
+    let n = t.len().min(32);
+    b[..n].copy_from_slice(&t[..n]);
+    b
+}
+
+impl Pool {
+    /// `Pool::create` under `--metadata md`: v1.2 superblocks with mdadm's defaults, so that
+    /// `mdadm --examine` and `mdadm --assemble --scan` take the pool for an ordinary MD array.
+    /// Everything raidforge's own format would add is refused, naming the option.
+    pub(in crate::pool) fn create_md(
+        desc_path: &Path,
+        opts: CreateOpts,
+        wrap: Option<MemberWrap>,
+    ) -> Result<Pool> {
+        let refuse = |what: &str| {
+            Err(PoolError::Usage(format!(
+                "{what} needs raidforge's own on-disk format; Linux MD's superblock (--metadata \
+                 md) cannot record it"
+            )))
+        };
+        if opts.checksums {
+            return refuse("--checksums on");
+        }
+        if opts.write_hole != WriteHole::None {
+            return refuse("--write-hole journal");
+        }
+        if opts.parity != ParityPolicy::Eager {
+            return refuse("--parity lazy");
+        }
+        if opts.bpgl_capacity.is_some() {
+            return refuse("--bpgl-capacity");
+        }
+        if opts.params.spares > 0 {
+            return Err(PoolError::Usage(
+                "--spares with --metadata md: MD's spares are separate devices (add one later \
+                 with mdadm --add); give only the active members"
+                    .into(),
+            ));
+        }
+        let kind = opts.scheme;
+        if !matches!(
+            kind,
+            SchemeKind::Raid0
+                | SchemeKind::Raid1
+                | SchemeKind::Raid4
+                | SchemeKind::Raid5
+                | SchemeKind::Raid6
+                | SchemeKind::Raid10
+        ) {
+            return Err(PoolError::Usage(format!(
+                "--scheme {} with --metadata md: Linux MD has raid0, raid1, raid4, raid5, raid6 \
+                 and raid10 only",
+                kind.name()
+            )));
+        }
+        let n = opts.members.len();
+        let mut params = opts.params.clone();
+        match params.disks {
+            None => params.disks = Some(n),
+            Some(d) if d != n => {
+                return Err(PoolError::Usage(format!(
+                    "--disks {d} but {n} --member paths given: give one --member per disk"
+                )))
+            }
+            _ => {}
+        }
+        // Builds (and so checks) the scheme, then MD's name for it.
+        layout::build(kind, &params)?;
+        let md_layout = md_layout_of(kind, &params, n)?;
+        let chunk = opts.chunk_bytes;
+        if chunk < 4096 || !chunk.is_power_of_two() {
+            return Err(PoolError::Usage(format!(
+                "--chunk {chunk} with --metadata md: MD needs a power of two of at least 4 KiB"
+            )));
+        }
+        let chunk_sectors = chunk / 512;
+        let site = Site::probe(desc_path, &opts.members);
+        CreatePlan::check_options(&opts, &site)?;
+        let size = CreatePlan::member_size(&opts, &site)?;
+        CreatePlan::check_members(&opts, &site, size)?;
+        for (i, (_, found)) in site.members.iter().enumerate() {
+            if let Found::Present { .. } = found {
+                if is_md_member(&opts.members[i]) && !opts.force {
+                    return Err(PoolError::Member {
+                        index: i,
+                        path: opts.members[i].clone(),
+                        reason: "already a member of an MD array (pass --force to overwrite it)"
+                            .into(),
+                    });
+                }
+            }
+        }
+        let dev_sectors = size / 512;
+        let md_chunk = if md_layout == MdLayout::Raid1 {
+            0
+        } else {
+            chunk_sectors
+        };
+        let data_offset = mdadm_data_offset(dev_sectors, md_chunk);
+        // mdadm rounds the member size to the chunk (RAID1: to 64 KiB).
+        let unit = if md_layout == MdLayout::Raid1 {
+            128
+        } else {
+            chunk_sectors
+        };
+        let avail = dev_sectors.saturating_sub(data_offset);
+        let used = avail / unit * unit;
+        if used == 0 {
+            return Err(PoolError::Usage(format!(
+                "member size {size} bytes is too small: MD's data offset for it is {} bytes",
+                data_offset * 512
+            )));
+        }
+        let geo = MdGeometry {
+            layout: md_layout,
+            raid_disks: n,
+            chunk_sectors: if md_layout == MdLayout::Raid1 {
+                128
+            } else {
+                chunk_sectors
+            },
+            dev_sectors: used,
+        };
+        // The geometry must hold (no I/O yet).
+        md_geometry(&geo)?;
+        // The first write.
+        let raws = zeroed_members(&opts, size)?;
+        let uuid = random_uuid();
+        let now = now_unix();
+        let mut roles = vec![ROLE_SPARE; 128.max(n)];
+        for (d, r) in roles.iter_mut().enumerate().take(n) {
+            *r = d as u16;
+        }
+        let array = MdSuperblock {
+            feature_map: 0,
+            set_uuid: uuid,
+            set_name: md_name(desc_path),
+            ctime: now,
+            level: md_layout.level(),
+            layout: md_layout.md_value(),
+            size: if md_layout == MdLayout::Raid0 {
+                0
+            } else {
+                used
+            },
+            chunk_sectors: md_chunk as u32,
+            raid_disks: n as u32,
+            bitmap_offset: 0,
+            new_level: 0,
+            reshape_position: 0,
+            delta_disks: 0,
+            new_layout: 0,
+            new_chunk: 0,
+            new_offset: 0,
+            data_offset,
+            data_size: avail,
+            super_offset: 8,
+            recovery_offset: 0,
+            dev_number: 0,
+            cnt_corrected_read: 0,
+            device_uuid: [0; 16],
+            devflags: 0,
+            bblog_shift: 0,
+            bblog_size: 8,
+            // mdadm leaves room for a bitmap between the superblock and the log, except on
+            // RAID0 (which cannot have one).
+            bblog_offset: if md_layout == MdLayout::Raid0 { 8 } else { 16 },
+            utime: now,
+            events: 0,
+            resync_offset: RESYNC_CLEAN,
+            dev_roles: roles,
+        };
+        let mut found = Vec::new();
+        for (i, raw) in raws.into_iter().enumerate() {
+            let raw = raw.expect("every member opened");
+            let mut sb = array.clone();
+            sb.dev_number = i as u32;
+            sb.device_uuid = random_uuid();
+            found.push(MdFound {
+                path: opts.members[i].clone(),
+                raw,
+                sb,
+                version: MdVersion::V1_2,
+            });
+        }
+        let a = Adoption {
+            version: MdVersion::V1_2,
+            array,
+            geo,
+            slots: found.into_iter().map(Some).collect(),
+            spares: Vec::new(),
+            recovering: Vec::new(),
+            resync_from: None,
+            notes: Vec::new(),
+        };
+        let mut desc = Descriptor::new(&uuid, &opts.members, &opts.emulate, opts.direct);
+        desc.metadata = Some(MD_METADATA.into());
+        let mut pool = Self::md_pool(desc_path, desc, a, wrap)?;
+        pool.persist(ArrayStateTag::Clean)?;
+        Ok(pool)
+    }
+}

@@ -166,72 +166,12 @@ impl Pool {
         wrap: Option<MemberWrap>,
     ) -> Result<Pool> {
         let (geo, kind, params, cycle_rows, near_rows) = md_geometry(&a.geo)?;
-        let n = a.slots.len();
-        let mut state = ArrayState::new(&geo);
-        let mut events = Vec::new();
-        for s in 0..n {
-            if a.slots[s].is_none() {
-                state.fail(&geo, s as Disk)?;
-                events.push(Event::Fail(s as u32));
-            }
-        }
-        for &(s, recovered) in &a.recovering {
-            state.fail(&geo, s as Disk)?;
-            let to = state.replace(&geo, s as Disk)?;
-            events.push(Event::Fail(s as u32));
-            events.push(Event::Replace(s as u32));
-            // Cycles wholly below the recovered sectors are rebuilt (for the far layout, every
-            // section of them).
-            let rows = recovered / a.geo.chunk_sectors;
-            let k = match a.geo.layout {
-                MdLayout::Raid10(r) if r.far > 1 && !r.offset => {
-                    let last = (r.far as u64 - 1) * a.geo.far_stride_rows();
-                    rows.saturating_sub(last) / near_rows
-                }
-                _ => rows / cycle_rows,
-            };
-            for c in 0..k.min(geo.cycles()) {
-                state.mark_rebuilt(c, to);
-            }
-        }
-        if state.data_lost(&geo) {
-            let present: Vec<usize> = (0..n).filter(|&s| a.slots[s].is_some()).collect();
-            return Err(PoolError::Usage(format!(
-                "MD array {}: too few members to run: slots {present:?} of {n} are present \
-                 and current, and raid{} over {n} needs more; nothing was written",
-                hex(&a.array.set_uuid),
-                a.array.level
-            )));
-        }
-        let mut handles: Vec<Option<Arc<dyn Member>>> = Vec::new();
-        let mut slots = Vec::new();
+        let (state, events) = adopted_state(&geo, &a, near_rows, cycle_rows)?;
         let rows = geo.cycles() * cycle_rows;
-        for f in a.slots {
-            match f {
-                Some(f) => {
-                    let view: Arc<dyn Member> = Arc::new(MdMember::new(
-                        f.raw.clone(),
-                        MD_VIRTUAL_BASE,
-                        f.sb.data_offset * 512,
-                        a.geo,
-                        cycle_rows,
-                        rows,
-                    ));
-                    handles.push(Some(view));
-                    slots.push(Some(Slot {
-                        sb: f.sb,
-                        raw: Some(f.raw),
-                    }));
-                }
-                None => {
-                    handles.push(None);
-                    slots.push(None);
-                }
-            }
-        }
+        let (handles, slots) = member_views(a.slots, a.geo, cycle_rows, rows);
         // The dev numbers of missing slots are recorded faulty.
         let mut array = a.array;
-        for s in 0..n {
+        for s in 0..slots.len() {
             if slots[s].is_none() {
                 for r in array.dev_roles.iter_mut() {
                     if *r == s as u16 {
@@ -240,13 +180,15 @@ impl Pool {
                 }
             }
         }
-        let capacity = geo.capacity_bytes();
-        let per_cycle = geo.data_per_cycle() * geo.chunk_bytes();
-        let ido = Ido::new(capacity, per_cycle, DEFAULT_ZONE_BYTES.max(per_cycle))?;
-        // IDO keeps its state in raidforge's metadata: none on an MD pool.
-        ido.disable_records();
-        let created = array.ctime_secs();
-        let generation = array.events;
+        let sb = SuperblockState {
+            uuid: array.set_uuid,
+            kind,
+            params,
+            events,
+            generation: array.events,
+            created_unix_secs: array.ctime_secs(),
+            rebuilt_unrecorded: Default::default(),
+        };
         let md = MdFormat {
             version: a.version,
             geo: a.geo,
@@ -266,28 +208,42 @@ impl Pool {
             near_rows,
             notes: a.notes,
         };
-        let mut pool = Pool {
-            geo,
-            state,
-            file: DescriptorFile {
-                path: desc_path.to_path_buf(),
-                desc,
-            },
-            sb: SuperblockState {
-                uuid: md.array.set_uuid,
-                kind,
-                params,
-                events,
-                generation,
-                created_unix_secs: created,
-                rebuilt_unrecorded: Default::default(),
-            },
+        let file = DescriptorFile {
+            path: desc_path.to_path_buf(),
+            desc,
+        };
+        let mut pool = Self::over_md(file, geo, state, sb, handles, md)?;
+        pool.apply_wrap(wrap);
+        Ok(pool)
+    }
+
+    /// The pool of an MD-format array, from its parts: none of raidforge's own metadata (no
+    /// checksums, journal, write-intent bitmap, lazy parity or IDO records).
+    fn over_md(
+        file: DescriptorFile,
+        geo: Geometry,
+        state: ArrayState,
+        sb: SuperblockState,
+        handles: Vec<Option<Arc<dyn Member>>>,
+        md: MdFormat,
+    ) -> Result<Pool> {
+        let n = handles.len();
+        let capacity = geo.capacity_bytes();
+        let per_cycle = geo.data_per_cycle() * geo.chunk_bytes();
+        let ido = Ido::new(capacity, per_cycle, DEFAULT_ZONE_BYTES.max(per_cycle))?;
+        // IDO keeps its state in raidforge's metadata: none on an MD pool.
+        ido.disable_records();
+        Ok(Pool {
             map: MemberMap {
                 data_offset_bytes: MD_VIRTUAL_BASE,
-                data_bytes: rows * geo_chunk(&md),
+                data_bytes: geo.cycles() * md.cycle_rows * geo_chunk(&md),
                 checksums: Region::default(),
                 journal: Region::default(),
             },
+            geo,
+            state,
+            file,
+            sb,
             members: MemberSet {
                 handles,
                 counters: (0..n).map(|_| Counters::default()).collect(),
@@ -314,9 +270,7 @@ impl Pool {
             },
             ido: Arc::new(ido),
             md: Some(Box::new(md)),
-        };
-        pool.apply_wrap(wrap);
-        Ok(pool)
+        })
     }
 
     /// What adoption does before the pool takes requests: records the members it left out
@@ -357,4 +311,84 @@ impl Pool {
         let tag = self.tag();
         self.persist(tag)
     }
+}
+
+/// The array state of an adopted array, and the events that made it: missing slots failed, a
+/// recovering member replaced with the cycles below its recovery offset rebuilt. Refused when
+/// too few members are left to run.
+fn adopted_state(
+    geo: &Geometry,
+    a: &Adoption,
+    near_rows: u64,
+    cycle_rows: u64,
+) -> Result<(ArrayState, Vec<Event>)> {
+    let n = a.slots.len();
+    let mut state = ArrayState::new(geo);
+    let mut events = Vec::new();
+    for s in 0..n {
+        if a.slots[s].is_none() {
+            state.fail(geo, s as Disk)?;
+            events.push(Event::Fail(s as u32));
+        }
+    }
+    for &(s, recovered) in &a.recovering {
+        state.fail(geo, s as Disk)?;
+        let to = state.replace(geo, s as Disk)?;
+        events.push(Event::Fail(s as u32));
+        events.push(Event::Replace(s as u32));
+        // Cycles wholly below the recovered sectors are rebuilt (for the far layout, every
+        // section of them).
+        let rows = recovered / a.geo.chunk_sectors;
+        let k = match a.geo.layout {
+            MdLayout::Raid10(r) if r.far > 1 && !r.offset => {
+                let last = (r.far as u64 - 1) * a.geo.far_stride_rows();
+                rows.saturating_sub(last) / near_rows
+            }
+            _ => rows / cycle_rows,
+        };
+        for c in 0..k.min(geo.cycles()) {
+            state.mark_rebuilt(c, to);
+        }
+    }
+    if state.data_lost(geo) {
+        let present: Vec<usize> = (0..n).filter(|&s| a.slots[s].is_some()).collect();
+        return Err(PoolError::Usage(format!(
+            "MD array {}: too few members to run: slots {present:?} of {n} are present and \
+             current, and raid{} over {n} needs more; nothing was written",
+            hex(&a.array.set_uuid),
+            a.array.level
+        )));
+    }
+    Ok((state, events))
+}
+
+/// Each slot's member view (the pool's handle) and its superblock state, `None` for a
+/// missing slot.
+fn member_views(
+    found: Vec<Option<MdFound>>,
+    geo: MdGeometry,
+    cycle_rows: u64,
+    rows: u64,
+) -> (Vec<Option<Arc<dyn Member>>>, Vec<Option<Slot>>) {
+    found
+        .into_iter()
+        .map(|f| match f {
+            Some(f) => {
+                let view: Arc<dyn Member> = Arc::new(MdMember::new(
+                    f.raw.clone(),
+                    MD_VIRTUAL_BASE,
+                    f.sb.data_offset * 512,
+                    geo,
+                    cycle_rows,
+                    rows,
+                ));
+                let slot = Slot {
+                    sb: f.sb,
+                    raw: Some(f.raw),
+                };
+                (Some(view), Some(slot))
+            }
+            None => (None, None),
+        })
+        .unzip()
 }

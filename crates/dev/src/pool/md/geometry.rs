@@ -19,14 +19,17 @@ pub(super) fn md_layout_of(kind: SchemeKind, params: &Params, n: usize) -> Resul
             MdLayout::Raid6(l.map_or(Ok(Parity::LeftSymmetric), |l| Parity::parse(6, l))?)
         }
         SchemeKind::Raid10 => MdLayout::Raid10(Raid10::parse(l.unwrap_or("n2"), n)?),
-        other => {
-            return Err(PoolError::Usage(format!(
-                "--scheme {} with --metadata md: Linux MD has raid0, raid1, raid4, raid5, raid6 \
-                 and raid10 only",
-                other.name()
-            )))
-        }
+        other => return Err(not_in_md(other)),
     })
+}
+
+/// The refusal of a scheme Linux MD does not have.
+pub(super) fn not_in_md(kind: SchemeKind) -> PoolError {
+    PoolError::Usage(format!(
+        "--scheme {} with --metadata md: Linux MD has raid0, raid1, raid4, raid5, raid6 and \
+         raid10 only",
+        kind.name()
+    ))
 }
 
 /// The raidforge scheme of an MD layout.

@@ -193,41 +193,9 @@ impl Pool {
         if self.md.is_some() {
             return self.replace_md(i, path);
         }
-        if i >= self.members.handles.len() {
-            return Err(PoolError::Usage(format!("member {i} does not exist")));
-        }
-        if self.members.handles[i].is_some() {
-            return Err(PoolError::Usage(format!(
-                "member {i} has not failed: fail it first with `raidforge fail`"
-            )));
-        }
+        self.check_replaceable(i)?;
         let size = self.map.data_offset_bytes + self.map.data_bytes;
-        if let Ok(existing) = probe_member(path) {
-            // Any raidforge member (another pool's, or a stale copy of this one) is refused:
-            // a replacement starts from empty space.
-            if let Ok(sb) = read_superblock(&*existing) {
-                return Err(PoolError::Member {
-                    index: i,
-                    path: path.to_path_buf(),
-                    reason: format!(
-                        "already holds a raidforge superblock (pool {}); erase it first \
-                         with `raidforge wipe {}` if it is no longer needed",
-                        hex(&sb.uuid),
-                        path.display()
-                    ),
-                });
-            }
-            if let Some(what) = super::site::foreign_content(&existing, path) {
-                return Err(PoolError::Member {
-                    index: i,
-                    path: path.to_path_buf(),
-                    reason: format!(
-                        "is not a raidforge member and holds {what}: a replacement would \
-                         overwrite it; choose an empty or new file or device"
-                    ),
-                });
-            }
-        }
+        refuse_occupied(i, path)?;
         let how = MemberOpen {
             emulate: self.file.desc.members[i].emulate.as_deref(),
             create_bytes: Some(size),
@@ -250,31 +218,7 @@ impl Pool {
             Some(w) => w(i, m),
             None => m,
         };
-        if let Some(c) = self.integrity.checksums.clone() {
-            // A replacement holds nothing valid until rebuilt; its checksums start as those of
-            // zeros and the rebuild writes the real ones with the data.
-            // The copies of its entries on other members are rewritten too, and its region
-            // gets the copies of other members' entries it holds.
-            // A copy's holder that fails meanwhile is failed (as a failing write fails its
-            // member) and the copies are written again without it.
-            loop {
-                let mut slots = self.members.handles.clone();
-                slots[i] = Some(m.clone());
-                match c.reset_zeroed(i, &slots) {
-                    Ok(()) => break,
-                    Err(e) if e.member != i && self.members.handles[e.member].is_some() => {
-                        self.fail_members(&[e.member as u32])?;
-                    }
-                    Err(e) => {
-                        return Err(PoolError::Member {
-                            index: i,
-                            path: path.to_path_buf(),
-                            reason: format!("writing checksum region pages: {}", e.source),
-                        })
-                    }
-                }
-            }
-        }
+        self.reset_checksums_of(i, &m, path)?;
         self.state.replace(&self.geo, i as Disk)?;
         if let Some(j) = &self.wh.journal {
             j.member_replaced(i as u32);
@@ -292,6 +236,80 @@ impl Pool {
         let tag = self.tag();
         self.persist(tag)
     }
+
+    /// Refuses to replace member `i` unless it exists and has failed.
+    pub(super) fn check_replaceable(&self, i: usize) -> Result<()> {
+        if i >= self.members.handles.len() {
+            return Err(PoolError::Usage(format!("member {i} does not exist")));
+        }
+        if self.members.handles[i].is_some() {
+            return Err(PoolError::Usage(format!(
+                "member {i} has not failed: fail it first with `raidforge fail`"
+            )));
+        }
+        Ok(())
+    }
+
+    /// With checksums on, the replacement `m` of member `i` gets the checksums of zeros: it
+    /// holds nothing valid until rebuilt, and the rebuild writes the real ones with the data.
+    /// The copies of its entries on other members are rewritten too, and its region gets the
+    /// copies of other members' entries it holds. A copy's holder that fails meanwhile is
+    /// failed (as a failing write fails its member) and the copies are written again without
+    /// it.
+    fn reset_checksums_of(&mut self, i: usize, m: &Arc<dyn Member>, path: &Path) -> Result<()> {
+        let Some(c) = self.integrity.checksums.clone() else {
+            return Ok(());
+        };
+        loop {
+            let mut slots = self.members.handles.clone();
+            slots[i] = Some(m.clone());
+            match c.reset_zeroed(i, &slots) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.member != i && self.members.handles[e.member].is_some() => {
+                    self.fail_members(&[e.member as u32])?;
+                }
+                Err(e) => {
+                    return Err(PoolError::Member {
+                        index: i,
+                        path: path.to_path_buf(),
+                        reason: format!("writing checksum region pages: {}", e.source),
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// Refuses a replacement for member `i` at `path` that holds something: any raidforge member
+/// (another pool's, or a stale copy of this one), or content a replacement would overwrite.
+/// A replacement starts from empty space.
+fn refuse_occupied(i: usize, path: &Path) -> Result<()> {
+    let Ok(existing) = probe_member(path) else {
+        return Ok(());
+    };
+    if let Ok(sb) = read_superblock(&*existing) {
+        return Err(PoolError::Member {
+            index: i,
+            path: path.to_path_buf(),
+            reason: format!(
+                "already holds a raidforge superblock (pool {}); erase it first with `raidforge \
+                 wipe {}` if it is no longer needed",
+                hex(&sb.uuid),
+                path.display()
+            ),
+        });
+    }
+    if let Some(what) = super::site::foreign_content(&existing, path) {
+        return Err(PoolError::Member {
+            index: i,
+            path: path.to_path_buf(),
+            reason: format!(
+                "is not a raidforge member and holds {what}: a replacement would overwrite it; \
+                 choose an empty or new file or device"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Erases a member that is no longer wanted (`raidforge wipe`, like `mdadm

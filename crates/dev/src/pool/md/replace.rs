@@ -16,106 +16,20 @@ impl Pool {
             path: path.to_path_buf(),
             reason,
         };
-        if i >= self.members.handles.len() {
-            return Err(PoolError::Usage(format!("member {i} does not exist")));
-        }
-        if self.members.handles[i].is_some() {
-            return Err(PoolError::Usage(format!(
-                "member {i} has not failed: fail it first with `raidforge fail`"
-            )));
-        }
-        if let Ok(existing) = FileMember::open(path, OpenOpts::default()) {
-            if let Ok((sb, v)) = read_md_superblock(&existing) {
-                return Err(member_err(format!(
-                    "already holds a v{} MD superblock (array {}); wipe it first (mdadm \
-                     --zero-superblock)",
-                    v.name(),
-                    hex(&sb.set_uuid)
-                )));
-            }
-            if let Ok(sb) = read_superblock(&existing) {
-                return Err(member_err(format!(
-                    "already holds a raidforge superblock (pool {}); wipe it first",
-                    hex(&sb.uuid)
-                )));
-            }
-        }
+        self.check_replaceable(i)?;
+        refuse_superblock(path).map_err(member_err)?;
         let md = self.md.as_ref().expect("an MD pool");
-        // The member it replaces says where data starts and how the end is laid out.
-        let like = md
-            .slots
-            .iter()
-            .flatten()
-            .map(|s| &s.sb)
-            .find(|sb| sb.dev_number == md.slots[i].as_ref().map_or(u32::MAX, |s| s.sb.dev_number))
-            .or_else(|| md.slots.iter().flatten().map(|s| &s.sb).next())
-            .expect("an MD pool has a member")
-            .clone();
-        let need_sectors = match md.version {
-            MdVersion::V1_0 => {
-                let gap = like.super_offset - (like.data_offset + like.data_size);
-                md.geo.dev_sectors + gap + 16 + 8
-            }
-            _ => like.data_offset + md.geo.dev_sectors,
-        };
+        let like = md.like(i);
         let how = MemberOpen {
             emulate: self.file.desc.members[i].emulate.as_deref(),
-            create_bytes: Some(need_sectors * 512),
+            create_bytes: Some(md.need_sectors(&like) * 512),
             lock: true,
             direct: self.file.desc.direct,
         };
         let raw = open_member(path, &how).map_err(|e| member_err(e.to_string()))?;
-        let dev_sectors = raw.size_bytes() / 512;
-        if dev_sectors < need_sectors {
-            return Err(member_err(format!(
-                "holds {} bytes, need {}",
-                raw.size_bytes(),
-                need_sectors * 512
-            )));
-        }
-        // v1.0: the room between the data and the superblock at the end (bitmap, bad block
-        // log) stays what the member it replaces had, so that its offsets hold.
-        let gap = match md.version {
-            MdVersion::V1_0 => like.super_offset - (like.data_offset + like.data_size),
-            _ => 0,
-        };
-        let mut sb = like;
-        sb.super_offset = md
-            .version
-            .super_offset(dev_sectors)
-            .expect("large enough for its superblock");
-        match md.version {
-            MdVersion::V1_0 => {
-                sb.data_offset = 0;
-                sb.data_size = sb.super_offset - gap;
-            }
-            _ => sb.data_size = dev_sectors - sb.data_offset,
-        }
-        // md.c's choice: the first dev number from raid_disks up that no member holds.
-        let n = self.members.handles.len() as u32;
-        let taken: BTreeSet<u32> = md
-            .slots
-            .iter()
-            .flatten()
-            .map(|s| s.sb.dev_number)
-            .chain(md.spares.iter().map(|s| s.sb.dev_number))
-            .chain(
-                md.array
-                    .dev_roles
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &r)| r == ROLE_FAULTY)
-                    .map(|(d, _)| d as u32),
-            )
-            .collect();
-        let old_dn = md.slots[i].as_ref().map(|s| s.sb.dev_number);
-        let dn = (n..)
-            .find(|d| !taken.contains(d))
-            .expect("a free dev number");
-        sb.dev_number = dn;
-        sb.device_uuid = random_uuid();
-        sb.cnt_corrected_read = 0;
-        sb.recovery_offset = 0;
+        let sb = md
+            .replacement(like, raw.size_bytes(), self.members.handles.len())
+            .map_err(member_err)?;
         let view: Arc<dyn Member> = Arc::new(MdMember::new(
             raw.clone(),
             MD_VIRTUAL_BASE,
@@ -130,7 +44,7 @@ impl Pool {
         };
         self.state.replace(&self.geo, i as Disk)?;
         let md = self.md.as_mut().expect("an MD pool");
-        if let Some(old) = old_dn {
+        if let Some(old) = md.slots[i].as_ref().map(|s| s.sb.dev_number) {
             // The replaced member leaves the array (mdadm --remove): its dev number is free.
             if let Some(r) = md.array.dev_roles.get_mut(old as usize) {
                 *r = ROLE_SPARE;
@@ -148,5 +62,117 @@ impl Pool {
         d.meta_writes = 0;
         let tag = self.tag();
         self.persist(tag)
+    }
+}
+
+/// Why `path` cannot take a replacement: it already holds an MD or a raidforge superblock.
+fn refuse_superblock(path: &Path) -> std::result::Result<(), String> {
+    let Ok(existing) = FileMember::open(path, OpenOpts::default()) else {
+        return Ok(());
+    };
+    if let Ok((sb, v)) = read_md_superblock(&existing) {
+        return Err(format!(
+            "already holds a v{} MD superblock (array {}); wipe it first (mdadm \
+             --zero-superblock)",
+            v.name(),
+            hex(&sb.set_uuid)
+        ));
+    }
+    if let Ok(sb) = read_superblock(&existing) {
+        return Err(format!(
+            "already holds a raidforge superblock (pool {}); wipe it first",
+            hex(&sb.uuid)
+        ));
+    }
+    Ok(())
+}
+
+impl MdFormat {
+    /// The superblock a replacement of slot `i` starts from: the replaced member's (it says
+    /// where data starts and how the end is laid out), or any member's.
+    fn like(&self, i: usize) -> MdSuperblock {
+        let replaced = self.slots[i].as_ref().map_or(u32::MAX, |s| s.sb.dev_number);
+        self.slots
+            .iter()
+            .flatten()
+            .map(|s| &s.sb)
+            .find(|sb| sb.dev_number == replaced)
+            .or_else(|| self.slots.iter().flatten().map(|s| &s.sb).next())
+            .expect("an MD pool has a member")
+            .clone()
+    }
+
+    /// v1.0: the room between the data and the superblock at the end (bitmap, bad block
+    /// log), which a replacement keeps as `like` has it, so that its offsets hold; 0 for the
+    /// versions with the superblock at the start.
+    fn end_gap(&self, like: &MdSuperblock) -> u64 {
+        match self.version {
+            MdVersion::V1_0 => like.super_offset - (like.data_offset + like.data_size),
+            _ => 0,
+        }
+    }
+
+    /// The sectors a replacement laid out like `like` needs.
+    fn need_sectors(&self, like: &MdSuperblock) -> u64 {
+        match self.version {
+            MdVersion::V1_0 => self.geo.dev_sectors + self.end_gap(like) + 16 + 8,
+            _ => like.data_offset + self.geo.dev_sectors,
+        }
+    }
+
+    /// The superblock of a replacement of `size_bytes` laid out like `like`, in a pool of
+    /// `n` slots: its own superblock offset and data size, a free dev number and a new device
+    /// UUID. Refused (why) when the member is too small.
+    fn replacement(
+        &self,
+        like: MdSuperblock,
+        size_bytes: u64,
+        n: usize,
+    ) -> std::result::Result<MdSuperblock, String> {
+        let dev_sectors = size_bytes / 512;
+        let need = self.need_sectors(&like);
+        if dev_sectors < need {
+            return Err(format!("holds {size_bytes} bytes, need {}", need * 512));
+        }
+        let gap = self.end_gap(&like);
+        let mut sb = like;
+        sb.super_offset = self
+            .version
+            .super_offset(dev_sectors)
+            .expect("large enough for its superblock");
+        match self.version {
+            MdVersion::V1_0 => {
+                sb.data_offset = 0;
+                sb.data_size = sb.super_offset - gap;
+            }
+            _ => sb.data_size = dev_sectors - sb.data_offset,
+        }
+        sb.dev_number = self.free_dev_number(n as u32);
+        sb.device_uuid = random_uuid();
+        sb.cnt_corrected_read = 0;
+        sb.recovery_offset = 0;
+        Ok(sb)
+    }
+
+    /// md.c's choice: the first dev number from `raid_disks` up that no member holds.
+    fn free_dev_number(&self, raid_disks: u32) -> u32 {
+        let taken: BTreeSet<u32> = self
+            .slots
+            .iter()
+            .flatten()
+            .map(|s| s.sb.dev_number)
+            .chain(self.spares.iter().map(|s| s.sb.dev_number))
+            .chain(
+                self.array
+                    .dev_roles
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &r)| r == ROLE_FAULTY)
+                    .map(|(d, _)| d as u32),
+            )
+            .collect();
+        (raid_disks..)
+            .find(|d| !taken.contains(d))
+            .expect("a free dev number")
     }
 }

@@ -34,16 +34,7 @@ pub(super) struct MemberOpen<'a> {
 pub(super) fn open_member(path: &Path, how: &MemberOpen) -> std::io::Result<Arc<dyn Member>> {
     if is_nbd_path(path) {
         // An NBD export: its server owns the storage (no lock, no O_DIRECT, its size is fixed).
-        let m = NbdMember::open(&path.to_string_lossy())?;
-        return Ok(match how.emulate {
-            Some(spec) => {
-                let speed = Speed::parse(spec).map_err(|e| {
-                    std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
-                })?;
-                Arc::new(Emulated::new(m, speed))
-            }
-            None => Arc::new(m),
-        });
+        return emulated(NbdMember::open(&path.to_string_lossy())?, how.emulate);
     }
     let f = FileMember::open(
         path,
@@ -55,14 +46,19 @@ pub(super) fn open_member(path: &Path, how: &MemberOpen) -> std::io::Result<Arc<
     if how.lock {
         f.lock_exclusive()?;
     }
-    Ok(match how.emulate {
+    emulated(f, how.emulate)
+}
+
+/// Member `m`, at the emulated speed `spec` (`hdd:150MB/s:8ms`) when given.
+fn emulated<M: Member + 'static>(m: M, spec: Option<&str>) -> std::io::Result<Arc<dyn Member>> {
+    Ok(match spec {
         Some(spec) => {
             let speed = Speed::parse(spec).map_err(|e| {
                 std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
             })?;
-            Arc::new(Emulated::new(f, speed))
+            Arc::new(Emulated::new(m, speed))
         }
-        None => Arc::new(f),
+        None => Arc::new(m),
     })
 }
 

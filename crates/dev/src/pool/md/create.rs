@@ -125,20 +125,10 @@ fn md_scheme(opts: &CreateOpts) -> Result<MdLayout> {
     ) {
         return Err(not_in_md(kind));
     }
-    let n = opts.members.len();
-    let mut params = opts.params.clone();
-    match params.disks {
-        None => params.disks = Some(n),
-        Some(d) if d != n => {
-            return Err(PoolError::Usage(format!(
-                "--disks {d} but {n} --member paths given: give one --member per disk"
-            )))
-        }
-        _ => {}
-    }
+    let params = opts.member_params()?;
     // Builds (and so checks) the scheme, then MD's name for it.
     layout::build(kind, &params)?;
-    md_layout_of(kind, &params, n)
+    md_layout_of(kind, &params, opts.members.len())
 }
 
 /// The member size, once the paths are fit to create on (as for raidforge's own format) and

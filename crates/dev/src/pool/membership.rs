@@ -220,15 +220,22 @@ impl Pool {
             j.member_replaced(i as u32);
         }
         self.members.handles[i] = Some(m);
+        self.record_replaced(i, path)
+    }
+
+    /// The end of a replace, in either format: member `i` replaced by `path` goes into the
+    /// history and the descriptor (its path, no failure reason, counters from zero), and the
+    /// superblocks record it.
+    pub(super) fn record_replaced(&mut self, i: usize, path: &Path) -> Result<()> {
         self.sb.events.push(Event::Replace(i as u32));
-        self.file.desc.members[i].path =
-            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        self.file.desc.members[i].failed_why = None;
-        self.file.desc.members[i].read_bytes = 0;
-        self.file.desc.members[i].write_bytes = 0;
-        self.file.desc.members[i].reads = 0;
-        self.file.desc.members[i].writes = 0;
-        self.file.desc.members[i].meta_writes = 0;
+        let d = &mut self.file.desc.members[i];
+        d.path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        d.failed_why = None;
+        d.read_bytes = 0;
+        d.write_bytes = 0;
+        d.reads = 0;
+        d.writes = 0;
+        d.meta_writes = 0;
         let tag = self.tag();
         self.persist(tag)
     }

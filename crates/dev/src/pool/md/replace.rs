@@ -52,16 +52,7 @@ impl Pool {
         }
         md.slots[i] = Some(Slot { sb, raw: Some(raw) });
         self.members.handles[i] = Some(view);
-        self.sb.events.push(Event::Replace(i as u32));
-        let d = &mut self.file.desc.members[i];
-        d.path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        d.read_bytes = 0;
-        d.write_bytes = 0;
-        d.reads = 0;
-        d.writes = 0;
-        d.meta_writes = 0;
-        let tag = self.tag();
-        self.persist(tag)
+        self.record_replaced(i, path)
     }
 }
 

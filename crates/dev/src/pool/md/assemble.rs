@@ -171,8 +171,8 @@ impl Pool {
         let (handles, slots) = member_views(a.slots, a.geo, cycle_rows, rows);
         // The dev numbers of missing slots are recorded faulty.
         let mut array = a.array;
-        for s in 0..slots.len() {
-            if slots[s].is_none() {
+        for (s, slot) in slots.iter().enumerate() {
+            if slot.is_none() {
                 for r in array.dev_roles.iter_mut() {
                     if *r == s as u16 {
                         *r = ROLE_FAULTY;
@@ -362,6 +362,10 @@ fn adopted_state(
     Ok((state, events))
 }
 
+/// Per slot, the pool's handle of its member and the slot's superblock state (`None` for a
+/// missing slot).
+type SlotViews = (Vec<Option<Arc<dyn Member>>>, Vec<Option<Slot>>);
+
 /// Each slot's member view (the pool's handle) and its superblock state, `None` for a
 /// missing slot.
 fn member_views(
@@ -369,7 +373,7 @@ fn member_views(
     geo: MdGeometry,
     cycle_rows: u64,
     rows: u64,
-) -> (Vec<Option<Arc<dyn Member>>>, Vec<Option<Slot>>) {
+) -> SlotViews {
     found
         .into_iter()
         .map(|f| match f {

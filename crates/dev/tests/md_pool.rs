@@ -225,6 +225,13 @@ fn superblock_updates_follow_mds_rules() {
         failed_sb,
         "the failed member is not written"
     );
+    // The descriptor names the replacement, with no reason for a failure (as for raidforge's
+    // own format).
+    let d: dev::pool::Descriptor =
+        serde_json::from_str(&std::fs::read_to_string(&desc).unwrap()).unwrap();
+    let m1 = &d.members[1];
+    assert_eq!(m1.path, std::fs::canonicalize(&new).unwrap());
+    assert_eq!(m1.failed_why, None, "the replacement has not failed");
     // Part of the rebuild: the recovery offset says how far.
     pool.rebuild(
         &RebuildOpts {

@@ -42,12 +42,12 @@ pub(super) struct CreatePlan {
     pub ido: Ido,
 }
 
-impl CreatePlan {
-    /// Checks `opts` against what `site` found and lays the members out. No I/O: every
-    /// refusal of create is made here.
-    pub fn check(opts: &CreateOpts, site: &Site) -> Result<CreatePlan> {
-        let n = opts.members.len();
-        let mut params = opts.params.clone();
+impl CreateOpts {
+    /// The scheme's parameters with `disks` set to the members given (`--disks`, when given,
+    /// must agree).
+    pub(super) fn member_params(&self) -> Result<Params> {
+        let n = self.members.len();
+        let mut params = self.params.clone();
         match params.disks {
             None => params.disks = Some(n),
             Some(d) if d != n => {
@@ -57,6 +57,16 @@ impl CreatePlan {
             }
             _ => {}
         }
+        Ok(params)
+    }
+}
+
+impl CreatePlan {
+    /// Checks `opts` against what `site` found and lays the members out. No I/O: every
+    /// refusal of create is made here.
+    pub fn check(opts: &CreateOpts, site: &Site) -> Result<CreatePlan> {
+        let n = opts.members.len();
+        let params = opts.member_params()?;
         if n == 0 {
             return Err(PoolError::Usage("no --member given".into()));
         }

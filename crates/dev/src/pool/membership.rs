@@ -34,16 +34,7 @@ pub(super) struct MemberOpen<'a> {
 pub(super) fn open_member(path: &Path, how: &MemberOpen) -> std::io::Result<Arc<dyn Member>> {
     if is_nbd_path(path) {
         // An NBD export: its server owns the storage (no lock, no O_DIRECT, its size is fixed).
-        let m = NbdMember::open(&path.to_string_lossy())?;
-        return Ok(match how.emulate {
-            Some(spec) => {
-                let speed = Speed::parse(spec).map_err(|e| {
-                    std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
-                })?;
-                Arc::new(Emulated::new(m, speed))
-            }
-            None => Arc::new(m),
-        });
+        return emulated(NbdMember::open(&path.to_string_lossy())?, how.emulate);
     }
     let f = FileMember::open(
         path,
@@ -55,14 +46,19 @@ pub(super) fn open_member(path: &Path, how: &MemberOpen) -> std::io::Result<Arc<
     if how.lock {
         f.lock_exclusive()?;
     }
-    Ok(match how.emulate {
+    emulated(f, how.emulate)
+}
+
+/// Member `m`, at the emulated speed `spec` (`hdd:150MB/s:8ms`) when given.
+fn emulated<M: Member + 'static>(m: M, spec: Option<&str>) -> std::io::Result<Arc<dyn Member>> {
+    Ok(match spec {
         Some(spec) => {
             let speed = Speed::parse(spec).map_err(|e| {
                 std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
             })?;
-            Arc::new(Emulated::new(f, speed))
+            Arc::new(Emulated::new(m, speed))
         }
-        None => Arc::new(f),
+        None => Arc::new(m),
     })
 }
 
@@ -193,41 +189,9 @@ impl Pool {
         if self.md.is_some() {
             return self.replace_md(i, path);
         }
-        if i >= self.members.handles.len() {
-            return Err(PoolError::Usage(format!("member {i} does not exist")));
-        }
-        if self.members.handles[i].is_some() {
-            return Err(PoolError::Usage(format!(
-                "member {i} has not failed: fail it first with `raidforge fail`"
-            )));
-        }
+        self.check_replaceable(i)?;
         let size = self.map.data_offset_bytes + self.map.data_bytes;
-        if let Ok(existing) = probe_member(path) {
-            // Any raidforge member (another pool's, or a stale copy of this one) is refused:
-            // a replacement starts from empty space.
-            if let Ok(sb) = read_superblock(&*existing) {
-                return Err(PoolError::Member {
-                    index: i,
-                    path: path.to_path_buf(),
-                    reason: format!(
-                        "already holds a raidforge superblock (pool {}); erase it first \
-                         with `raidforge wipe {}` if it is no longer needed",
-                        hex(&sb.uuid),
-                        path.display()
-                    ),
-                });
-            }
-            if let Some(what) = super::site::foreign_content(&existing, path) {
-                return Err(PoolError::Member {
-                    index: i,
-                    path: path.to_path_buf(),
-                    reason: format!(
-                        "is not a raidforge member and holds {what}: a replacement would \
-                         overwrite it; choose an empty or new file or device"
-                    ),
-                });
-            }
-        }
+        refuse_occupied(i, path)?;
         let how = MemberOpen {
             emulate: self.file.desc.members[i].emulate.as_deref(),
             create_bytes: Some(size),
@@ -250,48 +214,105 @@ impl Pool {
             Some(w) => w(i, m),
             None => m,
         };
-        if let Some(c) = self.integrity.checksums.clone() {
-            // A replacement holds nothing valid until rebuilt; its checksums start as those of
-            // zeros and the rebuild writes the real ones with the data.
-            // The copies of its entries on other members are rewritten too, and its region
-            // gets the copies of other members' entries it holds.
-            // A copy's holder that fails meanwhile is failed (as a failing write fails its
-            // member) and the copies are written again without it.
-            loop {
-                let mut slots = self.members.handles.clone();
-                slots[i] = Some(m.clone());
-                match c.reset_zeroed(i, &slots) {
-                    Ok(()) => break,
-                    Err(e) if e.member != i && self.members.handles[e.member].is_some() => {
-                        self.fail_members(&[e.member as u32])?;
-                    }
-                    Err(e) => {
-                        return Err(PoolError::Member {
-                            index: i,
-                            path: path.to_path_buf(),
-                            reason: format!("writing checksum region pages: {}", e.source),
-                        })
-                    }
-                }
-            }
-        }
+        self.reset_checksums_of(i, &m, path)?;
         self.state.replace(&self.geo, i as Disk)?;
         if let Some(j) = &self.wh.journal {
             j.member_replaced(i as u32);
         }
         self.members.handles[i] = Some(m);
+        self.record_replaced(i, path)
+    }
+
+    /// The end of a replace, in either format: member `i` replaced by `path` goes into the
+    /// history and the descriptor (its path, no failure reason, counters from zero), and the
+    /// superblocks record it.
+    pub(super) fn record_replaced(&mut self, i: usize, path: &Path) -> Result<()> {
         self.sb.events.push(Event::Replace(i as u32));
-        self.file.desc.members[i].path =
-            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        self.file.desc.members[i].failed_why = None;
-        self.file.desc.members[i].read_bytes = 0;
-        self.file.desc.members[i].write_bytes = 0;
-        self.file.desc.members[i].reads = 0;
-        self.file.desc.members[i].writes = 0;
-        self.file.desc.members[i].meta_writes = 0;
+        let d = &mut self.file.desc.members[i];
+        d.path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        d.failed_why = None;
+        d.read_bytes = 0;
+        d.write_bytes = 0;
+        d.reads = 0;
+        d.writes = 0;
+        d.meta_writes = 0;
         let tag = self.tag();
         self.persist(tag)
     }
+
+    /// Refuses to replace member `i` unless it exists and has failed.
+    pub(super) fn check_replaceable(&self, i: usize) -> Result<()> {
+        if i >= self.members.handles.len() {
+            return Err(PoolError::Usage(format!("member {i} does not exist")));
+        }
+        if self.members.handles[i].is_some() {
+            return Err(PoolError::Usage(format!(
+                "member {i} has not failed: fail it first with `raidforge fail`"
+            )));
+        }
+        Ok(())
+    }
+
+    /// With checksums on, the replacement `m` of member `i` gets the checksums of zeros: it
+    /// holds nothing valid until rebuilt, and the rebuild writes the real ones with the data.
+    /// The copies of its entries on other members are rewritten too, and its region gets the
+    /// copies of other members' entries it holds. A copy's holder that fails meanwhile is
+    /// failed (as a failing write fails its member) and the copies are written again without
+    /// it.
+    fn reset_checksums_of(&mut self, i: usize, m: &Arc<dyn Member>, path: &Path) -> Result<()> {
+        let Some(c) = self.integrity.checksums.clone() else {
+            return Ok(());
+        };
+        loop {
+            let mut slots = self.members.handles.clone();
+            slots[i] = Some(m.clone());
+            match c.reset_zeroed(i, &slots) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.member != i && self.members.handles[e.member].is_some() => {
+                    self.fail_members(&[e.member as u32])?;
+                }
+                Err(e) => {
+                    return Err(PoolError::Member {
+                        index: i,
+                        path: path.to_path_buf(),
+                        reason: format!("writing checksum region pages: {}", e.source),
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// Refuses a replacement for member `i` at `path` that holds something: any raidforge member
+/// (another pool's, or a stale copy of this one), or content a replacement would overwrite.
+/// A replacement starts from empty space.
+fn refuse_occupied(i: usize, path: &Path) -> Result<()> {
+    let Ok(existing) = probe_member(path) else {
+        return Ok(());
+    };
+    if let Ok(sb) = read_superblock(&*existing) {
+        return Err(PoolError::Member {
+            index: i,
+            path: path.to_path_buf(),
+            reason: format!(
+                "already holds a raidforge superblock (pool {}); erase it first with `raidforge \
+                 wipe {}` if it is no longer needed",
+                hex(&sb.uuid),
+                path.display()
+            ),
+        });
+    }
+    if let Some(what) = super::site::foreign_content(&existing, path) {
+        return Err(PoolError::Member {
+            index: i,
+            path: path.to_path_buf(),
+            reason: format!(
+                "is not a raidforge member and holds {what}: a replacement would overwrite it; \
+                 choose an empty or new file or device"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Erases a member that is no longer wanted (`raidforge wipe`, like `mdadm

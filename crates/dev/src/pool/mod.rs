@@ -14,7 +14,7 @@
 //! `create`, `open` (open and assemble: superblocks back into the array state), `persist`
 //! (superblocks, flushes, sync, close), `io` (read and write), `lazy` (the deferred-parity
 //! list), `membership` (fail, replace, member handles), `rebuild`, `status` (status and
-//! verify), `ido` (the pool's side of `crate::ido`), `md` and `md_member` (Linux MD's v1.x
+//! verify), `ido` (the pool's side of `crate::ido`), `md` (a folder: Linux MD's v1.x
 //! superblock as the other on-disk format, and the member view that puts the data area where
 //! MD has it). Repairs and scrub continue `impl Pool` in `crate::scrub`, the served pool's
 //! helpers in `crate::serve_support`.
@@ -27,7 +27,6 @@ mod intent;
 mod io;
 mod lazy;
 mod md;
-mod md_member;
 mod membership;
 mod open;
 mod opts;
@@ -153,7 +152,7 @@ pub struct Pool {
     pub(crate) wh: WriteHoleState,
     /// Zone popularity, rebuild policy state, surrogate and D-Map (`crate::ido`, `ido.rs`).
     pub(crate) ido: Arc<Ido>,
-    /// Linux MD's superblock state when the pool is in MD's format (`md.rs`); `None` for
+    /// Linux MD's superblock state when the pool is in MD's format (`md/`); `None` for
     /// raidforge's own.
     pub(crate) md: Option<Box<md::MdFormat>>,
 }

@@ -96,7 +96,7 @@ impl Pool {
         if paths.is_empty() {
             return Err(PoolError::Usage("no --member given".into()));
         }
-        // Members of a Linux MD array: adopted (`md.rs`).
+        // Members of a Linux MD array: adopted (`md/`).
         if md::is_md_member(&paths[0]) {
             return Self::assemble_md(desc_path, paths, emulate);
         }
@@ -199,15 +199,8 @@ impl Pool {
             reason: format!("bad uuid '{}'", desc.uuid),
         })?;
         let (best, opened) = newest_superblock(probe_members(&desc, &uuid, access))?;
-        let (kind, params) = layout::from_text(&best.layout)?;
-        let scheme = layout::build(kind, &params)?;
-        let geo = Geometry::new(scheme, best.chunk_bytes, best.data_bytes)?;
         let has_checksums = best.features & FEATURE_CHECKSUMS != 0;
-        let geo = if desc.direct || has_checksums {
-            geo.with_io_align(DIRECT_ALIGN_BYTES)?
-        } else {
-            geo
-        };
+        let (geo, kind, params) = recorded_geometry(&best, desc.direct || has_checksums)?;
         let mut state = recorded_state(&geo, &best)?;
         let mut desc = desc;
         let (members, events) = judge_members(opened, &best, &geo, &mut state, &mut desc)?;
@@ -217,48 +210,15 @@ impl Pool {
         if let Some(r) = &bpgl {
             state.restore_bpgl(r);
         }
-        // Zone popularity, policy state and D-Map: the newest valid record on any member.
-        let (capacity, per_cycle) = (
-            geo.capacity_bytes(),
-            geo.data_per_cycle() * geo.chunk_bytes(),
-        );
-        let ido = match Ido::restore(capacity, per_cycle, &ido_records(&members), &uuid)? {
-            Some(ido) => ido,
-            None => Ido::new(capacity, per_cycle, DEFAULT_ZONE_BYTES)?,
-        };
-        let map = MemberMap {
-            data_offset_bytes: best.data_offset_bytes,
-            data_bytes: best.data_bytes,
-            checksums: Region::new(best.checksum_offset_bytes, best.checksum_len_bytes),
-            journal: Region::new(best.journal_offset_bytes, best.journal_len_bytes),
-        };
-        map.check()
-            .map_err(|e| PoolError::Usage(format!("damaged superblock: {e}")))?;
+        let ido = restored_ido(&geo, &members, &uuid)?;
+        let map = recorded_map(&best)?;
         let (checksums, torn_pages) = if has_checksums {
             let (c, torn) = Self::load_checksums(&geo, &map, &members)?;
             (Some(Arc::new(c)), torn)
         } else {
             (None, Default::default())
         };
-        // A pool without a journal: the regions its bitmap marks (all of them for a pool made
-        // before the bitmap that was in use when it stopped) are resynchronised.
-        let journaled = best.features & FEATURE_JOURNAL != 0;
-        let intent = (!journaled).then(|| Arc::new(WriteIntent::new(uuid, &geo)));
-        let dirty = match &intent {
-            None => BTreeSet::new(),
-            Some(w) => match w.read(&members) {
-                Some(found) => {
-                    w.adopt(&found);
-                    found.dirty
-                }
-                None if best.features & FEATURE_WRITE_INTENT == 0
-                    && best.state == ArrayStateTag::Active =>
-                {
-                    w.all_regions()
-                }
-                None => BTreeSet::new(),
-            },
-        };
+        let (intent, dirty) = recorded_intent(&best, &uuid, &geo, &members);
         let mut pool = Pool {
             geo,
             state,
@@ -407,4 +367,79 @@ impl Pool {
         }
         Ok(())
     }
+}
+
+/// The geometry the newest superblock records, aligned for direct I/O when `align` (O_DIRECT
+/// or block checksums), and its scheme.
+fn recorded_geometry(best: &Superblock, align: bool) -> Result<(Geometry, SchemeKind, Params)> {
+    let (kind, params) = layout::from_text(&best.layout)?;
+    let scheme = layout::build(kind, &params)?;
+    let geo = Geometry::new(scheme, best.chunk_bytes, best.data_bytes)?;
+    let geo = if align {
+        geo.with_io_align(DIRECT_ALIGN_BYTES)?
+    } else {
+        geo
+    };
+    Ok((geo, kind, params))
+}
+
+/// Zone popularity, policy state and D-Map: the newest valid record on any member, or a new
+/// state when there is none.
+fn restored_ido(
+    geo: &Geometry,
+    members: &[Option<Arc<dyn Member>>],
+    uuid: &[u8; 16],
+) -> Result<Ido> {
+    let (capacity, per_cycle) = (
+        geo.capacity_bytes(),
+        geo.data_per_cycle() * geo.chunk_bytes(),
+    );
+    Ok(
+        match Ido::restore(capacity, per_cycle, &ido_records(members), uuid)? {
+            Some(ido) => ido,
+            None => Ido::new(capacity, per_cycle, DEFAULT_ZONE_BYTES)?,
+        },
+    )
+}
+
+/// Where the newest superblock says the member's regions lie, once they are checked.
+fn recorded_map(best: &Superblock) -> Result<MemberMap> {
+    let map = MemberMap {
+        data_offset_bytes: best.data_offset_bytes,
+        data_bytes: best.data_bytes,
+        checksums: Region::new(best.checksum_offset_bytes, best.checksum_len_bytes),
+        journal: Region::new(best.journal_offset_bytes, best.journal_len_bytes),
+    };
+    map.check()
+        .map_err(|e| PoolError::Usage(format!("damaged superblock: {e}")))?;
+    Ok(map)
+}
+
+/// A pool without a journal: its write-intent bitmap, and the regions to resynchronise (those
+/// the bitmap marks; all of them for a pool made before the bitmap that was in use when it
+/// stopped). A journaled pool has neither.
+fn recorded_intent(
+    best: &Superblock,
+    uuid: &[u8; 16],
+    geo: &Geometry,
+    members: &[Option<Arc<dyn Member>>],
+) -> (Option<Arc<WriteIntent>>, BTreeSet<u64>) {
+    let journaled = best.features & FEATURE_JOURNAL != 0;
+    let intent = (!journaled).then(|| Arc::new(WriteIntent::new(*uuid, geo)));
+    let dirty = match &intent {
+        None => BTreeSet::new(),
+        Some(w) => match w.read(members) {
+            Some(found) => {
+                w.adopt(&found);
+                found.dirty
+            }
+            None if best.features & FEATURE_WRITE_INTENT == 0
+                && best.state == ArrayStateTag::Active =>
+            {
+                w.all_regions()
+            }
+            None => BTreeSet::new(),
+        },
+    };
+    (intent, dirty)
 }

@@ -14,7 +14,7 @@
 //! Nothing of raidforge's own metadata may reach an MD member: an access below the data area
 //! (where raidforge keeps its superblocks, deferred-parity list and IDO record) or past it is
 //! an error, never a write into MD's space. The pool writes MD's superblocks through the
-//! member's raw handle (`pool/md.rs`).
+//! member's raw handle (`pool/md/persist.rs`).
 
 use std::io;
 use std::sync::Arc;

@@ -1090,27 +1090,32 @@ impl ServedRun {
 
     /// Members gone for good changed: recompute whether the layout loses data without them.
     ///
-    /// Judged on where the data lives now: the served pool's membership state (cycles a
-    /// rebuild moved into the layout's spare space no longer need the member they were
-    /// rebuilt from), with every gone member the pool has not noticed yet failed on top. A
+    /// Lost only when both say so: the layout as created (every cycle where the array put it
+    /// first, the gone members failed), and where the data lives now (the served pool's
+    /// membership state, the gone members the pool has not noticed yet failed on top): a
+    /// rebuild into the layout's spare room lets it carry a second member gone later, which
+    /// the first view alone would call a loss. The second view alone would count failures
+    /// the pool made itself (not the harness's claim), and it is the engine's own word; a
     /// state that claimed a rebuild the members do not hold would be caught by the reads,
     /// which check every byte against the clients' models. With no pool up (between a crash
-    /// and the restart), the layout's own tolerance: every cycle where it was created.
+    /// and the restart), the first view alone.
     fn update_gone(&self, f: impl FnOnce(&mut BTreeSet<usize>)) {
         let mut g = self.sh.gone.lock().unwrap();
         f(&mut g);
-        let mut st = self
+        let lost_in = |mut st: ArrayState| {
+            for &d in g.iter() {
+                if !st.failed().contains(&(d as u32)) {
+                    st.fail(&self.geo, d as u32)
+                        .expect("a member of the array that has not failed can fail");
+                }
+            }
+            st.data_lost(&self.geo)
+        };
+        let now = self
             .inc
             .as_ref()
-            .and_then(|inc| inc.sp.with_pool(|p| Ok(p.state().clone())).ok())
-            .unwrap_or_else(|| ArrayState::new(&self.geo));
-        for &d in g.iter() {
-            if !st.failed().contains(&(d as u32)) {
-                st.fail(&self.geo, d as u32)
-                    .expect("a member of the array that has not failed can fail");
-            }
-        }
-        let lost = st.data_lost(&self.geo);
+            .and_then(|inc| inc.sp.with_pool(|p| Ok(p.state().clone())).ok());
+        let lost = lost_in(ArrayState::new(&self.geo)) && now.is_none_or(lost_in);
         self.sh.gone_lose_data.store(lost, Ordering::SeqCst);
     }
 
@@ -1294,7 +1299,8 @@ impl ServedRun {
     /// The healer put spares in the place of failed members: those members are no longer
     /// gone (their slot's fault layer is the spare's now, and the pool lists them as present).
     fn settle_gone(&mut self) {
-        if !self.auto_heal {
+        // (No server up, after a crash: the next one settles it.)
+        if !self.auto_heal || self.inc.is_none() {
             return;
         }
         let failed = self.failed_members();

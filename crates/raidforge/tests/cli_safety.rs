@@ -310,6 +310,34 @@ fn create_that_fails_leaves_nothing_behind() {
     assert_untouched(&before, dir, "create that failed at its first write");
 }
 
+/// A size whose pool could not be held in memory is refused in one line, before any file is
+/// made (`--size 9000000T` used to abort on a failed allocation of the array state).
+#[test]
+fn create_of_a_size_too_large_to_hold_is_refused_before_anything_is_written() {
+    let t = TempDir::new("cli-safety", "huge");
+    let dir = t.path();
+    let before = snapshot(dir);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_raidforge"))
+        .args([
+            "create", "p.json", "--scheme", "raid5", "--disks", "3", "--member", "m0.img",
+            "--member", "m1.img", "--member", "m2.img", "--size", "9000000T",
+        ])
+        .current_dir(dir)
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("raidforge: error: --size ")
+            && err.contains("layout cycles")
+            && err.contains("--chunk")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    assert_untouched(&before, dir, "create refused for its size");
+}
+
 /// `assemble` over the descriptor of another pool is refused and touches nothing; over its own
 /// pool's descriptor it keeps what the superblocks do not hold (here the emulated speed).
 #[test]

@@ -61,6 +61,11 @@ impl CreateOpts {
     }
 }
 
+/// The most layout cycles a pool may have: the array state holds 4 bytes per cycle in memory
+/// (4 GiB at this bound). With 64 KiB chunks that is 64 TiB per member on a mirror, whose
+/// cycle is one chunk row, and more on layouts with longer cycles.
+pub const MAX_CYCLES: u64 = 1 << 30;
+
 impl CreatePlan {
     /// Checks `opts` against what `site` found and lays the members out. No I/O: every
     /// refusal of create is made here.
@@ -76,6 +81,16 @@ impl CreatePlan {
         let map = Self::lay_out(opts, &*scheme, size)?;
         let geo = Self::geometry(opts, scheme, &map, size)?;
         Self::check_members(opts, site, size)?;
+        // The array state keeps a few bytes per layout cycle in memory: a size that makes
+        // more cycles than that can hold is refused here, not met by an allocation failure.
+        if geo.cycles() > MAX_CYCLES {
+            return Err(PoolError::Usage(format!(
+                "--size {size} bytes per member makes {} layout cycles; raidforge keeps the \
+                 state of every cycle in memory and takes at most {MAX_CYCLES}: choose a \
+                 smaller --size, or a larger --chunk (a cycle grows with the chunk)",
+                geo.cycles()
+            )));
+        }
         let mut state = ArrayState::new(&geo);
         let cap = opts.bpgl_capacity.unwrap_or(BPGL_DEFAULT_CAPACITY);
         if cap > BPGL_MAX_CAPACITY {

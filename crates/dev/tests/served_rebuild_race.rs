@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use dev::faultsim::Rng;
 use dev::pool::{Pool, RebuildOpts};
 use dev::serve_support::{Concurrency, SharedPool};
 use layout::{Params, SchemeKind};
@@ -45,17 +46,6 @@ fn create(dir: &Path, n: usize) -> Pool {
     Pool::create(&dir.join("pool.json"), o).unwrap()
 }
 
-/// Small xorshift, so each writer's data is its own and reproducible.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 /// `threads` writers, each owning the sectors s with s % threads == id, write random runs of
 /// their sectors until stopped; `model` holds what each sector was last written.
 fn writers(
@@ -70,10 +60,10 @@ fn writers(
             let (sp, model, stop) = (Arc::clone(sp), Arc::clone(model), Arc::clone(stop));
             std::thread::spawn(move || {
                 let sectors = model.lock().unwrap().len() / SECTOR;
-                let mut rng = Rng(seed * 7919 + id as u64 + 1);
+                let mut rng = Rng::new(seed * 7919 + id as u64 + 1);
                 while !stop.load(Ordering::SeqCst) {
-                    let s = (rng.next() as usize % (sectors / threads)) * threads + id;
-                    let data: Vec<u8> = (0..SECTOR).map(|_| rng.next() as u8).collect();
+                    let s = rng.below((sectors / threads) as u64) as usize * threads + id;
+                    let data = rng.bytes(SECTOR);
                     sp.write((s * SECTOR) as u64, &data).unwrap();
                     model.lock().unwrap()[s * SECTOR..(s + 1) * SECTOR].copy_from_slice(&data);
                 }

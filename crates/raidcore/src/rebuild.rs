@@ -236,7 +236,11 @@ impl RebuildScheduler {
                 }
             }
         }
-        let mut wrapped = false;
+        // A cycle that stopped in a staging generation (`Generation::staging`) moves on in
+        // another pass, once the pass that put it there has nothing in flight.
+        if self.cursor >= geo.cycles() && self.in_flight.is_empty() && !state.all_clean() {
+            self.cursor = 0;
+        }
         while self.in_flight.len() < self.max_in_flight() && self.cursor < geo.cycles() {
             let c = self.cursor;
             if state.is_clean(c) || self.in_flight.contains(&c) {
@@ -256,16 +260,6 @@ impl RebuildScheduler {
                 Err(e) => return Err(e),
             }
             self.cursor += 1;
-            // A cycle that stopped in a staging generation (`Generation::staging`) moves on
-            // in another pass, once nothing is in flight.
-            if self.cursor == geo.cycles()
-                && !std::mem::replace(&mut wrapped, true)
-                && out.is_empty()
-                && self.in_flight.is_empty()
-                && !state.all_clean()
-            {
-                self.cursor = 0;
-            }
         }
         Ok(out)
     }

@@ -140,12 +140,23 @@ impl Shared {
     /// be replaced; a set of failed members would then read the same before and after a
     /// fail-and-replace that took a copy away, so the promise is checked against this count
     /// (and the server process it belongs to).
+    /// What the engine knows of the faults: its membership events, and the bad blocks it has
+    /// met. A latent sector error injected before a write is no fault to the engine until a
+    /// read meets it (a rebuild, a request): if that records the range lost afterwards, a
+    /// read of a sector acknowledged in between failing is a loss detected, not a write that
+    /// should have failed (seed 0x6b07a50e: RAID4 of 5, latent errors on member 0 from step
+    /// 0, member 4 failed at step 6, a write acknowledged at step 24 and the rebuild's
+    /// discovery of the errors after it).
     fn engine_events(&self) -> u64 {
         let sp = self.serving.lock().unwrap().clone();
         // A server started again replays the events from its superblocks and counts anew.
         sp.and_then(|(inc, sp)| {
-            sp.with_pool(|p| Ok(inc << 40 | p.state().generation()))
-                .ok()
+            sp.with_pool(|p| {
+                let r = &p.file.desc.repairs;
+                let met = r.read_errors + r.checksum_mismatches + p.file.desc.lost.len() as u64;
+                Ok(inc << 48 ^ p.state().generation() << 24 ^ met)
+            })
+            .ok()
         })
         .unwrap_or(u64::MAX)
     }
@@ -503,9 +514,10 @@ impl ClientState {
                 self.model.flush();
                 if let Some(gone) = lost_before {
                     self.losses.push(format!(
-                        "client {}: a flush succeeded although the members gone ({gone:?}) lose \
-                         data: writes to them cannot have been made durable",
+                        "client {}: a flush at step {} succeeded although the members gone \
+                         ({gone:?}) lose data: writes to them cannot have been made durable",
                         self.id,
+                        sh.step.load(Ordering::SeqCst),
                     ));
                 }
             }
@@ -1296,11 +1308,15 @@ impl ServedRun {
         }
     }
 
-    /// The healer put spares in the place of failed members: those members are no longer
-    /// gone (their slot's fault layer is the spare's now, and the pool lists them as present).
+    /// Members gone that the served pool lists as present, and whose device works, are no
+    /// longer gone: the healer put spares in their place (their slot's fault layer is the
+    /// spare's now), or the pool came back with a member the operator had failed when no
+    /// member was left to record the failure (its device is whole and holds every write
+    /// acknowledged before; seed 0x6b07a11c: RAID1 of 3, all failed, then a power loss, and
+    /// the restart serves member 0 again, whose flushes are durable).
     fn settle_gone(&mut self) {
         // (No server up, after a crash: the next one settles it.)
-        if !self.auto_heal || self.inc.is_none() {
+        if self.inc.is_none() {
             return;
         }
         let failed = self.failed_members();
@@ -1491,7 +1507,10 @@ impl ServedRun {
     fn reopen(&mut self, when: &str) {
         self.report.reopens += 1;
         match Pool::open_wrapped(&self.desc, make_wrap(&self.faults, &self.sh.crash)) {
-            Ok(p) => self.start(p),
+            Ok(p) => {
+                self.start(p);
+                self.settle_gone();
+            }
             Err(e) => {
                 let msg = format!("reopen {when}: {e}");
                 self.log(format_args!("{msg}"));

@@ -118,6 +118,7 @@ pub mod record;
 pub mod region;
 pub mod repair;
 pub mod superblock;
+pub mod units;
 pub mod verify;
 
 mod recon;

@@ -37,7 +37,7 @@ enum Command {
     /// descriptor file every later command takes).
     ///
     /// Example: raidforge create p.json --scheme raid5 --disks 5 --member m0.img --member m1.img
-    /// ... --size 256M
+    /// ... --member-size 256M
     Create(pool_cmd::CreateArgs),
     /// Recreate POOL from member paths alone, reading their superblocks (like mdadm --assemble).
     Assemble {

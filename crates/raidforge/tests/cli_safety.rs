@@ -303,7 +303,7 @@ fn create_that_fails_leaves_nothing_behind() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.starts_with("raidforge: error: member 0 (m0.img): cannot be made")
-            && err.contains("--size")
+            && err.contains("--member-size")
             && err.lines().count() == 1,
         "{err}"
     );
@@ -325,7 +325,10 @@ fn create_of_a_size_too_large_to_hold_is_refused_before_anything_is_written() {
         ],
         &["layout cycles", "--chunk"],
     );
-    assert!(line.starts_with("raidforge: error: --size "), "{line}");
+    assert!(
+        line.starts_with("raidforge: error: --member-size "),
+        "{line}"
+    );
     assert_untouched(&before, dir, "create refused for its size");
 }
 
@@ -421,4 +424,74 @@ fn a_member_failed_for_a_missing_file_is_reported_with_its_reason() {
         text.contains("m1 failed: file") && text.contains("m3 failed: failed by"),
         "{text}"
     );
+}
+
+/// Bytes an unprivileged writer may still allocate on the file system of `dir`.
+fn free_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; statvfs only fills `st`.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0);
+    st.f_bavail as u64 * st.f_frsize as u64
+}
+
+/// Member files start sparse, so a file system without room for them all let create succeed
+/// (and writes fail later), or fail with "File too large" for `--member-size 100T`: create
+/// checks the room first, in one line naming the files, what they need and what is free, and
+/// writes nothing; `--force` creates them anyway.
+#[test]
+fn create_checks_that_the_file_system_has_room_first() {
+    let t = TempDir::new("cli-safety", "room");
+    let dir = t.path();
+    let before = snapshot(dir);
+    // Three members of half the free space each: 1.5 times what the file system has.
+    let each = (free_bytes(dir) / 2).next_multiple_of(1 << 20);
+    let size = format!("{}M", each >> 20);
+    let args = |size: &str| -> Vec<String> {
+        [
+            "create",
+            "p.json",
+            "--scheme",
+            "raid5",
+            "--disks",
+            "3",
+            "--member",
+            "m0.img",
+            "--member",
+            "m1.img",
+            "--member",
+            "m2.img",
+            "--member-size",
+            size,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    for size in [size.as_str(), "100T"] {
+        let a = args(size);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        refused(
+            dir,
+            &a,
+            &[
+                "member files m0.img, m1.img, m2.img need 3 x",
+                "their file system has",
+                "free",
+                "--member-size",
+                "--force",
+            ],
+        );
+        assert_untouched(&before, dir, "create refused for lack of room");
+    }
+    let mut a = args(&size);
+    a.push("--force".into());
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    ok(dir, &a);
+    for m in ["m0.img", "m1.img", "m2.img"] {
+        use std::os::unix::fs::MetadataExt;
+        let md = std::fs::metadata(dir.join(m)).unwrap();
+        assert_eq!(md.len(), each, "{m}");
+        assert!(md.blocks() * 512 < 64 << 20, "{m} is not sparse");
+    }
 }

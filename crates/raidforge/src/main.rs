@@ -51,7 +51,8 @@ enum Command {
         /// an internal bitmap) are refused and nothing is written.
         #[arg(long = "member", required = true, num_args = 1..)]
         members: Vec<std::path::PathBuf>,
-        /// Emulated member speed to record for the members.
+        /// Emulated member speed to record for the members, KIND:BANDWIDTH:LATENCY as `create
+        /// --emulate` takes it, e.g. hdd:150MB/s:8ms (MB/s: 10^6 bytes/s; M/s or MiB/s: 2^20).
         #[arg(long)]
         emulate: Option<String>,
         /// Print the status as JSON.

@@ -111,8 +111,8 @@ pub struct SimArgs {
     /// surrogate; 0.2 is a gigabit LAN).
     #[arg(long, default_value_t = 0.0)]
     surrogate_latency: f64,
-    /// Network bandwidth to a remote surrogate, bytes per second (e.g. 117M for gigabit
-    /// Ethernet; 0: no transfer time).
+    /// Network bandwidth to a remote surrogate, bytes per second (e.g. 117M or 117MiB/s for
+    /// gigabit Ethernet, 2^20 bytes per M; 125MB/s, 10^6 per MB; 0: no transfer time).
     #[arg(long, default_value = "0")]
     surrogate_link: String,
     /// Fail --fail at this fraction of the workload's span (0..1) instead of at --fail-at: the
@@ -367,7 +367,7 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
             bail!("--surrogate-latency must be a non-negative number of milliseconds");
         }
         i.latency_ns = (a.surrogate_latency * 1e6).round() as u64;
-        i.link_bytes_per_sec = bytes(&a.surrogate_link, "--surrogate-link")?;
+        i.link_bytes_per_sec = speed(&a.surrogate_link, "--surrogate-link")?;
         cfg.ido = Some(i);
     } else if a.zone_size.is_some() || a.surrogate_latency > 0.0 {
         bail!("--zone-size and --surrogate-latency need --rebuild-policy pr, pro, workout, vdf or ido");

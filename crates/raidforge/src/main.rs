@@ -95,6 +95,26 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Let a failed member whose file came back unchanged rejoin without a rebuild (like
+    /// `mdadm --re-add`): a member file that was missing when a command opened the pool, put
+    /// back as it was. Its superblock must be this pool's from just before it failed, nothing
+    /// may have been rebuilt since, and every stripe is read with it back and must agree
+    /// (a write the pool took meanwhile shows as a stripe that disagrees); only then is it
+    /// recorded present. Otherwise refused, nothing written: then `raidforge replace` and
+    /// `raidforge rebuild`. Not yet for pools with checksums, a write journal or Linux MD's
+    /// format.
+    ///
+    /// Example: raidforge re-add p.json --member m1
+    #[command(name = "re-add")]
+    ReAdd {
+        pool: std::path::PathBuf,
+        /// Index of the failed member, as `raidforge status` shows it: 1 or m1 (its file is the
+        /// path status shows).
+        #[arg(long, value_parser = pool_cmd::parse_member)]
+        member: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Add a hot spare: a blank file, device or NBD export that a served pool puts in the
     /// place of a failed member by itself (then rebuilds onto it, no command typed).
     ///
@@ -214,6 +234,7 @@ fn main() -> ExitCode {
             with,
             json,
         } => pool_cmd::replace(pool, member, with, json),
+        Command::ReAdd { pool, member, json } => pool_cmd::re_add(pool, member, json),
         Command::Add { pool, spare, json } => pool_cmd::add_spare(pool, spare, json),
         Command::Wipe { members } => pool_cmd::wipe(members),
         Command::Rebuild(a) => pool_cmd::rebuild(a),

@@ -289,7 +289,11 @@ fn open_telling(pool: &std::path::Path) -> anyhow::Result<Pool> {
         let known = before.get(m.index).copied().unwrap_or(false);
         if let (Some(why), false) = (&m.failed_why, known) {
             eprintln!(
-                "raidforge: warning: member {} is failed ({why}); the pool runs degraded",
+                "raidforge: warning: member {} is failed ({why}); the pool runs degraded (if \
+                 its file comes back unchanged, `raidforge re-add {} --member {}` lets it rejoin \
+                 without a rebuild)",
+                m.index,
+                pool.display(),
                 m.index
             );
         }
@@ -443,6 +447,26 @@ pub fn replace(pool: PathBuf, member: usize, with: PathBuf, json: bool) -> anyho
     }
     let mut p = Pool::open(&pool)?;
     p.replace(member, &with)?;
+    print_status(&p, json)?;
+    p.close()?;
+    Ok(())
+}
+
+/// `raidforge re-add POOL --member N`.
+pub fn re_add(pool: PathBuf, member: usize, json: bool) -> anyhow::Result<()> {
+    if crate::control::live(&pool).is_some() {
+        anyhow::bail!(
+            "{} is being served: stop `raidforge serve` first (re-add reads every stripe of a \
+             pool it has to itself)",
+            pool.display()
+        );
+    }
+    let mut p = Pool::open(&pool)?;
+    let checked = p.re_add(member)?;
+    eprintln!(
+        "member {member} rejoined: {checked} stripes read with it back all agree; nothing was \
+         rebuilt"
+    );
     print_status(&p, json)?;
     p.close()?;
     Ok(())

@@ -495,3 +495,101 @@ fn create_checks_that_the_file_system_has_room_first() {
         assert!(md.blocks() * 512 < 64 << 20, "{m} is not sparse");
     }
 }
+
+/// A member whose file was missing when the pool was opened, and comes back unchanged,
+/// rejoins with `re-add` without a rebuild (its data area is not written, and the pool relies
+/// on it again: failing another member still reads every byte back). One that missed a write
+/// while it was away is refused as stale, its file untouched, and told to use replace +
+/// rebuild.
+#[test]
+fn a_member_back_unchanged_rejoins_without_a_rebuild_and_a_stale_one_is_refused() {
+    let t = TempDir::new("cli-safety", "re-add");
+    let dir = t.path();
+    create(
+        dir,
+        "p.json",
+        &["--scheme", "raid5", "--disks", "4"],
+        4,
+        &[],
+    );
+    let data = pattern(600_000, 9);
+    write(dir, "p.json", 0, &data);
+    let data_area = |m: &str, st: &Value, i: usize| -> Vec<u8> {
+        let off = st["members"][i]["data_offset_bytes"].as_u64().unwrap() as usize;
+        std::fs::read(dir.join(m)).unwrap()[off..].to_vec()
+    };
+    // m1's file goes away: the next command fails the member and says so.
+    std::fs::rename(dir.join("m1.img"), dir.join("m1.away")).unwrap();
+    assert_eq!(read(dir, "p.json", 0, data.len()), data);
+    assert_eq!(status(dir, "p.json")["members"][1]["state"], "failed");
+    std::fs::rename(dir.join("m1.away"), dir.join("m1.img")).unwrap();
+    let st = status(dir, "p.json");
+    let m1_before = data_area("m1.img", &st, 1);
+    refused(
+        dir,
+        &["re-add", "p.json", "--member", "m0"],
+        &["member 0 has not failed"],
+    );
+    let out = raidforge(dir, &["re-add", "p.json", "--member", "m1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("member 1 rejoined") && err.contains("nothing was rebuilt"),
+        "{err}"
+    );
+    let st = status(dir, "p.json");
+    assert_eq!(st["state"], "clean", "{st}");
+    assert_eq!(st["fault_tolerance"], 1, "{st}");
+    assert_eq!(st["cycles_clean"], st["cycles"], "{st}");
+    assert!(st["members"][1].get("failed_why").is_none(), "{st}");
+    assert!(
+        data_area("m1.img", &st, 1) == m1_before,
+        "re-add wrote m1's data area"
+    );
+    // The pool relies on m1 again: assembled from its members, with m0 failed, every byte
+    // reads back.
+    ok(
+        dir,
+        &[
+            "assemble", "p.json", "--member", "m0.img", "m1.img", "m2.img", "m3.img",
+        ],
+    );
+    std::fs::copy(dir.join("m0.img"), dir.join("m0.keep")).unwrap();
+    ok(dir, &["fail", "p.json", "--member", "0"]);
+    assert_eq!(read(dir, "p.json", 0, data.len()), data);
+
+    // m2 goes away, the pool takes a write, m2 comes back: stale, refused, untouched.
+    let t2 = TempDir::new("cli-safety", "re-add-stale");
+    let dir = t2.path();
+    create(
+        dir,
+        "p.json",
+        &["--scheme", "raid5", "--disks", "4"],
+        4,
+        &[],
+    );
+    write(dir, "p.json", 0, &data);
+    std::fs::rename(dir.join("m2.img"), dir.join("m2.away")).unwrap();
+    write(dir, "p.json", 70_000, &pattern(5_000, 3));
+    std::fs::rename(dir.join("m2.away"), dir.join("m2.img")).unwrap();
+    let m2 = std::fs::read(dir.join("m2.img")).unwrap();
+    refused(
+        dir,
+        &["re-add", "p.json", "--member", "2"],
+        &[
+            "member 2",
+            "stale",
+            "disagree",
+            "raidforge replace",
+            "raidforge rebuild",
+        ],
+    );
+    assert!(
+        std::fs::read(dir.join("m2.img")).unwrap() == m2,
+        "a refused re-add wrote the member"
+    );
+    assert_eq!(status(dir, "p.json")["members"][2]["state"], "failed");
+    let mut want = data.clone();
+    want[70_000..75_000].copy_from_slice(&pattern(5_000, 3));
+    assert_eq!(read(dir, "p.json", 0, want.len()), want);
+}

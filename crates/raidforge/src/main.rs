@@ -100,9 +100,9 @@ enum Command {
     /// back as it was. Its superblock must be this pool's from just before it failed, nothing
     /// may have been rebuilt since, and every stripe is read with it back and must agree
     /// (a write the pool took meanwhile shows as a stripe that disagrees); only then is it
-    /// recorded present. Otherwise refused, nothing written: then `raidforge replace` and
-    /// `raidforge rebuild`. Not yet for pools with checksums, a write journal or Linux MD's
-    /// format.
+    /// recorded present. Otherwise refused, the member's file not written: then `raidforge
+    /// replace` and `raidforge rebuild`. Not yet for pools with checksums, a write journal or
+    /// Linux MD's format.
     ///
     /// Example: raidforge re-add p.json --member m1
     #[command(name = "re-add")]

@@ -526,8 +526,8 @@ pub struct RebuildArgs {
     /// that another `raidforge serve` process serves.
     #[arg(long)]
     pub surrogate: Option<PathBuf>,
-    /// Cycles in flight under --rebuild-order parallel. Default 8 (`raidforge sim` defaults
-    /// to 4, the window its reproductions of MD-era arrays use).
+    /// Cycles in flight under --rebuild-order parallel (`raidforge sim` defaults to 4, the
+    /// window its reproductions of MD-era arrays use).
     #[arg(long, alias = "parallel", default_value_t = 8)]
     pub rebuild_window: usize,
     /// Rebuild speed while clients are doing I/O (a served pool), bytes per second, like

@@ -124,8 +124,8 @@ pub struct SimArgs {
     /// window such as 0.02 is closer to that than the default).
     #[arg(long, default_value_t = 0.5)]
     idle_window: f64,
-    /// Cycles in flight under --rebuild-order parallel or a --rebuild-policy. Default 4, the
-    /// window the reproductions of MD-era arrays use (`raidforge rebuild` defaults to 8).
+    /// Cycles in flight under --rebuild-order parallel or a --rebuild-policy; the default is
+    /// the window the reproductions of MD-era arrays use (`raidforge rebuild` defaults to 8).
     #[arg(long, default_value_t = 4)]
     rebuild_window: usize,
     /// Rebuild rate guaranteed under foreground load, bytes per second: MD's

@@ -8,6 +8,7 @@ returns its JSON as Python objects and pandas DataFrames. Keywords are the comma
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 from typing import (
@@ -62,6 +63,28 @@ def progress_bar(**kwargs: Any) -> Any:
     from tqdm import tqdm as text_tqdm
 
     return text_tqdm(**kwargs)
+
+
+def _renamed(**old_to_new: str) -> Callable[[Any], Any]:
+    """Accepts the old keyword names of options the CLI renamed (issue 22: one name per
+    concept across commands), as the CLI accepts the old spellings; the signature shows the
+    new names only."""
+
+    def wrap(func: Any) -> Any:
+        @functools.wraps(func)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(
+                            f"{func.__qualname__}() got both {old!r} and its new name {new!r}"
+                        )
+                    kwargs[new] = kwargs.pop(old)
+            return func(*args, **kwargs)
+
+        return call
+
+    return wrap
 
 
 def _run(command: str, func: str, kwargs: Mapping[str, Any]) -> Any:
@@ -257,6 +280,7 @@ def sim(
     fail: Optional[int] = None,
     fail_at: Optional[float] = None,
     rebuild_delay: Optional[Union[float, str]] = None,
+    rebuild_order: Optional[str] = None,
     rebuild_policy: Optional[str] = None,
     zone_size: Optional[Size] = None,
     surrogate: Optional[str] = None,
@@ -484,7 +508,7 @@ class Pool:
     >>> d = tempfile.mkdtemp()
     >>> members = [os.path.join(d, f"m{i}.img") for i in range(4)]
     >>> with raidforge.Pool.create(os.path.join(d, "p.json"), scheme="raid5", disks=4,
-    ...                            members=members, size="16M") as p:
+    ...                            members=members, member_size="16M") as p:
     ...     p.write(0, b"x" * 65536)
     ...     _ = p.fail(2)
     ...     p.read(0, 4)
@@ -500,6 +524,7 @@ class Pool:
         self.path = os.fspath(path)
 
     @classmethod
+    @_renamed(size="member_size")
     def create(
         cls,
         path: PathLike,
@@ -518,7 +543,7 @@ class Pool:
         stripes: Optional[int] = None,
         volumes: Optional[str] = None,
         md_layout: Optional[str] = None,
-        size: Optional[Size] = None,
+        member_size: Optional[Size] = None,
         chunk: Optional[Size] = None,
         emulate: Optional[str] = None,
         force: bool = False,
@@ -534,7 +559,7 @@ class Pool:
         metadata: Optional[str] = None,
     ) -> "Pool":
         """``raidforge create PATH ...``: every option a keyword (``--member`` is ``members``,
-        a list); the pool is returned open."""
+        a list); the pool is returned open. ``size=`` is still taken for ``member_size=``."""
         kw = dict(locals())
         kw.pop("cls")
         kw["pool"] = kw.pop("path")
@@ -567,17 +592,19 @@ class Pool:
         returns the status."""
         return json.loads(self._native.replace(member, os.fspath(with_path)))
 
+    @_renamed(order="rebuild_order", parallel="rebuild_window")
     def rebuild(
         self,
-        order: str = "parallel",
-        parallel: int = 8,
+        rebuild_order: str = "parallel",
+        rebuild_window: int = 8,
         speed_min: Optional[Size] = None,
         speed_max: Optional[Size] = None,
         progress: Union[bool, Callable[[Dict[str, Any]], None]] = False,
     ) -> Dict[str, Any]:
         """Rebuilds lost data into spares or spare space, or copies it back to a replacement
-        (``raidforge rebuild`` without a rebuild policy); returns the summary its ``--json``
-        prints last. ``progress``: a callable receiving each progress record (cycles_done,
+        (``raidforge rebuild`` without a rebuild policy, its ``--rebuild-order``,
+        ``--rebuild-window``, ``--speed-min`` and ``--speed-max``; ``order=`` and ``parallel=``
+        are still taken, the old names); returns the summary its ``--json`` prints last. ``progress``: a callable receiving each progress record (cycles_done,
         cycles_total, bytes_written, elapsed_s, ...), or True for a progress bar. The GIL is
         released while it runs (the callback takes it back)."""
         bar = None
@@ -600,8 +627,8 @@ class Pool:
         try:
             return json.loads(
                 self._native.rebuild(
-                    order,
-                    parallel,
+                    rebuild_order,
+                    rebuild_window,
                     None if speed_min is None else str(speed_min),
                     None if speed_max is None else str(speed_max),
                     callback,

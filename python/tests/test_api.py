@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import inspect
 import json
+import os
 import threading
 
 import pandas as pd
@@ -258,7 +259,7 @@ def test_pool_operations_equal_the_cli(cli, tmp_path):
     py.mkdir()
     sh.mkdir()
     members = [f"m{i}.img" for i in range(4)]
-    create_kw = dict(scheme="raid5", disks=4, size="8M", chunk="64K", checksums="on")
+    create_kw = dict(scheme="raid5", disks=4, member_size="8M", chunk="64K", checksums="on")
     p = raidforge.Pool.create(py / "p.json", members=[py / m for m in members], **create_kw)
     created = p.status()
     v = cli.json("create", sh / "p.json", *_cli.argv("create", "Pool.create", create_kw),
@@ -275,7 +276,7 @@ def test_pool_operations_equal_the_cli(cli, tmp_path):
     assert p.read(4096, len(data)) == data  # degraded read
     p.replace(1, py / "n1.img")
     progress = []
-    summary = p.rebuild(parallel=2, progress=progress.append)
+    summary = p.rebuild(rebuild_window=2, progress=progress.append)
     assert summary["state"] == "clean" and summary["done"] is True
     assert progress and progress[-1]["cycles_done"] == progress[-1]["cycles_total"]
     assert p.verify()["inconsistent"] == []
@@ -301,11 +302,12 @@ def test_pool_errors(cli, tmp_path):
         raidforge.Pool.open(tmp_path / "none.json")
     assert str(e.value) == cli.error("status", tmp_path / "none.json")
     members = [tmp_path / f"m{i}.img" for i in range(3)]
-    with raidforge.Pool.create(tmp_path / "p.json", scheme="raid5", members=members, size="4M") as p:
-        with pytest.raises(RaidforgeError, match="order"):
-            p.rebuild(order="sideways")
-        with pytest.raises(RaidforgeError, match="speed-min"):
-            p.rebuild(speed_min="10M", speed_max="1M")
+    with raidforge.Pool.create(tmp_path / "p.json", scheme="raid5", members=members,
+                               member_size="4M") as p:
+        with pytest.raises(RaidforgeError, match="--rebuild-order 'sideways'"):
+            p.rebuild(rebuild_order="sideways")
+        with pytest.raises(RaidforgeError, match="speed-min 10M .* is above --speed-max 1MB/s"):
+            p.rebuild(speed_min="10M", speed_max="1MB/s")
         p.fail(0)
         with pytest.raises(RaidforgeError, match="replace it first"):
             p.rebuild()
@@ -320,6 +322,28 @@ def test_pool_errors(cli, tmp_path):
         p.replace(0, tmp_path / "n0.img")
         p.rebuild(progress=status_during_rebuild)
         assert busy and "busy" in busy[0]
+
+
+def test_old_keyword_names_are_still_taken(tmp_path):
+    """Options renamed for one name per concept (issue 22) keep their old keywords, as the CLI
+    keeps the old spellings: ``size=`` (now ``member_size=``), ``order=`` and ``parallel=``
+    (now ``rebuild_order=`` and ``rebuild_window=``), and ``sim(rebuild_policy="sequential")``
+    (now ``rebuild_order="sequential"``)."""
+    members = [tmp_path / f"m{i}.img" for i in range(3)]
+    with raidforge.Pool.create(tmp_path / "p.json", scheme="raid5", members=members,
+                               size="4MB") as p:
+        assert os.path.getsize(members[0]) == 4_000_000  # MB: 10^6, as the CLI reads it
+        p.fail(1)
+        p.replace(1, tmp_path / "n1.img")
+        assert p.rebuild(order="sequential", parallel=3)["state"] == "clean"
+        with pytest.raises(TypeError, match="both 'size' and its new name 'member_size'"):
+            raidforge.Pool.create(tmp_path / "q.json", scheme="raid5", members=members,
+                                  size="4M", member_size="4M")
+    kw = dict(scheme="raid5", disks=4, member_size="32M", chunk="64K", workload="none", fail=0)
+    old = raidforge.sim(rebuild_policy="sequential", **kw).to_dict()
+    new = raidforge.sim(rebuild_order="sequential", **kw).to_dict()
+    assert old == new
+    assert raidforge.sim(**kw).to_dict()["rebuild"] != new["rebuild"]
 
 
 # ---------------------------------------------------------------------------------------------

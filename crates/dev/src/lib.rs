@@ -413,8 +413,9 @@ fn parse_number_unit(s: &str, units: &[(&str, f64)]) -> Option<f64> {
 
 impl Speed {
     /// Parses `KIND:BANDWIDTH:LATENCY`, e.g. `hdd:150MB/s:8ms`, `ssd:500MB/s:0.1ms`, or
-    /// `BANDWIDTH:LATENCY`. Bandwidth units: B/s, KB/s, MB/s, GB/s (powers of 1000), KiB/s,
-    /// MiB/s, GiB/s; latency units: ns, us, ms, s. KIND is informative (hdd or ssd).
+    /// `BANDWIDTH:LATENCY`. Bandwidth as every speed (`raidcore::units::parse_speed`): KB/s,
+    /// MB/s, GB/s are powers of 1000, K/s, M/s, KiB/s, MiB/s, GiB/s powers of 1024; latency
+    /// units: ns, us, ms, s. KIND is informative (hdd or ssd).
     pub fn parse(spec: &str) -> Result<Speed, SpecError> {
         let bad = |reason: &str| SpecError::Speed {
             spec: spec.to_string(),
@@ -431,19 +432,11 @@ impl Speed {
             [bw, lat] => (*bw, *lat),
             _ => return Err(bad("wrong number of fields")),
         };
-        let bytes_per_sec = parse_number_unit(
-            bw,
-            &[
-                ("B/s", 1.0),
-                ("KB/s", 1e3),
-                ("MB/s", 1e6),
-                ("GB/s", 1e9),
-                ("KiB/s", 1024.0),
-                ("MiB/s", 1024.0 * 1024.0),
-                ("GiB/s", 1024.0 * 1024.0 * 1024.0),
-            ],
-        )
-        .ok_or_else(|| bad("bandwidth must be a number with a unit such as MB/s"))?;
+        // One rule for every size and speed (raidcore::units): 150MB/s is 10^6 bytes per MB,
+        // 150MiB/s and 150M/s 2^20.
+        let bytes_per_sec = raidcore::units::parse_speed(bw)
+            .map_err(|_| bad("bandwidth must be a number with a unit such as MB/s"))?
+            as f64;
         let latency_s =
             parse_number_unit(lat, &[("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)])
                 .ok_or_else(|| bad("latency must be a number with a unit such as ms"))?;

@@ -914,7 +914,7 @@ impl SharedPool {
         if policy.is_some() && !self.ido.records_enabled() {
             return Err(PoolError::Usage(
                 "rebuild policies keep their state in raidforge's own metadata, which a pool \
-                 in Linux MD's format does not have: rebuild it without --policy (like MD)"
+                 in Linux MD's format does not have: rebuild it without --rebuild-policy (like MD)"
                     .into(),
             ));
         }
@@ -923,7 +923,7 @@ impl SharedPool {
         if let (Some(want), Some(had)) = (policy, recorded) {
             if want != had {
                 return Err(PoolError::Usage(format!(
-                    "a {} rebuild is under way (phase {}); resume it without --policy or                      with --policy {}",
+                    "a {} rebuild is under way (phase {}); resume it without --rebuild-policy or                      with --rebuild-policy {}",
                     had.name(),
                     phase.as_str(),
                     had.name()

@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use raidforge::layout_cmd::{CheckArgs, CompareArgs, ShowArgs};
 use raidforge::model_cmd::MttdlArgs;
-use raidforge::pool_args::{parse_size, CreateArgs};
+use raidforge::pool_args::{check_speeds, parse_speed, CreateArgs};
 use raidforge::sim_cmd::SimArgs;
 use raidforge::trace_cmd::{TraceReadArgs, TraceRequests};
 
@@ -347,41 +347,38 @@ impl Pool {
         })
     }
 
-    /// `raidforge rebuild` (without a rebuild policy): `order` parallel or sequential,
-    /// `parallel` cycles in flight, speeds as sizes per second ("50M"). `progress` is called
-    /// with each progress record as JSON text; returns the final summary as JSON text.
-    #[pyo3(signature = (order, parallel, speed_min=None, speed_max=None, progress=None))]
+    /// `raidforge rebuild` (without a rebuild policy): `rebuild_order` parallel or
+    /// sequential, `rebuild_window` cycles in flight, speeds as `--speed-min/--speed-max`
+    /// take them ("50M", "50MB/s"). `progress` is called with each progress record as JSON
+    /// text; returns the final summary as JSON text.
+    #[pyo3(signature = (rebuild_order, rebuild_window, speed_min=None, speed_max=None, progress=None))]
     fn rebuild(
         &self,
         py: Python<'_>,
-        order: &str,
-        parallel: usize,
+        rebuild_order: &str,
+        rebuild_window: usize,
         speed_min: Option<String>,
         speed_max: Option<String>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
-        let parallel = match order {
-            "parallel" => parallel.max(1),
+        let parallel = match rebuild_order {
+            "parallel" => rebuild_window.max(1),
             "sequential" => 1,
             other => {
                 return Err(error(anyhow::anyhow!(
-                    "unknown --order '{other}'; choose parallel or sequential"
+                    "unknown --rebuild-order '{other}'; choose parallel or sequential"
                 )))
             }
         };
-        let speed = |s: Option<String>, what: &str| -> PyResult<Option<u64>> {
-            s.map(|s| parse_size(&s).map_err(|e| error(anyhow::anyhow!("{what}: {e}"))))
+        let speed = |s: Option<String>, what: &str| {
+            s.map(|s| parse_speed(&s).map_err(|e| error(anyhow::anyhow!("{what}: {e}"))))
                 .transpose()
         };
         let speed_min = speed(speed_min, "--speed-min")?;
         let speed_max = speed(speed_max, "--speed-max")?;
-        if let (Some(min), Some(max)) = (speed_min, speed_max) {
-            if min > max {
-                return Err(error(anyhow::anyhow!(
-                    "--speed-min {min} is above --speed-max {max}"
-                )));
-            }
-        }
+        check_speeds(speed_min.as_ref(), speed_max.as_ref()).map_err(error)?;
+        let speed_min = speed_min.map(|s| s.bytes_per_sec);
+        let speed_max = speed_max.map(|s| s.bytes_per_sec);
         let mut callback_error: Option<PyErr> = None;
         let summary = self.with(py, |p| {
             let result = p.rebuild(

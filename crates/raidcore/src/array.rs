@@ -561,6 +561,56 @@ impl ArrayState {
         Ok(g)
     }
 
+    /// Member `d`, failed, is back with the contents it had when it failed (mdadm's
+    /// `--re-add`): it rejoins without a rebuild. Possible only while nothing moved since it
+    /// failed: `d` is the only member failed, no member is replaced and not yet rebuilt, and
+    /// every cycle still lies in the healthy layout of a generation made before `d` failed, so
+    /// that `d`'s units are where the layout reads them. The caller vouches that `d`'s units
+    /// hold what the array holds (nothing written to them since, or compared): the state
+    /// cannot know. Every cycle goes into a new, healthy target generation at once; the
+    /// deferred-parity list is kept. Returns that generation.
+    pub fn re_add(&mut self, geo: &Geometry, d: Disk) -> Result<u32, CoreError> {
+        self.check_member(d)?;
+        let refuse = |reason: String| CoreError::CannotRejoin { member: d, reason };
+        if !self.failed.contains(&d) {
+            return Err(CoreError::NotFailed { member: d });
+        }
+        if self.failed.len() > 1 {
+            return Err(refuse(format!(
+                "members {:?} are failed too",
+                self.failed.iter().filter(|&&f| f != d).collect::<Vec<_>>()
+            )));
+        }
+        let healthy = &self.generations[0].cycle;
+        for (g, gen) in self.generations.iter().enumerate() {
+            if self.cycles_in_gen[g] == 0 {
+                continue;
+            }
+            if gen.failed.contains(&d) || *gen.cycle != **healthy {
+                return Err(refuse(format!(
+                    "{} cycles were rebuilt since it failed",
+                    self.cycles_in_gen[g]
+                )));
+            }
+            if let Some(m) = (0..self.replaced_at.len() as Disk)
+                .find(|&m| self.replaced_at[m as usize] > g as u32)
+            {
+                return Err(refuse(format!(
+                    "member {m} was replaced and is not rebuilt yet"
+                )));
+            }
+        }
+        self.failed.clear();
+        let to = self.push_generation(geo);
+        for n in self.cycles_in_gen.iter_mut() {
+            *n = 0;
+        }
+        self.cycles_in_gen[to as usize] = self.cycle_gen.len() as u64;
+        self.cycle_gen.iter_mut().for_each(|g| *g = to);
+        self.refresh_impaired();
+        Ok(to)
+    }
+
     /// Whether the layout for the members failed now relocates their units (into spare
     /// room). Decided by the events alone, never by where the cycles are: a pool reassembled
     /// from its superblocks replays the events and must find the same generations.
@@ -729,6 +779,54 @@ mod tests {
             ..Params::default()
         };
         Geometry::new(build(SchemeKind::Raid5, &p).unwrap(), 512, 1 << 16).unwrap()
+    }
+
+    /// A member back unchanged rejoins while nothing moved, and only then.
+    #[test]
+    fn re_add_only_while_nothing_moved() {
+        for spares in [0, 1] {
+            let g = raid5(5, spares);
+            let mut s = ArrayState::new(&g);
+            s.fail(&g, 3).unwrap();
+            let before = s.generation();
+            let to = s.re_add(&g, 3).unwrap();
+            assert_eq!(to, s.target_generation());
+            assert!(s.failed().is_empty() && s.all_clean() && !s.data_lost(&g));
+            assert!(
+                s.generation() > before,
+                "plans made while it was failed are stale"
+            );
+            assert!(s.impaired(to).is_empty());
+            assert_eq!(*s.layout_of(0), *g.healthy());
+            assert!(s.survives_losing(&g, &[3]), "tolerates a failure again");
+            assert_eq!(s.re_add(&g, 3), Err(CoreError::NotFailed { member: 3 }));
+        }
+        // A cycle rebuilt into the spare meanwhile: no longer where the member holds it.
+        let g = raid5(5, 1);
+        let mut s = ArrayState::new(&g);
+        let t = s.fail(&g, 2).unwrap().generation;
+        s.mark_rebuilt(0, t);
+        assert!(matches!(
+            s.re_add(&g, 2),
+            Err(CoreError::CannotRejoin { member: 2, .. })
+        ));
+        // Another member failed, or replaced and not rebuilt.
+        let g = raid5(5, 0);
+        let mut s = ArrayState::new(&g);
+        s.fail(&g, 1).unwrap();
+        s.fail(&g, 2).unwrap();
+        assert!(matches!(
+            s.re_add(&g, 2),
+            Err(CoreError::CannotRejoin { .. })
+        ));
+        let mut s = ArrayState::new(&g);
+        s.fail(&g, 1).unwrap();
+        s.replace(&g, 1).unwrap();
+        s.fail(&g, 2).unwrap();
+        assert!(matches!(
+            s.re_add(&g, 2),
+            Err(CoreError::CannotRejoin { .. })
+        ));
     }
 
     #[test]

@@ -93,7 +93,7 @@ pub enum IdoError {
 // ---------------------------------------------------------------------------------------------
 // Policies
 
-/// A rebuild policy (`--policy` / `--rebuild-policy`).
+/// A rebuild policy (`--rebuild-policy` of `raidforge rebuild` and `raidforge sim`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum RebuildPolicy {
     /// MD's progressive rebuild: sequential, every request served by the degraded set.

@@ -118,6 +118,7 @@ pub mod record;
 pub mod region;
 pub mod repair;
 pub mod superblock;
+pub mod units;
 pub mod verify;
 
 mod recon;
@@ -199,6 +200,15 @@ pub enum CoreError {
     NotFailed {
         /// The member.
         member: Disk,
+    },
+    /// [`ArrayState::re_add`] of a member whose units the array no longer lays out where the
+    /// member holds them (another member failed or replaced, or a cycle rebuilt, since).
+    #[error("member {member} cannot rejoin as it is: {reason}")]
+    CannotRejoin {
+        /// The member.
+        member: Disk,
+        /// What happened since it failed.
+        reason: String,
     },
     /// A read or a write needs a unit that can no longer be reconstructed: stripe `stripe` of
     /// cycle `cycle` has lost more units than its code (and any peeling through other stripes)

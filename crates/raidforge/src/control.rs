@@ -148,8 +148,9 @@ pub fn add_spare(l: &Live, spare: &Path, json: bool) -> anyhow::Result<()> {
 /// progress until it ends (clients keep being served meanwhile).
 pub fn rebuild(l: &Live, a: &RebuildArgs, parallel: usize) -> anyhow::Result<()> {
     let v = l.request(
-        &json!({"op": "rebuild", "parallel": parallel, "speed_max": a.speed_max, "speed_min": a.speed_min,
-            "policy": a.policy, "surrogate": a.surrogate}),
+        &json!({"op": "rebuild", "parallel": parallel, "speed_max": a.speed_max.as_ref().map(|s| s.bytes_per_sec),
+            "speed_min": a.speed_min.as_ref().map(|s| s.bytes_per_sec),
+            "policy": a.rebuild_policy, "surrogate": a.surrogate}),
         QUICK,
     )?;
     let mut info: RebuildInfo = serde_json::from_value(v["rebuild"].clone())?;

@@ -11,13 +11,15 @@ use layout::{Params, SchemeKind};
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
-    /// Size of each member file (bigger is slower and steadier), e.g. 64M.
+    /// Size of each member file (bigger is slower and steadier), e.g. 64M (M, MiB: 2^20
+    /// bytes; MB: 10^6), as `raidforge create --member-size` takes it.
     #[arg(long, value_parser = crate::pool_cmd::parse_size, default_value = "48M")]
     pub member_size: u64,
-    /// Emulated member speed during the rebuilds (KIND:BANDWIDTH:LATENCY).
+    /// Emulated member speed during the rebuilds, KIND:BANDWIDTH:LATENCY as `raidforge create
+    /// --emulate` takes it (MB/s: 10^6 bytes/s; M/s or MiB/s: 2^20).
     #[arg(long, default_value = "hdd:120MB/s:4ms")]
     pub emulate: String,
-    /// Chunk size.
+    /// Chunk (stripe unit) size; 64K, as `raidforge create` defaults to.
     #[arg(long, value_parser = crate::pool_cmd::parse_size, default_value = "64K")]
     pub chunk: u64,
     /// Keep the pools in this directory instead of a temporary one (it must not exist).
@@ -193,18 +195,7 @@ fn run_in(a: &DemoArgs, dir: &Path) -> anyhow::Result<()> {
             .iter()
             .map(|m| m.write_bytes)
             .collect();
-        let bar = tty.then(|| {
-            let b = indicatif::ProgressBar::new(pool.geometry().cycles());
-            b.set_style(
-                indicatif::ProgressStyle::with_template(&format!(
-                    "{:<20} [{{bar:30}}] {{pos}}/{{len}} cycles {{msg}}",
-                    case.name
-                ))
-                .expect("valid template")
-                .progress_chars("=> "),
-            );
-            b
-        });
+        let bar = tty.then(|| crate::pool_cmd::progress_bar(case.name, pool.geometry().cycles()));
         let r = pool.rebuild(
             &RebuildOpts {
                 parallel_cycles: 8,

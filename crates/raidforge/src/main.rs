@@ -37,7 +37,7 @@ enum Command {
     /// descriptor file every later command takes).
     ///
     /// Example: raidforge create p.json --scheme raid5 --disks 5 --member m0.img --member m1.img
-    /// ... --size 256M
+    /// ... --member-size 256M
     Create(pool_cmd::CreateArgs),
     /// Recreate POOL from member paths alone, reading their superblocks (like mdadm --assemble).
     Assemble {
@@ -51,7 +51,8 @@ enum Command {
         /// an internal bitmap) are refused and nothing is written.
         #[arg(long = "member", required = true, num_args = 1..)]
         members: Vec<std::path::PathBuf>,
-        /// Emulated member speed to record for the members.
+        /// Emulated member speed to record for the members, KIND:BANDWIDTH:LATENCY as `create
+        /// --emulate` takes it, e.g. hdd:150MB/s:8ms (MB/s: 10^6 bytes/s; M/s or MiB/s: 2^20).
         #[arg(long)]
         emulate: Option<String>,
         /// Print the status as JSON.
@@ -91,6 +92,26 @@ enum Command {
         /// Path of the new member (a file is created at the pool's member size).
         #[arg(long)]
         with: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a failed member whose file came back unchanged rejoin without a rebuild (like
+    /// `mdadm --re-add`): a member file that was missing when a command opened the pool, put
+    /// back as it was. Its superblock must be this pool's from just before it failed, nothing
+    /// may have been rebuilt since, and every stripe is read with it back and must agree
+    /// (a write the pool took meanwhile shows as a stripe that disagrees); only then is it
+    /// recorded present. Otherwise refused, the member's file not written: then `raidforge
+    /// replace` and `raidforge rebuild`. Not yet for pools with checksums, a write journal or
+    /// Linux MD's format.
+    ///
+    /// Example: raidforge re-add p.json --member m1
+    #[command(name = "re-add")]
+    ReAdd {
+        pool: std::path::PathBuf,
+        /// Index of the failed member, as `raidforge status` shows it: 1 or m1 (its file is the
+        /// path status shows).
+        #[arg(long, value_parser = pool_cmd::parse_member)]
+        member: usize,
         #[arg(long)]
         json: bool,
     },
@@ -213,6 +234,7 @@ fn main() -> ExitCode {
             with,
             json,
         } => pool_cmd::replace(pool, member, with, json),
+        Command::ReAdd { pool, member, json } => pool_cmd::re_add(pool, member, json),
         Command::Add { pool, spare, json } => pool_cmd::add_spare(pool, spare, json),
         Command::Wipe { members } => pool_cmd::wipe(members),
         Command::Rebuild(a) => pool_cmd::rebuild(a),

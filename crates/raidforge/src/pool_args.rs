@@ -8,32 +8,46 @@ use std::path::PathBuf;
 
 use crate::layout_cmd::LayoutArgs;
 
-/// Parses sizes like 4096, 64K, 64KiB, 16M, 1G (powers of 1024), 100MB (powers of 1000).
+/// Parses sizes like 4096, 64K, 64KiB, 16M, 1G (powers of 1024), 100MB (powers of 1000): the
+/// one rule of every command (`raidcore::units`).
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (examples: 4096, 64K, 16MiB, 1G)"))?;
-    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        "t" | "tib" => 1 << 40,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "tb" => 1_000_000_000_000,
-        _ => {
-            return Err(format!(
-                "'{s}': unknown unit '{unit}' (use K, M, G, T or KB, MB, GB)"
-            ))
+    raidcore::units::parse_size(s)
+}
+
+/// A speed option's value: what was typed, and the bytes per second it means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Speed {
+    pub given: String,
+    pub bytes_per_sec: u64,
+}
+
+impl Speed {
+    /// `50M (52428800 bytes/s = 50.0 MiB/s = 52.4 MB/s)`.
+    pub fn describe(&self) -> String {
+        raidcore::units::describe_speed(&self.given, self.bytes_per_sec)
+    }
+}
+
+/// Parses speeds (bytes per second) like 50M, 50MiB/s (2^20 per M), 50MB/s (10^6 per MB).
+pub fn parse_speed(s: &str) -> Result<Speed, String> {
+    Ok(Speed {
+        given: s.trim().to_string(),
+        bytes_per_sec: raidcore::units::parse_speed(s)?,
+    })
+}
+
+/// Refuses a minimum above a maximum, naming both as given.
+pub fn check_speeds(min: Option<&Speed>, max: Option<&Speed>) -> anyhow::Result<()> {
+    if let (Some(min), Some(max)) = (min, max) {
+        if min.bytes_per_sec > max.bytes_per_sec {
+            anyhow::bail!(
+                "--speed-min {} is above --speed-max {}",
+                min.describe(),
+                max.describe()
+            );
         }
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("'{s}' is too large"))
+    }
+    Ok(())
 }
 
 /// Parses a member index as `raidforge status` labels members: `1` or `m1`.
@@ -55,12 +69,16 @@ pub struct CreateArgs {
     /// Member files or block devices, in member order (one per disk).
     #[arg(long = "member", required = true, num_args = 1..)]
     pub members: Vec<PathBuf>,
-    /// Member size (files are created sparse or grown to it), e.g. 256M. Default: the smallest
-    /// existing member.
-    #[arg(long, value_parser = parse_size)]
-    pub size: Option<u64>,
-    /// Chunk (stripe unit) size, a multiple of 4096, e.g. 64K (the default; with --metadata md
-    /// mdadm's default, 512K).
+    /// Size of each member (files are created sparse or grown to it), e.g. 256M (M, MiB: 2^20
+    /// bytes; MB: 10^6). Default: the smallest existing member. Member files start sparse and
+    /// fill as the pool is written, so create first checks that their file systems have room
+    /// for them all (--force skips that). (`--size` is the old spelling.)
+    #[arg(long, alias = "size", value_parser = parse_size)]
+    pub member_size: Option<u64>,
+    /// Chunk (stripe unit) size, a multiple of 4096. Default 64K: pools are made of files and
+    /// devices of any size, and a small chunk keeps a cycle of a wide layout small; with
+    /// --metadata md, 512K, mdadm's default. (`raidforge sim` defaults to 512K: it models
+    /// whole drives, as mdadm makes them.)
     #[arg(long, value_parser = parse_size)]
     pub chunk: Option<u64>,
     /// On-disk format of the superblocks: `raidforge` (default; everything raidforge does) or
@@ -72,10 +90,12 @@ pub struct CreateArgs {
     /// refused with it.
     #[arg(long, default_value = "raidforge", value_parser = Metadata::parse)]
     pub metadata: Metadata,
-    /// Make every member as slow as a disk: KIND:BANDWIDTH:LATENCY, e.g. hdd:150MB/s:8ms.
+    /// Make every member as slow as a disk: KIND:BANDWIDTH:LATENCY, e.g. hdd:150MB/s:8ms
+    /// (MB/s: 10^6 bytes/s; M/s or MiB/s: 2^20).
     #[arg(long)]
     pub emulate: Option<String>,
-    /// Overwrite members (and a descriptor) that already exist.
+    /// Overwrite members (and a descriptor) that already exist, and make member files larger
+    /// than their file system's free space (they start sparse; writes fail when it runs out).
     #[arg(long)]
     pub force: bool,
     /// Open members with O_DIRECT, bypassing the page cache (every member I/O is then 4 KiB
@@ -119,7 +139,7 @@ pub struct CreateArgs {
     pub journal_size: Option<u64>,
     /// Surrogate pool for on-line rebuilds (seed 003): another raidforge pool (a RAID1 of two
     /// members is plenty) that takes redirected writes and hot zones while this pool
-    /// rebuilds with `raidforge rebuild --policy ido|workout|vdf`. Create it first. Either
+    /// rebuilds with `raidforge rebuild --rebuild-policy ido|workout|vdf`. Create it first. Either
     /// its descriptor (opened by this process) or the NBD address of a pool that another
     /// process serves: nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH.
     #[arg(long)]
@@ -173,7 +193,7 @@ pub fn create_pool(a: &CreateArgs) -> anyhow::Result<Pool> {
             scheme,
             params,
             members: a.members.clone(),
-            size_bytes: a.size,
+            size_bytes: a.member_size,
             chunk_bytes: chunk,
             emulate: a.emulate.clone(),
             force: a.force,

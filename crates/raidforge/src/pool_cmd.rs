@@ -10,7 +10,9 @@ use dev::pool::{Pool, RebuildOpts};
 use dev::serve_support::{Concurrency, SharedPool};
 use raidcore::ParityPolicy;
 
-pub use raidforge::pool_args::{parse_member, parse_parity, parse_size, CreateArgs};
+pub use raidforge::pool_args::{
+    parse_member, parse_parity, parse_size, parse_speed, CreateArgs, Speed,
+};
 
 /// Pool commands that take only the pool.
 #[derive(Args, Debug)]
@@ -287,7 +289,11 @@ fn open_telling(pool: &std::path::Path) -> anyhow::Result<Pool> {
         let known = before.get(m.index).copied().unwrap_or(false);
         if let (Some(why), false) = (&m.failed_why, known) {
             eprintln!(
-                "raidforge: warning: member {} is failed ({why}); the pool runs degraded",
+                "raidforge: warning: member {} is failed ({why}); the pool runs degraded (if \
+                 its file comes back unchanged, `raidforge re-add {} --member {}` lets it rejoin \
+                 without a rebuild)",
+                m.index,
+                pool.display(),
                 m.index
             );
         }
@@ -347,6 +353,22 @@ pub fn io(c: IoCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A progress bar on stderr for `len` cycles, as wide as the terminal allows and no wider: the
+/// bar takes what the label, counts, message and estimate leave of the line (a fixed-width
+/// bar wrapped at 80 columns).
+pub fn progress_bar(label: &str, len: u64) -> indicatif::ProgressBar {
+    let b = indicatif::ProgressBar::new(len);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix} [{wide_bar}] {pos}/{len} cycles {percent:>3}% {msg} eta {eta}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    b.set_prefix(label.to_string());
+    b
 }
 
 /// `raidforge flush`: recompute every deferred parity now.
@@ -430,6 +452,26 @@ pub fn replace(pool: PathBuf, member: usize, with: PathBuf, json: bool) -> anyho
     Ok(())
 }
 
+/// `raidforge re-add POOL --member N`.
+pub fn re_add(pool: PathBuf, member: usize, json: bool) -> anyhow::Result<()> {
+    if crate::control::live(&pool).is_some() {
+        anyhow::bail!(
+            "{} is being served: stop `raidforge serve` first (re-add reads every stripe of a \
+             pool it has to itself)",
+            pool.display()
+        );
+    }
+    let mut p = Pool::open(&pool)?;
+    let checked = p.re_add(member)?;
+    eprintln!(
+        "member {member} rejoined: {checked} stripes read with it back all agree; nothing was \
+         rebuilt"
+    );
+    print_status(&p, json)?;
+    p.close()?;
+    Ok(())
+}
+
 /// `raidforge add POOL --spare PATH`.
 pub fn add_spare(pool: PathBuf, spare: PathBuf, json: bool) -> anyhow::Result<()> {
     if let Some(live) = crate::control::live(&pool) {
@@ -455,15 +497,17 @@ pub fn wipe(members: Vec<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `raidforge rebuild`.
+/// `raidforge rebuild`. The options have the names `raidforge sim` gives the same things
+/// (`--rebuild-order`, `--rebuild-policy`, `--rebuild-window`, `--speed-min`, `--speed-max`);
+/// the old spellings `--order`, `--policy` and `--parallel` are still accepted.
 #[derive(Args, Debug)]
 pub struct RebuildArgs {
     pub pool: PathBuf,
-    /// How cycles are scheduled: `parallel` (many cycles at once, spreading work over every
-    /// member that holds a piece: what makes RAID+ and S2-RAID fast) or `sequential` (one
-    /// cycle at a time, like Linux MD).
-    #[arg(long, default_value = "parallel")]
-    pub order: String,
+    /// How cycles are scheduled: `parallel` (up to --rebuild-window cycles at once, spreading
+    /// work over every member that holds a piece: what makes RAID+ and S2-RAID fast) or
+    /// `sequential` (one cycle at a time, like Linux MD).
+    #[arg(long, alias = "order", default_value = "parallel")]
+    pub rebuild_order: String,
     /// What happens to client I/O during the rebuild (seed 003), for served pools:
     /// `pr` (default; MD's: address order, clients on the degraded pool),
     /// `pro` (zones most requested since the failure rebuilt first),
@@ -472,27 +516,31 @@ pub struct RebuildArgs {
     /// writes go there too), `ido` (zones found hot before the failure rebuilt first and
     /// moved to the surrogate; their reads and all writes go there). After a rebuild with a
     /// surrogate, redirected data is written back at low priority (status shows the D-Map
-    /// shrinking). Without --policy an interrupted policy rebuild resumes with its policy.
-    /// (`parallel`/`sequential` are still accepted here as the old spelling of --order.)
-    #[arg(long)]
-    pub policy: Option<String>,
+    /// shrinking). Without --rebuild-policy an interrupted policy rebuild resumes with its
+    /// policy. (`parallel`/`sequential` are still accepted here as the old spelling of
+    /// --rebuild-order.)
+    #[arg(long, alias = "policy")]
+    pub rebuild_policy: Option<String>,
     /// The surrogate pool for workout/vdf/ido (default: the one named at `raidforge create`):
     /// a descriptor, or nbd://HOST[:PORT]/EXPORT / nbd+unix:///EXPORT?socket=PATH for a pool
     /// that another `raidforge serve` process serves.
     #[arg(long)]
     pub surrogate: Option<PathBuf>,
-    /// Cycles in flight for the parallel policy.
-    #[arg(long, default_value_t = 8)]
-    pub parallel: usize,
-    /// Rebuild speed while clients are doing I/O (a served pool), bytes/s, like MD's
-    /// sync_speed_min: the rebuild backs off to it under load and runs up to --speed-max when
-    /// clients are idle. A rebuild run by this command has no clients, so it applies to
-    /// `raidforge serve`d pools.
-    #[arg(long, value_parser = parse_size)]
-    pub speed_min: Option<u64>,
-    /// Upper bound on rebuild speed, bytes written per second (e.g. 200M).
-    #[arg(long, value_parser = parse_size)]
-    pub speed_max: Option<u64>,
+    /// Cycles in flight under --rebuild-order parallel (`raidforge sim` defaults to 4, the
+    /// window its reproductions of MD-era arrays use).
+    #[arg(long, alias = "parallel", default_value_t = 8)]
+    pub rebuild_window: usize,
+    /// Rebuild speed while clients are doing I/O (a served pool), bytes per second, like
+    /// MD's sync_speed_min: the rebuild backs off to it under load and runs up to
+    /// --speed-max when clients are idle. A rebuild run by this command has no clients, so it
+    /// applies to `raidforge serve`d pools. E.g. 10M or 10MiB/s (2^20 bytes/s), 10MB/s (10^6).
+    #[arg(long, value_parser = parse_speed)]
+    pub speed_min: Option<Speed>,
+    /// Upper bound on rebuild speed, bytes written per second: 200M or 200MiB/s (200 x 2^20
+    /// bytes/s), 200MB/s (200 x 10^6). The rebuild echoes it back in both units; its
+    /// progress and result are in MB/s (10^6 bytes/s).
+    #[arg(long, value_parser = parse_speed)]
+    pub speed_max: Option<Speed>,
     /// Print progress as JSON lines, then a final JSON summary line.
     #[arg(long)]
     pub json: bool,
@@ -503,28 +551,43 @@ pub struct RebuildArgs {
     pub force: bool,
 }
 
+/// The speed limits as given, echoed back in both units (stderr), so that `50M` is never
+/// read as 50 MB/s.
+fn echo_speeds(what: &str, min: Option<&Speed>, max: Option<&Speed>) {
+    for (flag, v) in [("--speed-min", min), ("--speed-max", max)] {
+        if let Some(v) = v {
+            eprintln!("{what} {flag} {}", v.describe());
+        }
+    }
+}
+
 pub fn rebuild(mut a: RebuildArgs) -> anyhow::Result<()> {
-    if let Some(old @ ("parallel" | "sequential")) = a.policy.as_deref() {
+    if let Some(old @ ("parallel" | "sequential")) = a.rebuild_policy.as_deref() {
         // The old spelling: --policy was the schedule before rebuild policies existed.
-        eprintln!("raidforge: note: --policy {old} is now spelled --order {old}");
-        a.order = old.to_string();
-        a.policy = None;
+        eprintln!("raidforge: note: --rebuild-policy {old} is now spelled --rebuild-order {old}");
+        a.rebuild_order = old.to_string();
+        a.rebuild_policy = None;
     }
     let policy = a
-        .policy
+        .rebuild_policy
         .as_deref()
         .map(dev::ido::parse_policy)
         .transpose()
-        .map_err(|e| anyhow::anyhow!("{e} (the schedule is --order parallel|sequential)"))?;
-    let parallel = match a.order.as_str() {
-        "parallel" => a.parallel.max(1),
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "--rebuild-policy: {e} (the schedule is --rebuild-order parallel|sequential)"
+            )
+        })?;
+    let parallel = match a.rebuild_order.as_str() {
+        "parallel" => a.rebuild_window.max(1),
         "sequential" => 1,
-        other => anyhow::bail!("unknown --order '{other}'; choose parallel or sequential"),
-    };
-    if let (Some(min), Some(max)) = (a.speed_min, a.speed_max) {
-        if min > max {
-            anyhow::bail!("--speed-min {min} is above --speed-max {max}");
+        other => {
+            anyhow::bail!("unknown --rebuild-order '{other}'; choose parallel or sequential")
         }
+    };
+    raidforge::pool_args::check_speeds(a.speed_min.as_ref(), a.speed_max.as_ref())?;
+    if !a.json {
+        echo_speeds("rebuild", a.speed_min.as_ref(), a.speed_max.as_ref());
     }
     if let Some(live) = crate::control::live(&a.pool) {
         return crate::control::rebuild(&live, &a, parallel);
@@ -540,15 +603,7 @@ pub fn rebuild(mut a: RebuildArgs) -> anyhow::Result<()> {
     }
     let tty = std::io::stderr().is_terminal() && !a.json;
     let bar = if tty {
-        let b = indicatif::ProgressBar::new(p.geometry().cycles());
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "rebuild [{bar:40}] {pos}/{len} cycles {percent}% {msg} eta {eta}",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
-        );
-        Some(b)
+        Some(progress_bar("rebuild", p.geometry().cycles()))
     } else {
         None
     };
@@ -556,8 +611,8 @@ pub fn rebuild(mut a: RebuildArgs) -> anyhow::Result<()> {
     let result = p.rebuild(
         &RebuildOpts {
             parallel_cycles: parallel,
-            speed_max_bytes_per_sec: a.speed_max,
-            speed_min_bytes_per_sec: a.speed_min,
+            speed_max_bytes_per_sec: a.speed_max.as_ref().map(|s| s.bytes_per_sec),
+            speed_min_bytes_per_sec: a.speed_min.as_ref().map(|s| s.bytes_per_sec),
             ..RebuildOpts::default()
         },
         |pr| {
@@ -611,15 +666,15 @@ pub fn rebuild(mut a: RebuildArgs) -> anyhow::Result<()> {
 pub struct ScrubArgs {
     /// Path of the pool descriptor file.
     pub pool: PathBuf,
-    /// Upper bound on scrub speed, member bytes read per second (e.g. 100M); default
-    /// unlimited.
-    #[arg(long, value_parser = parse_size)]
-    pub speed_max: Option<u64>,
-    /// Scrub speed while clients are doing I/O, bytes/s, like MD's sync_speed_min. A scrub
-    /// run by this command has the pool to itself (no clients), so only --speed-max applies;
-    /// accepted for symmetry with `rebuild`.
-    #[arg(long, value_parser = parse_size)]
-    pub speed_min: Option<u64>,
+    /// Upper bound on scrub speed, member bytes read per second: 100M or 100MiB/s (2^20
+    /// bytes/s), 100MB/s (10^6); default unlimited.
+    #[arg(long, value_parser = parse_speed)]
+    pub speed_max: Option<Speed>,
+    /// Scrub speed while clients are doing I/O, bytes per second, like MD's sync_speed_min.
+    /// A scrub run by this command has the pool to itself (no clients), so only --speed-max
+    /// applies; accepted for symmetry with `rebuild`.
+    #[arg(long, value_parser = parse_speed)]
+    pub speed_min: Option<Speed>,
     /// On a pool without checksums, recompute the parity of stripes that disagree with their
     /// data (Linux MD's `repair`). Without it such stripes are only reported (MD's `check`):
     /// nothing tells whether the data or the parity is wrong. With checksums the data is
@@ -635,10 +690,9 @@ pub struct ScrubArgs {
 /// Runs a scrub; `Ok(false)` when something is left wrong (unrecoverable data or parity that
 /// was only reported).
 pub fn scrub(a: ScrubArgs) -> anyhow::Result<bool> {
-    if let (Some(min), Some(max)) = (a.speed_min, a.speed_max) {
-        if min > max {
-            anyhow::bail!("--speed-min {min} is above --speed-max {max}");
-        }
+    raidforge::pool_args::check_speeds(a.speed_min.as_ref(), a.speed_max.as_ref())?;
+    if !a.json {
+        echo_speeds("scrub", a.speed_min.as_ref(), a.speed_max.as_ref());
     }
     if crate::control::live(&a.pool).is_some() {
         anyhow::bail!(
@@ -650,22 +704,14 @@ pub fn scrub(a: ScrubArgs) -> anyhow::Result<bool> {
     let mut p = Pool::open(&a.pool)?;
     let tty = std::io::stderr().is_terminal() && !a.json;
     let bar = if tty {
-        let b = indicatif::ProgressBar::new(p.geometry().cycles());
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "scrub [{bar:40}] {pos}/{len} cycles {percent}% {msg} eta {eta}",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
-        );
-        Some(b)
+        Some(progress_bar("scrub", p.geometry().cycles()))
     } else {
         None
     };
     let r = p.scrub(
         &dev::pool::ScrubOpts {
-            speed_max_bytes_per_sec: a.speed_max,
-            speed_min_bytes_per_sec: a.speed_min,
+            speed_max_bytes_per_sec: a.speed_max.as_ref().map(|s| s.bytes_per_sec),
+            speed_min_bytes_per_sec: a.speed_min.as_ref().map(|s| s.bytes_per_sec),
             rewrite_parity: a.rewrite_parity,
         },
         |pr| {
@@ -745,8 +791,8 @@ fn policy_rebuild(
     let started = sp.start_rebuild_with(
         RebuildOpts {
             parallel_cycles: parallel,
-            speed_max_bytes_per_sec: a.speed_max,
-            speed_min_bytes_per_sec: a.speed_min,
+            speed_max_bytes_per_sec: a.speed_max.as_ref().map(|s| s.bytes_per_sec),
+            speed_min_bytes_per_sec: a.speed_min.as_ref().map(|s| s.bytes_per_sec),
             ..RebuildOpts::default()
         },
         policy,

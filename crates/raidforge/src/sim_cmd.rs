@@ -9,8 +9,8 @@ use raidcore::ido::RebuildPolicy;
 use raidcore::{RebuildOrder, SpeedLimits, WritePolicy};
 use serde_json::{json, Value};
 use sim::{
-    parse_bytes, simulate, Drive, Failure, IdoSimConfig, Phase, Report, Scheduler, SimConfig,
-    SourceOptions, WorkloadSpec,
+    simulate, Drive, Failure, IdoSimConfig, Phase, Report, Scheduler, SimConfig, SourceOptions,
+    WorkloadSpec,
 };
 
 use crate::layout_cmd::LayoutArgs;
@@ -39,11 +39,14 @@ pub struct SimArgs {
     /// offsets of every member (e.g. 4:64K).
     #[arg(long, value_name = "COUNT:LEN")]
     lse_random: Option<String>,
-    /// Bytes of each member the array uses, from the start of the drive (e.g. 10G; default:
-    /// the whole drive).
+    /// Bytes of each member the array uses, from the start of the drive (e.g. 10G; M, MiB:
+    /// 2^20 bytes, MB: 10^6; default: the whole drive). `raidforge create` and `demo` take
+    /// the same option.
     #[arg(long)]
     member_size: Option<String>,
-    /// Chunk (stripe unit) size.
+    /// Chunk (stripe unit) size. Default 512K, mdadm's default: the simulator models whole
+    /// drives as mdadm builds arrays on them. (`raidforge create` defaults to 64K for pools of
+    /// files of any size, 512K with --metadata md; pass --chunk to compare like with like.)
     #[arg(long, default_value = "512K")]
     chunk: String,
     /// What to replay: none (offline rebuild), a trace file, or a synthetic spec such as
@@ -79,17 +82,23 @@ pub struct SimArgs {
     /// Seconds from the failure to the start of the rebuild, or "never" (stay degraded).
     #[arg(long, default_value = "0")]
     rebuild_delay: String,
-    /// sequential: one cycle at a time, in order (MD's progressive rebuild, read phase and
-    /// write phase of a cycle never overlap); parallel: up to --rebuild-window cycles in
-    /// flight, handed out in order. Or an on-line rebuild policy of seed 003 (up to
-    /// --rebuild-window cycles in flight): pr (MD's default, sequential order, every request on
-    /// the degraded array), pro (popular zones first, popularity seen during the rebuild),
-    /// workout (writes and reads seen popular during the rebuild go to the surrogate set), vdf
-    /// (a read cache on the surrogate that evicts surviving-disk blocks first), ido (zones hot
-    /// before the failure rebuilt first and migrated to the surrogate; their reads and all
-    /// writes go there; written back after the rebuild).
+    /// How the rebuild schedules cycles: sequential (one cycle at a time, in order: MD's
+    /// progressive rebuild, read phase and write phase of a cycle never overlap) or parallel
+    /// (up to --rebuild-window cycles in flight, handed out in order). The same option as
+    /// `raidforge rebuild --rebuild-order`.
     #[arg(long, default_value = "parallel")]
-    rebuild_policy: String,
+    rebuild_order: String,
+    /// An on-line rebuild policy of seed 003 (up to --rebuild-window cycles in flight), as
+    /// `raidforge rebuild --rebuild-policy` takes: pr (MD's, sequential order, every request
+    /// on the degraded array), pro (popular zones first, popularity seen during the rebuild),
+    /// workout (writes and reads seen popular during the rebuild go to the surrogate set),
+    /// vdf (a read cache on the surrogate that evicts surviving-disk blocks first), ido
+    /// (zones hot before the failure rebuilt first and migrated to the surrogate; their reads
+    /// and all writes go there; written back after the rebuild). Default: none, the plain
+    /// rebuild of --rebuild-order. (`sequential`/`parallel` are still accepted here as the
+    /// old spelling of --rebuild-order.)
+    #[arg(long)]
+    rebuild_policy: Option<String>,
     /// Zone size of pro and ido (a multiple of the stripe's data size; default 12M rounded up
     /// to one).
     #[arg(long)]
@@ -102,8 +111,8 @@ pub struct SimArgs {
     /// surrogate; 0.2 is a gigabit LAN).
     #[arg(long, default_value_t = 0.0)]
     surrogate_latency: f64,
-    /// Network bandwidth to a remote surrogate, bytes per second (e.g. 117M for gigabit
-    /// Ethernet; 0: no transfer time).
+    /// Network bandwidth to a remote surrogate, bytes per second (e.g. 117M or 117MiB/s for
+    /// gigabit Ethernet, 2^20 bytes per M; 125MB/s, 10^6 per MB; 0: no transfer time).
     #[arg(long, default_value = "0")]
     surrogate_link: String,
     /// Fail --fail at this fraction of the workload's span (0..1) instead of at --fail-at: the
@@ -115,16 +124,20 @@ pub struct SimArgs {
     /// window such as 0.02 is closer to that than the default).
     #[arg(long, default_value_t = 0.5)]
     idle_window: f64,
-    /// Cycles in flight for the parallel policy.
+    /// Cycles in flight under --rebuild-order parallel or a --rebuild-policy; the default is
+    /// the window the reproductions of MD-era arrays use (`raidforge rebuild` defaults to 8).
     #[arg(long, default_value_t = 4)]
     rebuild_window: usize,
-    /// Rebuild rate guaranteed under foreground load, bytes per second (MD's speed_limit_min,
-    /// default 1000K).
-    #[arg(long, default_value = "1000K")]
+    /// Rebuild rate guaranteed under foreground load, bytes per second: MD's
+    /// speed_limit_min, whose default is 1000 KiB/s (1.024 MB/s). 10M or 10MiB/s: 2^20
+    /// bytes/s; 10MB/s: 10^6.
+    #[arg(long, default_value = "1000KiB/s")]
     speed_min: String,
-    /// Rebuild rate cap when idle, bytes per second, 0 = unlimited (MD's speed_limit_max,
-    /// default 200000K; raise it for declustered layouts, whose rebuild can go faster).
-    #[arg(long, default_value = "200000K")]
+    /// Rebuild rate cap when idle, bytes per second, 0 = unlimited: MD's speed_limit_max,
+    /// whose default is 200000 KiB/s (204.8 MB/s); raise it for declustered layouts, whose
+    /// rebuild can go faster. 500M or 500MiB/s: 2^20 bytes/s; 500MB/s: 10^6. The summary
+    /// prints rebuild speeds in MB/s (10^6 bytes/s).
+    #[arg(long, default_value = "200000KiB/s")]
     speed_max: String,
     /// Per-disk queue scheduler: fifo, or sptf (shortest positioning time first over the
     /// first 32 queued I/Os, oldest first after 500 ms).
@@ -162,8 +175,30 @@ fn seconds_ns(s: f64, what: &str) -> anyhow::Result<u64> {
     Ok((s * 1e9).round() as u64)
 }
 
+fn speed(s: &str, what: &str) -> anyhow::Result<u64> {
+    raidcore::units::parse_speed(s).map_err(|e| anyhow::anyhow!("{what}: {e}"))
+}
+
+/// `--rebuild-order` and `--rebuild-policy`, taking `--rebuild-policy sequential|parallel` as
+/// the old spelling of the order.
+fn rebuild_order_and_policy(a: &SimArgs) -> anyhow::Result<(String, Option<RebuildPolicy>)> {
+    match a.rebuild_policy.as_deref() {
+        None => Ok((a.rebuild_order.clone(), None)),
+        Some(old @ ("sequential" | "parallel")) => Ok((old.to_string(), None)),
+        Some(p) => p
+            .parse::<RebuildPolicy>()
+            .map(|p| (a.rebuild_order.clone(), Some(p)))
+            .map_err(|_| {
+                anyhow::anyhow!(
+                "unknown --rebuild-policy {p:?}; known: pr, pro, workout, vdf, ido (the schedule \
+                 is --rebuild-order sequential|parallel)"
+            )
+            }),
+    }
+}
+
 fn bytes(s: &str, what: &str) -> anyhow::Result<u64> {
-    parse_bytes(s).with_context(|| format!("{what}: {s:?} is not a byte count (e.g. 512K, 10G)"))
+    raidcore::units::parse_size(s).map_err(|e| anyhow::anyhow!("{what}: {e}"))
 }
 
 pub fn run(a: SimArgs) -> anyhow::Result<()> {
@@ -174,6 +209,20 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print_summary(&report, &a.workload, wall_s);
+        if report.rebuild.is_some() {
+            // The limits as given and as taken, in the units the summary uses.
+            for (flag, given) in [("--speed-min", &a.speed_min), ("--speed-max", &a.speed_max)] {
+                let v = speed(given, flag)?;
+                println!(
+                    "rebuild {flag} {}",
+                    if v == 0 && flag == "--speed-max" {
+                        format!("{given} (unlimited)")
+                    } else {
+                        raidcore::units::describe_speed(given, v)
+                    }
+                );
+            }
+        }
     }
     Ok(())
 }
@@ -280,7 +329,8 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
         )?),
     };
     cfg.foreground_idle_ns = seconds_ns(a.idle_window, "--idle-window")?;
-    let ido_policy = a.rebuild_policy.parse::<RebuildPolicy>().ok();
+    let (order, policy) = rebuild_order_and_policy(a)?;
+    let ido_policy = policy;
     if let Some(p) = ido_policy {
         let mut i = IdoSimConfig::new(p);
         i.zone_bytes = match &a.zone_size {
@@ -317,36 +367,31 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
             bail!("--surrogate-latency must be a non-negative number of milliseconds");
         }
         i.latency_ns = (a.surrogate_latency * 1e6).round() as u64;
-        i.link_bytes_per_sec = bytes(&a.surrogate_link, "--surrogate-link")?;
+        i.link_bytes_per_sec = speed(&a.surrogate_link, "--surrogate-link")?;
         cfg.ido = Some(i);
     } else if a.zone_size.is_some() || a.surrogate_latency > 0.0 {
         bail!("--zone-size and --surrogate-latency need --rebuild-policy pr, pro, workout, vdf or ido");
     }
-    cfg.rebuild_order = match a.rebuild_policy.as_str() {
-        "sequential" => RebuildOrder::Sequential,
-        _ if ido_policy.is_some() => {
-            if a.rebuild_window == 0 {
-                bail!("--rebuild-window must be at least 1");
-            }
-            RebuildOrder::Parallel {
-                max_in_flight: a.rebuild_window,
-            }
-        }
-        "parallel" => {
-            if a.rebuild_window == 0 {
-                bail!("--rebuild-window must be at least 1");
-            }
-            RebuildOrder::Parallel {
-                max_in_flight: a.rebuild_window,
-            }
-        }
-        p => bail!(
-            "unknown --rebuild-policy {p:?}; known: sequential, parallel, pr, pro, workout, vdf, ido"
+    cfg.rebuild_order = match (order.as_str(), ido_policy) {
+        ("sequential", Some(_)) => bail!(
+            "--rebuild-policy {} runs up to --rebuild-window cycles at once; it cannot be \
+             combined with --rebuild-order sequential (use --rebuild-window 1)",
+            a.rebuild_policy.as_deref().unwrap_or_default()
         ),
+        ("sequential", None) => RebuildOrder::Sequential,
+        ("parallel", _) => {
+            if a.rebuild_window == 0 {
+                bail!("--rebuild-window must be at least 1");
+            }
+            RebuildOrder::Parallel {
+                max_in_flight: a.rebuild_window,
+            }
+        }
+        (o, _) => bail!("unknown --rebuild-order {o:?}; choose sequential or parallel"),
     };
     cfg.speed = SpeedLimits {
-        min_bytes_per_sec: bytes(&a.speed_min, "--speed-min")?,
-        max_bytes_per_sec: bytes(&a.speed_max, "--speed-max")?,
+        min_bytes_per_sec: speed(&a.speed_min, "--speed-min")?,
+        max_bytes_per_sec: speed(&a.speed_max, "--speed-max")?,
     };
     cfg.scheduler = match a.scheduler.as_str() {
         "fifo" => Scheduler::Fifo,

@@ -141,10 +141,10 @@ fn old_policy_spelling_and_missing_surrogate() {
         ],
         &["nothere.json", "create it first"],
     );
-    // The schedule's old name still works (with a note), and so does --order.
+    // The schedule's old name still works (with a note), and so does the old --order.
     let out = raidforge(dir, &["rebuild", "p.json", "--policy", "sequential"]);
     assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--order sequential"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--rebuild-order sequential"));
     assert_eq!(status(dir, "p.json")["state"], "clean");
     ok(dir, &["rebuild", "p.json", "--order", "parallel"]);
 }

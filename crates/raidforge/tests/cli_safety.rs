@@ -303,7 +303,7 @@ fn create_that_fails_leaves_nothing_behind() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.starts_with("raidforge: error: member 0 (m0.img): cannot be made")
-            && err.contains("--size")
+            && err.contains("--member-size")
             && err.lines().count() == 1,
         "{err}"
     );
@@ -325,7 +325,10 @@ fn create_of_a_size_too_large_to_hold_is_refused_before_anything_is_written() {
         ],
         &["layout cycles", "--chunk"],
     );
-    assert!(line.starts_with("raidforge: error: --size "), "{line}");
+    assert!(
+        line.starts_with("raidforge: error: --member-size "),
+        "{line}"
+    );
     assert_untouched(&before, dir, "create refused for its size");
 }
 
@@ -421,4 +424,172 @@ fn a_member_failed_for_a_missing_file_is_reported_with_its_reason() {
         text.contains("m1 failed: file") && text.contains("m3 failed: failed by"),
         "{text}"
     );
+}
+
+/// Bytes an unprivileged writer may still allocate on the file system of `dir`.
+fn free_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; statvfs only fills `st`.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0);
+    st.f_bavail as u64 * st.f_frsize as u64
+}
+
+/// Member files start sparse, so a file system without room for them all let create succeed
+/// (and writes fail later), or fail with "File too large" for `--member-size 100T`: create
+/// checks the room first, in one line naming the files, what they need and what is free, and
+/// writes nothing; `--force` creates them anyway.
+#[test]
+fn create_checks_that_the_file_system_has_room_first() {
+    let t = TempDir::new("cli-safety", "room");
+    let dir = t.path();
+    let before = snapshot(dir);
+    // Three members of half the free space each: 1.5 times what the file system has.
+    let each = (free_bytes(dir) / 2).next_multiple_of(1 << 20);
+    let size = format!("{}M", each >> 20);
+    let args = |size: &str| -> Vec<String> {
+        [
+            "create",
+            "p.json",
+            "--scheme",
+            "raid5",
+            "--disks",
+            "3",
+            "--member",
+            "m0.img",
+            "--member",
+            "m1.img",
+            "--member",
+            "m2.img",
+            "--member-size",
+            size,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    for size in [size.as_str(), "100T"] {
+        let a = args(size);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        refused(
+            dir,
+            &a,
+            &[
+                "member files m0.img, m1.img, m2.img need 3 x",
+                "their file system has",
+                "free",
+                "--member-size",
+                "--force",
+            ],
+        );
+        assert_untouched(&before, dir, "create refused for lack of room");
+    }
+    let mut a = args(&size);
+    a.push("--force".into());
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    ok(dir, &a);
+    for m in ["m0.img", "m1.img", "m2.img"] {
+        use std::os::unix::fs::MetadataExt;
+        let md = std::fs::metadata(dir.join(m)).unwrap();
+        assert_eq!(md.len(), each, "{m}");
+        assert!(md.blocks() * 512 < 64 << 20, "{m} is not sparse");
+    }
+}
+
+/// A member whose file was missing when the pool was opened, and comes back unchanged,
+/// rejoins with `re-add` without a rebuild (its data area is not written, and the pool relies
+/// on it again: failing another member still reads every byte back). One that missed a write
+/// while it was away is refused as stale, its file untouched, and told to use replace +
+/// rebuild.
+#[test]
+fn a_member_back_unchanged_rejoins_without_a_rebuild_and_a_stale_one_is_refused() {
+    let t = TempDir::new("cli-safety", "re-add");
+    let dir = t.path();
+    create(
+        dir,
+        "p.json",
+        &["--scheme", "raid5", "--disks", "4"],
+        4,
+        &[],
+    );
+    let data = pattern(600_000, 9);
+    write(dir, "p.json", 0, &data);
+    let data_area = |m: &str, st: &Value, i: usize| -> Vec<u8> {
+        let off = st["members"][i]["data_offset_bytes"].as_u64().unwrap() as usize;
+        std::fs::read(dir.join(m)).unwrap()[off..].to_vec()
+    };
+    // m1's file goes away: the next command fails the member and says so.
+    std::fs::rename(dir.join("m1.img"), dir.join("m1.away")).unwrap();
+    assert_eq!(read(dir, "p.json", 0, data.len()), data);
+    assert_eq!(status(dir, "p.json")["members"][1]["state"], "failed");
+    std::fs::rename(dir.join("m1.away"), dir.join("m1.img")).unwrap();
+    let st = status(dir, "p.json");
+    let m1_before = data_area("m1.img", &st, 1);
+    refused(
+        dir,
+        &["re-add", "p.json", "--member", "m0"],
+        &["member 0 has not failed"],
+    );
+    let out = raidforge(dir, &["re-add", "p.json", "--member", "m1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("member 1 rejoined") && err.contains("nothing was rebuilt"),
+        "{err}"
+    );
+    let st = status(dir, "p.json");
+    assert_eq!(st["state"], "clean", "{st}");
+    assert_eq!(st["fault_tolerance"], 1, "{st}");
+    assert_eq!(st["cycles_clean"], st["cycles"], "{st}");
+    assert!(st["members"][1].get("failed_why").is_none(), "{st}");
+    assert!(
+        data_area("m1.img", &st, 1) == m1_before,
+        "re-add wrote m1's data area"
+    );
+    // The pool relies on m1 again: assembled from its members, with m0 failed, every byte
+    // reads back.
+    ok(
+        dir,
+        &[
+            "assemble", "p.json", "--member", "m0.img", "m1.img", "m2.img", "m3.img",
+        ],
+    );
+    std::fs::copy(dir.join("m0.img"), dir.join("m0.keep")).unwrap();
+    ok(dir, &["fail", "p.json", "--member", "0"]);
+    assert_eq!(read(dir, "p.json", 0, data.len()), data);
+
+    // m2 goes away, the pool takes a write, m2 comes back: stale, refused, untouched.
+    let t2 = TempDir::new("cli-safety", "re-add-stale");
+    let dir = t2.path();
+    create(
+        dir,
+        "p.json",
+        &["--scheme", "raid5", "--disks", "4"],
+        4,
+        &[],
+    );
+    write(dir, "p.json", 0, &data);
+    std::fs::rename(dir.join("m2.img"), dir.join("m2.away")).unwrap();
+    write(dir, "p.json", 70_000, &pattern(5_000, 3));
+    std::fs::rename(dir.join("m2.away"), dir.join("m2.img")).unwrap();
+    let m2 = std::fs::read(dir.join("m2.img")).unwrap();
+    refused(
+        dir,
+        &["re-add", "p.json", "--member", "2"],
+        &[
+            "member 2",
+            "stale",
+            "disagree",
+            "raidforge replace",
+            "raidforge rebuild",
+        ],
+    );
+    assert!(
+        std::fs::read(dir.join("m2.img")).unwrap() == m2,
+        "a refused re-add wrote the member"
+    );
+    assert_eq!(status(dir, "p.json")["members"][2]["state"], "failed");
+    let mut want = data.clone();
+    want[70_000..75_000].copy_from_slice(&pattern(5_000, 3));
+    assert_eq!(read(dir, "p.json", 0, want.len()), want);
 }

@@ -95,20 +95,10 @@ pub struct SpecError {
     pub reason: String,
 }
 
-/// Parses a byte count: digits with an optional binary suffix `K`, `M`, `G`, `T` (`KiB` etc.
-/// and `B` accepted).
+/// Parses a byte count as every command does (`raidcore::units::parse_size`): `K`, `M`, `G`,
+/// `T`, `KiB`, ... powers of 1024, `KB`, `MB`, ... powers of 1000.
 pub fn parse_bytes(s: &str) -> Option<u64> {
-    let t = s.trim();
-    let t = t.strip_suffix(['B', 'b']).unwrap_or(t);
-    let t = t.strip_suffix(['i', 'I']).unwrap_or(t);
-    let (num, mult) = match t.char_indices().last()? {
-        (i, 'k' | 'K') => (&t[..i], 1u64 << 10),
-        (i, 'm' | 'M') => (&t[..i], 1 << 20),
-        (i, 'g' | 'G') => (&t[..i], 1 << 30),
-        (i, 't' | 'T') => (&t[..i], 1 << 40),
-        _ => (t, 1),
-    };
-    num.trim().parse::<u64>().ok()?.checked_mul(mult)
+    raidcore::units::parse_size(s).ok()
 }
 
 impl WorkloadSpec {

@@ -85,11 +85,14 @@ impl CreatePlan {
         // more cycles than that can hold is refused here, not met by an allocation failure.
         if geo.cycles() > MAX_CYCLES {
             return Err(PoolError::Usage(format!(
-                "--size {size} bytes per member makes {} layout cycles; raidforge keeps the \
+                "--member-size {size} bytes per member makes {} layout cycles; raidforge keeps the \
                  state of every cycle in memory and takes at most {MAX_CYCLES}: choose a \
-                 smaller --size, or a larger --chunk (a cycle grows with the chunk)",
+                 smaller --member-size, or a larger --chunk (a cycle grows with the chunk)",
                 geo.cycles()
             )));
+        }
+        if !opts.force {
+            Self::check_room(opts, site, size)?;
         }
         let mut state = ArrayState::new(&geo);
         let cap = opts.bpgl_capacity.unwrap_or(BPGL_DEFAULT_CAPACITY);
@@ -152,7 +155,7 @@ impl CreatePlan {
                 Found::Present { size, .. } => min = min.min(*size),
                 Found::Absent { open_error: e, .. } | Found::Unopenable(e) => {
                     return Err(PoolError::Usage(format!(
-                        "{e}; pass --size to create member files"
+                        "{e}; pass --member-size to create member files"
                     )))
                 }
             }
@@ -311,6 +314,60 @@ impl CreatePlan {
     }
 }
 
+impl CreatePlan {
+    /// Member files are made sparse: they take no room when created and fill as the pool is
+    /// written, so a file system without room for them all would let create succeed and fail
+    /// writes later (`ENOSPC`), or refuse the size outright (`EFBIG`, a 0-byte file). Refused
+    /// here, before anything is written, when the files on one file system need more than it
+    /// has free (plus what emptying the existing files frees); `--force` skips the check.
+    pub(super) fn check_room(opts: &CreateOpts, site: &Site, size: u64) -> Result<()> {
+        let mut by_fs: Vec<(u64, u64, u64, Vec<&Path>)> = Vec::new();
+        for (p, room) in opts.members.iter().zip(&site.rooms) {
+            let Some(r) = room else { continue };
+            match by_fs.iter_mut().find(|(fs, ..)| *fs == r.fs) {
+                Some((_, _, held, paths)) => {
+                    *held += r.held_bytes;
+                    paths.push(p);
+                }
+                None => by_fs.push((r.fs, r.free_bytes, r.held_bytes, vec![p])),
+            }
+        }
+        for (_, free, held, paths) in by_fs {
+            let need = size.saturating_mul(paths.len() as u64);
+            let room = free.saturating_add(held);
+            if need > room {
+                let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                let one = paths.len() == 1;
+                return Err(PoolError::Usage(format!(
+                    "member file{} {} need{} {} x {size} bytes ({}) when the pool is full, and \
+                     {} file system has {} free{}: member files start sparse, so create would \
+                     succeed and writes would fail later for lack of space; choose a smaller \
+                     --member-size or another file system, or pass --force to create {} anyway",
+                    if one { "" } else { "s" },
+                    names.join(", "),
+                    if one { "s" } else { "" },
+                    paths.len(),
+                    gib(need),
+                    if one { "its" } else { "their" },
+                    gib(free),
+                    if held > 0 {
+                        format!(" (and they hold {} now)", gib(held))
+                    } else {
+                        String::new()
+                    },
+                    if one { "it" } else { "them" },
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bytes in GiB, for messages.
+fn gib(b: u64) -> String {
+    format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+}
+
 /// Zeroes (or creates) every member and opens it: all-zero data is parity-consistent for
 /// every code (all-zero data has all-zero P and Q). Files are truncated and grown (sparse),
 /// devices written with zeros.
@@ -349,7 +406,7 @@ pub(super) fn zeroed_members(opts: &CreateOpts, size: u64) -> Result<Vec<Option<
         let m = open_member(p, &how).map_err(|e| {
             member_err(match e.raw_os_error() {
                 Some(libc::EFBIG) | Some(libc::ENOSPC) => format!(
-                    "cannot be made {size} bytes long ({e}): choose a smaller --size, or a \
+                    "cannot be made {size} bytes long ({e}): choose a smaller --member-size, or a \
                      file system or device that holds it"
                 ),
                 _ => e.to_string(),
@@ -482,6 +539,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, f)| (PathBuf::from(format!("/x/m{i}.img")), f))
                 .collect(),
+            rooms: Vec::new(),
         }
     }
 
@@ -575,7 +633,7 @@ mod tests {
         assert!(e.to_string().contains("cannot write /x/pool.json"), "{e}");
     }
 
-    /// Without `--size`, members are sized like the smallest one found; one that is not
+    /// Without `--member-size`, members are sized like the smallest one found; one that is not
     /// there is an error naming the way out.
     #[test]
     fn member_size_comes_from_the_smallest_member_found() {
@@ -596,6 +654,6 @@ mod tests {
         let e = CreatePlan::check(&opts, &site(vec![dev(5 << 20), absent(), dev(6 << 20)]))
             .err()
             .unwrap();
-        assert!(e.to_string().contains("pass --size"), "{e}");
+        assert!(e.to_string().contains("pass --member-size"), "{e}");
     }
 }

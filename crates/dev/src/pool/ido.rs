@@ -117,7 +117,7 @@ impl Pool {
         } else if let Some(s) = surrogate {
             let canon = std::fs::canonicalize(s).map_err(|e| {
                 PoolError::Usage(format!(
-                    "surrogate pool {}: {e} (create it first, e.g. `raidforge create {}                      --scheme raid1 --disks 2 --member a.img --member b.img --size 1G`)",
+                    "surrogate pool {}: {e} (create it first, e.g. `raidforge create {}                      --scheme raid1 --disks 2 --member a.img --member b.img --member-size 1G`)",
                     s.display(),
                     s.display()
                 ))

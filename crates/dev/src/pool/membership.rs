@@ -223,6 +223,151 @@ impl Pool {
         self.record_replaced(i, path)
     }
 
+    /// Lets failed member `i` rejoin without a rebuild when its file came back unchanged
+    /// (`raidforge re-add`, like mdadm's `--re-add`): the file at the member's path must hold
+    /// this pool's superblock for slot `i` from just before it failed (its history is the
+    /// pool's up to that failure and its layout record the pool's now: it missed nothing
+    /// else), nothing may have moved since ([`ArrayState::re_add`]), and every stripe,
+    /// read with the member back, must be consistent: a write the pool took while the member
+    /// was away changed a stripe's parity (or a mirror) and not the member, so a stale
+    /// member shows there. Only reads until all that holds; then the superblocks record the
+    /// member present. Refused, with nothing written, otherwise (then `replace` + `rebuild`).
+    /// Returns the stripes checked.
+    pub fn re_add(&mut self, i: usize) -> Result<u64> {
+        let n = self.members.handles.len();
+        if i >= n {
+            return Err(PoolError::Usage(format!(
+                "member {i} does not exist (the pool has members 0 to {})",
+                n - 1
+            )));
+        }
+        if self.members.handles[i].is_some() {
+            return Err(PoolError::Usage(format!(
+                "member {i} has not failed: there is nothing to re-add"
+            )));
+        }
+        let path = self.file.desc.members[i].path.clone();
+        let refuse = |why: String| {
+            PoolError::Usage(format!(
+                "member {i} ({}) cannot rejoin as it is: {why}; put a blank member in its place \
+                 with `raidforge replace` and run `raidforge rebuild`",
+                path.display()
+            ))
+        };
+        let unsupported = if self.md.is_some() {
+            Some("a pool in Linux MD's format")
+        } else if self.integrity.checksums.is_some() {
+            Some("a pool with checksums")
+        } else if self.wh.mode == WriteHole::Journal {
+            Some("a pool with a write journal")
+        } else {
+            None
+        };
+        if let Some(what) = unsupported {
+            return Err(refuse(format!("re-add is not supported for {what} yet")));
+        }
+        if self.geo.scheme().tolerance() == 0 {
+            return Err(refuse(
+                "the layout has no redundancy to check it against".into(),
+            ));
+        }
+        if self.state.bpgl().len() > 0 {
+            return Err(refuse(
+                "stripes with deferred parity cannot be checked against it".into(),
+            ));
+        }
+        if self.ido.phase() != crate::ido::Phase::Normal {
+            return Err(refuse("a rebuild with a policy is under way".into()));
+        }
+        let how = MemberOpen {
+            emulate: self.file.desc.members[i].emulate.as_deref(),
+            create_bytes: None,
+            lock: true,
+            direct: self.file.desc.direct,
+        };
+        let m = open_member(&path, &how).map_err(|e| refuse(format!("cannot open it: {e}")))?;
+        let sb = read_superblock(&*m)
+            .map_err(|e| refuse(format!("it holds no readable raidforge superblock ({e})")))?;
+        if sb.uuid != self.sb.uuid || sb.member_index != i as u32 {
+            return Err(refuse(format!(
+                "it holds the superblock of {} (pool {}, member {})",
+                if sb.uuid == self.sb.uuid {
+                    "another member of this pool"
+                } else {
+                    "another pool"
+                },
+                hex(&sb.uuid),
+                sb.member_index
+            )));
+        }
+        let missed = self
+            .sb
+            .events
+            .strip_prefix(sb.events.as_slice())
+            .filter(|rest| *rest == [Event::Fail(i as u32)]);
+        if missed.is_none() || sb.runs != self.state.layout_runs() {
+            return Err(refuse(format!(
+                "it is stale (superblock generation {}, the pool's {}): the pool recorded \
+                 failures, replacements or rebuilt cycles it did not see",
+                sb.generation, self.sb.generation
+            )));
+        }
+        let mut state = self.state.clone();
+        state
+            .re_add(&self.geo, i as Disk)
+            .map_err(|e| refuse(e.to_string()))?;
+        let m = match &self.members.wrap {
+            Some(w) => w(i, m),
+            None => m,
+        };
+        // Every stripe read with the member back, under the state it would have; nothing is
+        // written and nothing failed until every stripe agrees.
+        let saved = std::mem::replace(&mut self.state, state);
+        self.members.handles[i] = Some(m);
+        let mut checked = 0u64;
+        let mut inconsistent = 0u64;
+        let mut trouble = None;
+        for c in 0..self.geo.cycles() {
+            let plan = raidcore::plan_verify_cycle(&self.geo, &self.state, c);
+            match crate::exec::run_reads(&plan, &self.members_view()) {
+                Ok(bufs) => {
+                    let o = raidcore::check_verify(&self.state, &plan, &bufs);
+                    checked += o.checked as u64;
+                    inconsistent += o.inconsistent.len() as u64;
+                    if o.degraded > 0 {
+                        trouble = Some(format!(
+                            "{} stripes of cycle {c} could not be read whole",
+                            o.degraded
+                        ));
+                    }
+                }
+                Err(e) => {
+                    trouble = Some(format!(
+                        "reading cycle {c} failed ({} member blocks), so it could not be checked",
+                        e.bad.len().max(e.failed_members().len())
+                    ))
+                }
+            }
+            if trouble.is_some() {
+                break;
+            }
+        }
+        if trouble.is_some() || inconsistent > 0 {
+            self.members.handles[i] = None;
+            self.state = saved;
+            return Err(refuse(trouble.unwrap_or_else(|| {
+                format!(
+                    "it is stale: {inconsistent} of {checked} stripes disagree with it (the \
+                     pool took writes while it was away)"
+                )
+            })));
+        }
+        self.file.desc.members[i].failed_why = None;
+        let tag = self.tag();
+        self.persist(tag)?;
+        Ok(checked)
+    }
+
     /// The end of a replace, in either format: member `i` replaced by `path` goes into the
     /// history and the descriptor (its path, no failure reason, counters from zero), and the
     /// superblocks record it.

@@ -116,6 +116,55 @@ pub(super) struct Site {
     pub desc_dir_missing: Option<PathBuf>,
     /// Per member path: what it names (for spotting one file given twice) and what is there.
     pub members: Vec<(PathBuf, Found)>,
+    /// Per member path: the file system a member file lives on (or would be created on) and
+    /// its room; `None` for devices, NBD exports and paths whose file system is unknown.
+    pub rooms: Vec<Option<Room>>,
+}
+
+/// The room a member file has on its file system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Room {
+    /// The file system (`st_dev`).
+    pub fs: u64,
+    /// Bytes an unprivileged writer may still allocate there (`statvfs`: `f_bavail *
+    /// f_frsize`).
+    pub free_bytes: u64,
+    /// Bytes the file holds now, which create frees when it empties the file.
+    pub held_bytes: u64,
+}
+
+impl Room {
+    /// The room of member path `p` (an existing file, or a file to be made in its directory).
+    fn of(p: &Path) -> Option<Room> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::MetadataExt;
+        if crate::nbd_member::is_nbd_path(p) {
+            return None;
+        }
+        let (at, held) = match std::fs::metadata(p) {
+            Ok(m) if m.is_file() => (p.to_path_buf(), m.blocks() * 512),
+            Ok(_) => return None,
+            Err(_) => (
+                p.parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."))
+                    .to_path_buf(),
+                0,
+            ),
+        };
+        let fs = std::fs::metadata(&at).ok()?.dev();
+        let c = std::ffi::CString::new(at.as_os_str().as_bytes()).ok()?;
+        // SAFETY: `c` is a valid NUL-terminated path; statvfs fills `st` and reads nothing else.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+            return None;
+        }
+        Some(Room {
+            fs,
+            free_bytes: (st.f_bavail as u64).saturating_mul(st.f_frsize as u64),
+            held_bytes: held,
+        })
+    }
 }
 
 impl Site {
@@ -133,6 +182,7 @@ impl Site {
                 .iter()
                 .map(|p| (path_identity(p), Self::probe_member(p)))
                 .collect(),
+            rooms: members.iter().map(|p| Room::of(p)).collect(),
         }
     }
 

@@ -137,6 +137,9 @@ fn check_site(opts: &CreateOpts, site: &Site) -> Result<u64> {
     CreatePlan::check_options(opts, site)?;
     let size = CreatePlan::member_size(opts, site)?;
     CreatePlan::check_members(opts, site, size)?;
+    if !opts.force {
+        CreatePlan::check_room(opts, site, size)?;
+    }
     for (i, (_, found)) in site.members.iter().enumerate() {
         if let Found::Present { .. } = found {
             if is_md_member(&opts.members[i]) && !opts.force {

@@ -802,6 +802,7 @@ pub fn fig7(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Exper
                     .collect(),
                 markers: Vec::new(),
                 log_y: false,
+                log_x: true,
                 ..Default::default()
             }
             .to_svg(),

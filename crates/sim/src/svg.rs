@@ -345,7 +345,7 @@ fn legend(out: &mut String, entries: &[(String, Key)], notes: &[String]) {
                 ));
             }
         }
-        let lines = wrap(name, 19);
+        let lines = wrap(name, 17);
         for (k, l) in lines.iter().enumerate() {
             let _ = write!(
                 out,
@@ -678,10 +678,7 @@ impl LineChart {
             })
             .collect();
         if any_published {
-            entries.push((
-                "published (hollow, the series' shape)".into(),
-                Key::Published(Shape::Circle),
-            ));
+            entries.push(("published value".into(), Key::Published(Shape::Circle)));
         }
         notes.extend(self.notes.iter().cloned());
         legend(&mut out, &entries, &notes);
@@ -812,7 +809,7 @@ impl BarChart {
             .map(|(i, s)| (s.0.clone(), Key::Swatch(COLOURS[i % COLOURS.len()])))
             .collect();
         if !self.published.is_empty() {
-            entries.push(("published (paper)".into(), Key::Published(Shape::Circle)));
+            entries.push(("published value".into(), Key::Published(Shape::Circle)));
         }
         legend(&mut out, &entries, &self.notes);
         out.push_str("</svg>\n");
@@ -1005,7 +1002,7 @@ mod tests {
             );
         }
         // The legend says what the hollow markers are.
-        assert!(s.contains("published (hollow"));
+        assert!(s.contains(">published value<"));
         // A published value outside ours widens the axis: 17 is inside the plot area.
         let y17 = s
             .split("data-value=\"17\"")
@@ -1032,7 +1029,7 @@ mod tests {
         let s = b.to_svg();
         assert_eq!(s.matches("class=\"published\"").count(), 2);
         assert!(s.contains("data-value=\"88.1\"") && s.contains("data-value=\"78.7\""));
-        assert!(s.contains("published (paper)"));
+        assert!(s.contains(">published value<"));
     }
 
     #[test]
@@ -1216,6 +1213,6 @@ mod tests {
         let notes = texts_of(&c, "note");
         assert!(notes.len() >= 2, "{notes:?}");
         assert!(notes.iter().all(|l| l.chars().count() <= 27));
-        assert!(c.contains(">RAID-5C 8x(6+1) + 3<"));
+        assert!(c.contains(">RAID-5C 8x(6+1) +<") && c.contains(">3 spares, 2 MiB<"));
     }
 }

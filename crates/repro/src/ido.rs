@@ -429,6 +429,7 @@ pub fn run(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Ex
             series: chart_series,
             markers: Vec::new(),
             log_y: false,
+            log_x: true,
             ..Default::default()
         }
         .to_svg(),
@@ -509,6 +510,7 @@ pub fn run(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Ex
             series: series_t,
             markers: Vec::new(),
             log_y: true,
+            log_x: true,
             ..Default::default()
         }
         .to_svg(),

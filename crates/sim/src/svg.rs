@@ -7,8 +7,9 @@
 //! What every chart does, so that a reader can trust it in black and white as well as in
 //! colour:
 //! - each line series has its own colour, dash pattern and marker shape; series whose points
-//!   lie within [`COINCIDE`] pixels of an earlier series everywhere are drawn [`DODGE`] pixels
-//!   apart sideways, and a note under the legend says so (nothing hides behind another line);
+//!   lie within [`COINCIDE`] pixels of an earlier series at three quarters of their points or
+//!   more are drawn [`DODGE`] pixels apart sideways, and a note under the legend says so
+//!   (nothing hides behind another line);
 //! - the paper's values (`Series::published`, `BarChart::published`) are hollow markers of the
 //!   series' shape and colour, each an element of class `published` carrying the value in
 //!   `data-value`;
@@ -576,17 +577,31 @@ impl LineChart {
                     .collect()
             })
             .collect();
-        let coincide = |a: &[(f64, f64)], b: &[(f64, f64)]| {
-            !a.is_empty()
+        // Points of `a` within COINCIDE of `b`'s, when both have the same x positions.
+        let close = |a: &[(f64, f64)], b: &[(f64, f64)]| -> Option<usize> {
+            (!a.is_empty()
                 && a.len() == b.len()
-                && a.iter()
+                && a.iter().zip(b).all(|(p, q)| (p.0 - q.0).abs() < 0.5))
+            .then(|| {
+                a.iter()
                     .zip(b)
-                    .all(|(p, q)| (p.0 - q.0).abs() < 0.5 && (p.1 - q.1).abs() < COINCIDE)
+                    .filter(|(p, q)| (p.1 - q.1).abs() < COINCIDE)
+                    .count()
+            })
         };
+        // Two series coincide when at least three quarters of their points do (a line hidden
+        // but for a point or two is as good as hidden).
         let mut group: Vec<usize> = (0..screen.len()).collect();
+        let mut everywhere = vec![true; screen.len()];
         for i in 0..screen.len() {
-            if let Some(j) = (0..i).find(|&j| group[j] == j && coincide(&screen[i], &screen[j])) {
+            let n = screen[i].len();
+            if let Some((j, k)) = (0..i).filter(|&j| group[j] == j).find_map(|j| {
+                close(&screen[i], &screen[j])
+                    .filter(|&k| 4 * k >= 3 * n && (k >= 2 || k == n))
+                    .map(|k| (j, k))
+            }) {
                 group[i] = j;
+                everywhere[j] &= k == n;
             }
         }
         let mut dx = vec![0.0; screen.len()];
@@ -605,9 +620,13 @@ impl LineChart {
                 .map(|&i| self.series[i].name.as_str())
                 .collect();
             notes.push(format!(
-                "{} overlap (under {COINCIDE} px apart everywhere): drawn {DODGE} px apart \
-                 sideways.",
-                and_list(&names)
+                "{} overlap (under {COINCIDE} px apart {}): drawn {DODGE} px apart sideways.",
+                and_list(&names),
+                if everywhere[g] {
+                    "everywhere"
+                } else {
+                    "at most points"
+                }
             ));
         }
         for (i, s) in self.series.iter().enumerate() {
@@ -1100,6 +1119,37 @@ mod tests {
         assert_eq!(dashes.len(), 3);
         assert!(dashes[0].is_empty() && !dashes[1].is_empty() && !dashes[2].is_empty());
         assert_ne!(dashes[1], dashes[2]);
+        // A line that leaves the other at one point of eight is as good as hidden: drawn
+        // apart, "at most points"; one that follows it at half the points only is not.
+        let base: Vec<(f64, f64)> = (1..=8).map(|x| (x as f64, 10.0 * x as f64)).collect();
+        let one_off: Vec<(f64, f64)> = base
+            .iter()
+            .map(|&(x, y)| (x, if x == 5.0 { y + 30.0 } else { y }))
+            .collect();
+        let half: Vec<(f64, f64)> = base
+            .iter()
+            .map(|&(x, y)| (x, if x > 4.0 { y + 30.0 } else { y }))
+            .collect();
+        let s = LineChart {
+            series: vec![
+                Series::line("a", base.clone()),
+                Series::line("b", one_off),
+                Series::line("c", half),
+            ],
+            ..LineChart::default()
+        }
+        .to_svg();
+        let (a, b, c) = (polyline(&s, 0), polyline(&s, 1), polyline(&s, 2));
+        assert!((b[0].0 - a[0].0 - DODGE).abs() < 0.11, "{a:?} {b:?}");
+        assert!(
+            (c[0].0 - (a[0].0 + b[0].0) / 2.0).abs() < 0.11,
+            "c stays put: {c:?}"
+        );
+        let notes = texts_of(&s, "note").join(" ");
+        assert!(
+            notes.contains("a and b overlap (under 2.5 px apart at most points)"),
+            "{notes}"
+        );
         // Series far apart are not moved.
         let apart = LineChart {
             series: vec![

@@ -145,7 +145,8 @@ fn the_timeline_covers_the_run_and_counts_every_request() {
         .curve_end_note()
         .expect("the curve ends before the rebuild");
     assert!(note.contains("rebuild ran on alone"), "{note}");
-    assert!(short
-        .plot_svg("raid5 x5")
-        .contains(">The response-time curve ends<"));
+    // The note is under the legend, wrapped into lines of class "note".
+    let svg = short.plot_svg("raid5 x5");
+    assert!(svg.matches("class=\"note\"").count() >= 3, "{svg}");
+    assert!(svg.contains(">The response-time curve"), "{svg}");
 }

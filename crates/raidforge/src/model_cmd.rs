@@ -146,6 +146,7 @@ fn mttdl_rows(a: &MttdlArgs) -> anyhow::Result<Vec<mttdl::MttdlRow>> {
             ],
             markers: Vec::new(),
             log_y: true,
+            ..Default::default()
         };
         std::fs::write(path, chart.to_svg())
             .with_context(|| format!("writing the plot {}", path.display()))?;

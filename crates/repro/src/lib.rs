@@ -223,6 +223,46 @@ impl Experiment {
     }
 }
 
+/// The published value of the row of `e` labelled `label` (for a plot to draw beside ours).
+pub(crate) fn published(e: &Experiment, label: &str) -> Option<f64> {
+    e.rows
+        .iter()
+        .find(|r| r.label == label)
+        .and_then(|r| r.published)
+}
+
+/// For a plot whose axes cannot show them (ratios, peaks, sentences of the paper), one note
+/// per row of `e` with a published value that `pick` selects: `paper: LABEL PUB UNIT (ours
+/// OURS UNIT)`.
+pub(crate) fn published_notes(e: &Experiment, pick: impl Fn(&Row) -> bool) -> Vec<String> {
+    e.rows
+        .iter()
+        .filter(|r| r.published.is_some() && pick(r))
+        .map(|r| {
+            // "2x", "44 %", "858 s": no trailing zeros, ratios without a space.
+            let v = |x: f64| {
+                let t = num(x);
+                let t = if t.contains('.') && !t.contains('e') {
+                    t.trim_end_matches('0').trim_end_matches('.').to_string()
+                } else {
+                    t
+                };
+                if r.unit == "x" {
+                    format!("{t}x")
+                } else {
+                    format!("{t} {}", r.unit)
+                }
+            };
+            format!(
+                "paper: {} {} (ours {})",
+                r.label,
+                v(r.published.expect("filtered")),
+                v(r.ours)
+            )
+        })
+        .collect()
+}
+
 /// The reproduction of one seed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
@@ -309,7 +349,12 @@ pub fn reproduce(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Report> {
     let t = std::time::Instant::now();
-    let experiments = (seed.run)(opts, progress)?;
+    let mut experiments = (seed.run)(opts, progress)?;
+    if opts.quick {
+        for p in experiments.iter_mut().flat_map(|e| e.plots.iter_mut()) {
+            p.svg = sim::svg::mark_scaled_down(&p.svg);
+        }
+    }
     let ids: Vec<&str> = experiments.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(
         ids, seed.experiments,

@@ -10,7 +10,7 @@
 use sim::svg::{LineChart, Series};
 
 use crate::mttdl::{self, DiskRates, LpuRates};
-use crate::{Claim, Experiment, Opts, Plot, Row};
+use crate::{published_notes, Claim, Experiment, Opts, Plot, Row};
 
 /// The paper.
 pub const SOURCE: &str = "Y. J. Nam, D.-W. Kim, T.-Y. Choe, C. Park, \"Lazy Parity Update: A \
@@ -87,7 +87,7 @@ fn config(s: &ModelSetup, with_lpu: bool) -> Vec<(&'static str, String)> {
     c
 }
 
-fn chart(title: &str, series: Vec<Series>) -> String {
+fn chart(title: &str, series: Vec<Series>, notes: Vec<String>) -> String {
     LineChart {
         title: title.into(),
         x_label: "number of disks".into(),
@@ -95,6 +95,8 @@ fn chart(title: &str, series: Vec<Series>) -> String {
         series,
         markers: Vec::new(),
         log_y: true,
+        notes,
+        ..Default::default()
     }
     .to_svg()
 }
@@ -143,6 +145,7 @@ pub fn fig5(s: &ModelSetup) -> Experiment {
         svg: chart(
             "MTTDL vs disks (seed 002 Figure 5)",
             vec![Series::line("RAID5", r5), Series::line("RAID6", r6)],
+            Vec::new(),
         ),
     });
     e
@@ -309,6 +312,8 @@ pub fn fig6(s: &ModelSetup) -> Experiment {
                 Series::line("RAID6+LPU", lp),
                 Series::line("RAID6", r6),
             ],
+            // The seed's ratios have no disk count of their own: notes, not points.
+            published_notes(&e, |_| true),
         ),
     });
     e
@@ -465,6 +470,10 @@ pub fn fig7(opts: &Opts) -> anyhow::Result<Option<Experiment>> {
                 series,
                 markers: Vec::new(),
                 log_y: false,
+                log_x: true,
+                // The seed's "about 2x" is a ratio: a note, not a point on this axis.
+                notes: published_notes(&e, |r| r.label.starts_with(w)),
+                ..Default::default()
             }
             .to_svg(),
         });

@@ -151,6 +151,7 @@ pub fn fig3_8_9(random: bool) -> Experiment {
             series: vec![Series::line("disk + SSD", pts)],
             markers: Vec::new(),
             log_y: false,
+            ..Default::default()
         }
         .to_svg(),
     });
@@ -184,9 +185,12 @@ pub fn fig3_10() -> Experiment {
         caption: "Figure 3.10: mirror power".into(),
         svg: BarChart {
             title: "Two-device mirror, 1.5 MB/s of writes".into(),
+            x_label: "mirror pair".into(),
             y_label: "power (W)".into(),
             categories: vec!["disk + disk".into(), "disk + SSD".into()],
             series: vec![("power".into(), vec![dd, ds])],
+            notes: crate::published_notes(&e, |_| true),
+            ..Default::default()
         }
         .to_svg(),
     });
@@ -253,6 +257,7 @@ pub fn fig3_12_13(random: bool) -> Experiment {
         caption: format!("Figure {}: disk time breakdown", &id[3..]),
         svg: BarChart {
             title: format!("{kind} writes, {:.1} MB/s", rate / 1e6),
+            x_label: "array width".into(),
             y_label: "% of time".into(),
             categories: widths.iter().map(|w| format!("{w} disks")).collect(),
             series: vec![
@@ -260,6 +265,7 @@ pub fn fig3_12_13(random: bool) -> Experiment {
                 ("transferring".into(), s_xfer),
                 ("idle".into(), s_idle),
             ],
+            ..Default::default()
         }
         .to_svg(),
     });

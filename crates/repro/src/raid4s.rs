@@ -17,7 +17,7 @@ use raidcore::{plan_write, ArrayState, Geometry, IoCounts, WritePolicy};
 use sim::svg::{LineChart, Series};
 use sim::{Drive, DriveParams, SimConfig, SourceOptions, WorkloadSpec};
 
-use crate::{Claim, Experiment, Opts, Plot, Row};
+use crate::{published_notes, Claim, Experiment, Opts, Plot, Row};
 
 /// The paper.
 pub const SOURCE: &str = "A. Wacha, \"Incorporating SSDs into distributed storage systems\", PhD \
@@ -366,12 +366,23 @@ pub fn table3_3() -> anyhow::Result<Experiment> {
             title: "Average I/Os per disk per small write".into(),
             x_label: "stripe width (devices)".into(),
             y_label: "I/Os per disk (log scale)".into(),
-            series: vec![
-                Series::line("RAID4", series4),
-                Series::line("RAID4S", series4s),
-            ],
+            series: [("RAID4", series4), ("RAID4S", series4s)]
+                .into_iter()
+                .map(|(name, pts)| {
+                    let paper = pts
+                        .iter()
+                        .filter_map(|&(w, _)| {
+                            crate::published(&e, &format!("width {w} {name} I/Os per disk"))
+                                .map(|v| (w, v))
+                        })
+                        .collect();
+                    Series::line(name, pts).with_published(paper)
+                })
+                .collect(),
             markers: Vec::new(),
             log_y: true,
+            log_x: true,
+            ..Default::default()
         }
         .to_svg(),
     });
@@ -624,14 +635,25 @@ pub fn fig3_14(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Ex
             series: arrays
                 .iter()
                 .map(|&a| {
+                    // The MB/s the thesis's text gives (the table's "... KiB MB/s" rows).
+                    let paper = sizes
+                        .iter()
+                        .filter_map(|&s| {
+                            let label = format!("{} {} KiB MB/s", a.name(), s / KIB);
+                            crate::published(&e, &label).map(|v| (kib(s), v))
+                        })
+                        .collect();
                     Series::line(
                         a.name(),
                         sizes.iter().map(|&s| (kib(s), mbps(a, s))).collect(),
                     )
+                    .with_published(paper)
                 })
                 .collect(),
             markers: Vec::new(),
             log_y: true,
+            log_x: true,
+            notes: published_notes(&e, |r| r.label.contains("peak")),
         }
         .to_svg(),
     });
@@ -644,6 +666,13 @@ pub fn fig3_14(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Ex
             series: arrays
                 .iter()
                 .map(|&a| {
+                    let paper = sizes
+                        .iter()
+                        .filter_map(|&s| {
+                            let label = format!("{} / RAID5 {} KiB", a.name(), s / KIB);
+                            crate::published(&e, &label).map(|v| (kib(s), v))
+                        })
+                        .collect();
                     Series::line(
                         a.name(),
                         sizes
@@ -651,10 +680,13 @@ pub fn fig3_14(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Ex
                             .map(|&s| (kib(s), mbps(a, s) / mbps(Array::Raid5, s)))
                             .collect(),
                     )
+                    .with_published(paper)
                 })
                 .collect(),
             markers: Vec::new(),
             log_y: false,
+            log_x: true,
+            notes: published_notes(&e, |r| r.label.contains("peak")),
         }
         .to_svg(),
     });
@@ -804,6 +836,7 @@ pub fn fig4_1(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec
             ],
             markers: Vec::new(),
             log_y: false,
+            ..Default::default()
         }
         .to_svg(),
     });
@@ -813,9 +846,21 @@ pub fn fig4_1(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec
             title: "RAID4S-modthresh / RAID4S".into(),
             x_label: "write size (KiB)".into(),
             y_label: "speedup (x)".into(),
-            series: vec![Series::line("modthresh / RAID4S", speed)],
+            series: vec![
+                Series::line("modthresh / RAID4S", speed.clone()).with_published(
+                    speed
+                        .iter()
+                        .filter_map(|&(k, _)| {
+                            crate::published(&b, &format!("{k} KiB modthresh / RAID4S"))
+                                .map(|v| (k, v))
+                        })
+                        .collect(),
+                ),
+            ],
             markers: Vec::new(),
             log_y: false,
+            notes: published_notes(&b, |r| r.label.contains("peak")),
+            ..Default::default()
         }
         .to_svg(),
     });

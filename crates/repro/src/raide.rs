@@ -237,6 +237,7 @@ pub fn fig5_1() -> anyhow::Result<Experiment> {
                 .collect(),
             markers: Vec::new(),
             log_y: false,
+            ..Default::default()
         }
         .to_svg(),
     });
@@ -522,6 +523,7 @@ pub fn fig5_4(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Exp
             series: vec![Series::line("RAIDE", pe), Series::line("RAID5N", pn)],
             markers: Vec::new(),
             log_y: false,
+            ..Default::default()
         }
         .to_svg(),
     });

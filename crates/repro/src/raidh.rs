@@ -239,9 +239,19 @@ pub fn table6_1() -> anyhow::Result<Experiment> {
         caption: "Table 6.1: % of reads and writes per device (ours)".into(),
         svg: BarChart {
             title: "RAIDH {0,0,1,1,2}: share of I/Os per device".into(),
+            x_label: "device (its parity weight: 0, 0, 1, 1, 2)".into(),
             y_label: "% of reads / writes".into(),
             categories: cats,
             series,
+            // Series 2i and 2i+1 are the reads and writes of the i-th size.
+            published: TABLE_6_1
+                .iter()
+                .enumerate()
+                .flat_map(|(i, &(_, pr, pw))| {
+                    (0..5).flat_map(move |d| [(2 * i, d, pr[d]), (2 * i + 1, d, pw[d])])
+                })
+                .collect(),
+            ..Default::default()
         }
         .to_svg(),
     });
@@ -467,11 +477,21 @@ pub fn model6_5(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<E
             x_label: "F (fast device is 1+F times faster)".into(),
             y_label: "throughput gain (%)".into(),
             series: vec![
-                Series::line("model F/N", model_pts),
+                // The thesis's worked examples are its model's numbers: beside the model.
+                Series::line("model F/N", model_pts.clone()).with_published(
+                    model_pts
+                        .iter()
+                        .filter_map(|&(f, _)| {
+                            crate::published(&e, &format!("F={f} throughput gain over RAID5 %"))
+                                .map(|v| (f, v))
+                        })
+                        .collect(),
+                ),
                 Series::line("simulator", sim_pts),
             ],
             markers: Vec::new(),
             log_y: false,
+            ..Default::default()
         }
         .to_svg(),
     });

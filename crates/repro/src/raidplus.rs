@@ -523,6 +523,7 @@ fn fig10a(ctx: &Ctx, runner: &mut Runner) -> anyhow::Result<Experiment> {
             ],
             markers: Vec::new(),
             log_y: false,
+            ..Default::default()
         }
         .to_svg(),
     });
@@ -604,6 +605,7 @@ fn fig10b(ctx: &Ctx, runner: &mut Runner) -> anyhow::Result<Experiment> {
             ],
             markers: Vec::new(),
             log_y: false,
+            ..Default::default()
         }
         .to_svg(),
     });

@@ -25,7 +25,7 @@ use sim::{
 };
 
 use crate::simkit::{bytes_text, geometry_for, ArraySpec, GB, KIB, MIB};
-use crate::{Claim, Experiment, Opts, Plot, Row};
+use crate::{published_notes, Claim, Experiment, Opts, Plot, Row};
 
 const DRIVE: Drive = Drive::SeagateSt32000645ns;
 const N: usize = 29;
@@ -325,7 +325,8 @@ pub fn fig6(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Exper
         caption: "Figure 6: mean latency per volume during each pool's rebuild".into(),
         svg: BarChart {
             title: "Mean latency during the rebuild".into(),
-            y_label: "ms".into(),
+            x_label: "volume workload".into(),
+            y_label: "mean latency (ms)".into(),
             categories: mix.iter().map(|&i| WORKLOADS[i].name.to_string()).collect(),
             series: res
                 .iter()
@@ -338,6 +339,8 @@ pub fn fig6(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Exper
                     )
                 })
                 .collect(),
+            notes: published_notes(&e, |_| true),
+            ..Default::default()
         }
         .to_svg(),
     });
@@ -523,6 +526,8 @@ pub fn fig9(opts: &Opts, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Exper
             },
             markers: Vec::new(),
             log_y: false,
+            notes: published_notes(&e, |_| true),
+            ..Default::default()
         }
         .to_svg(),
     });

@@ -45,7 +45,7 @@ use raidcore::SpeedLimits;
 use sim::{Drive, Phase};
 
 use crate::simkit::{bytes_text, ratio, ArraySpec, Load, Outcome, RunSpec, Runner, GB, KIB, MIB};
-use crate::{Claim, Experiment, Opts, Plot, Row};
+use crate::{published_notes, Claim, Experiment, Opts, Plot, Row};
 
 /// The paper.
 pub const SOURCE: &str = "Wan, Wang, Yang, Xie: \"S2-RAID: A New RAID Architecture for Fast \
@@ -1160,6 +1160,8 @@ fn fig5(ctx: &Ctx, runner: &mut Runner) -> anyhow::Result<Experiment> {
             ],
             markers: Vec::new(),
             log_y: true,
+            notes: published_notes(&e, |r| r.label.contains("rebuild speed-up")),
+            ..Default::default()
         }
         .to_svg(),
     });
@@ -1175,6 +1177,8 @@ fn fig5(ctx: &Ctx, runner: &mut Runner) -> anyhow::Result<Experiment> {
             ],
             markers: Vec::new(),
             log_y: false,
+            notes: published_notes(&e, |r| r.label.contains("response speed-up")),
+            ..Default::default()
         }
         .to_svg(),
     });
@@ -1324,6 +1328,8 @@ fn fig6(ctx: &Ctx, runner: &mut Runner) -> anyhow::Result<Experiment> {
             )],
             markers: Vec::new(),
             log_y: false,
+            notes: published_notes(&e, |_| true),
+            ..Default::default()
         }
         .to_svg(),
     });
@@ -1339,6 +1345,7 @@ fn fig6(ctx: &Ctx, runner: &mut Runner) -> anyhow::Result<Experiment> {
             ],
             markers: Vec::new(),
             log_y: true,
+            ..Default::default()
         }
         .to_svg(),
     });

@@ -36,6 +36,7 @@ fn line(title: &str, x: &str, y: &str, series: Vec<Series>) -> String {
         series,
         markers: Vec::new(),
         log_y: false,
+        ..Default::default()
     }
     .to_svg()
 }
@@ -439,12 +440,21 @@ pub fn fig6_10(
         caption: "Figures 6.10 and 7.1: normalised to RAID5".into(),
         svg: BarChart {
             title: "Financial1-like replay (synthetic), x RAID5".into(),
+            x_label: "array".into(),
             y_label: "x RAID5".into(),
             categories: jobs.iter().map(|j| j.name.to_string()).collect(),
             series: vec![(
                 "throughput".into(),
                 jobs.iter().map(|j| v[j.name] / v["RAID5"]).collect(),
             )],
+            published: jobs
+                .iter()
+                .enumerate()
+                .filter_map(|(g, j)| {
+                    crate::published(&e, &format!("{} / RAID5", j.name)).map(|x| (0, g, x))
+                })
+                .collect(),
+            ..Default::default()
         }
         .to_svg(),
     });

@@ -65,6 +65,15 @@ fn quick_run_upholds_every_claim() {
     }
     // Figure 7: every (workload, queue depth, array) point is there with a positive rate.
     let f7 = experiment(&r, "fig7");
+    // RM2 and RM2+LPU read alike: drawn apart and said to be, not one hidden under the other;
+    // the seed's "about 2x" on writes is a note on the write plot.
+    let read = common::texts_of(&f7.plots[0].svg, "note").join(" ");
+    assert!(
+        read.contains("RM2 (4 disks) and RM2+LPU (4 disks) overlap"),
+        "{read}"
+    );
+    let write = common::texts_of(&f7.plots[1].svg, "note").join(" ");
+    assert!(write.contains("paper: 4K random write qd 16"), "{write}");
     for w in [
         "4K random read",
         "4K random write",

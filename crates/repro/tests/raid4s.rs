@@ -70,6 +70,21 @@ fn quick_run_upholds_every_claim() {
         (full - 1.0).abs() < 0.05,
         "full-stripe writes equal: {full}"
     );
+    // The plot shows the thesis's MB/s (RAID5 at 64 KiB, RAID4S at 64 and 128 KiB) as markers
+    // beside ours, the ratios it cannot place as notes, and RAID5S, within a few pixels of
+    // RAID5 everywhere, is drawn apart from it and said to be.
+    let mut m = common::published_markers(&f.plots[0].svg);
+    m.sort_by(f64::total_cmp);
+    assert_eq!(m, vec![8.0, 14.0, 17.0]);
+    let notes = common::texts_of(&f.plots[0].svg, "note").join(" ");
+    assert!(notes.contains("paper: RAID4S / RAID4 peak"), "{notes}");
+    assert!(notes.contains("RAID5 and RAID5S overlap"), "{notes}");
+    assert_eq!(common::published_markers(&f.plots[1].svg), vec![1.6]);
+    // Table 3.3: both published series, eight widths each.
+    assert_eq!(
+        common::published_markers(&experiment(&r, "table3.3").plots[0].svg).len(),
+        16
+    );
 }
 
 #[test]

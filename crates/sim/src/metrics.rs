@@ -406,6 +406,23 @@ impl Report {
         m
     }
 
+    /// Why the response-time curve of the timeline stops short of the rebuild's end, when it
+    /// does (by more than one bucket): the last request arrived first, and the rebuild ran on
+    /// without foreground load. `None` when the curve reaches the end of the rebuild.
+    pub fn curve_end_note(&self) -> Option<String> {
+        let end = self.rebuild.as_ref()?.end_s?;
+        let last = self.timeline.iter().filter(|p| p.count > 0).last()?;
+        let width = last.end_s - last.start_s;
+        (last.end_s + width < end).then(|| {
+            format!(
+                "The response-time curve ends at {} s, the last request's arrival bucket: no \
+                 request arrived after it, and the rebuild ran on alone until {} s.",
+                fmt_s(last.end_s),
+                fmt_s(end)
+            )
+        })
+    }
+
     /// `raidforge sim --plot`: one SVG with two panels. Top: mean and 99th percentile
     /// response time per timeline bucket (by arrival; buckets without requests are left out)
     /// with the failure and the rebuild's start and end marked. Bottom: member I/Os per disk,
@@ -428,7 +445,8 @@ impl Report {
                 crate::svg::Series::line("p99", with(|p| p.p99_ms)),
             ],
             markers: self.markers(),
-            log_y: false,
+            notes: self.curve_end_note().into_iter().collect(),
+            ..Default::default()
         };
         let fg = |d: &DiskStats| (d.reads + d.writes - d.rebuild_reads - d.rebuild_writes) as f64;
         let rb = |d: &DiskStats| (d.rebuild_reads + d.rebuild_writes) as f64;
@@ -447,9 +465,11 @@ impl Report {
                 "member I/Os per disk (busy-time CoV {:.1} %)",
                 self.load_cov * 100.0
             ),
+            x_label: "member disk".into(),
             y_label: "member I/Os".into(),
             categories: (0..self.per_disk.len()).map(|d| d.to_string()).collect(),
             series,
+            ..Default::default()
         };
         crate::svg::stack(&[times.to_svg(), load.to_svg()])
     }

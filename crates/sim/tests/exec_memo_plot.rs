@@ -124,4 +124,29 @@ fn the_timeline_covers_the_run_and_counts_every_request() {
     // reads and the replacement's writes), plus the legend swatches.
     let bars = svg.matches("<rect x=").count();
     assert!(bars >= 5 + 2, "{bars} bars");
+    // Both panels title both axes (the per-disk panel's x axis too).
+    assert_eq!(svg.matches("class=\"x-title\"").count(), 2);
+    assert_eq!(svg.matches("class=\"y-title\"").count(), 2);
+    assert!(svg.contains(">member disk</text>"));
+    // Requests arrive until after the rebuild here: the curve needs no explanation. Without
+    // the requests of the second half of the rebuild, the chart says why the curve stops.
+    assert!(r.curve_end_note().is_none());
+    assert!(!svg.contains("class=\"note\""));
+    let end = rb.end_s.unwrap();
+    let mut short = r.clone();
+    for p in short
+        .timeline
+        .iter_mut()
+        .filter(|p| p.start_s >= (2.5 + end) / 2.0)
+    {
+        p.count = 0;
+    }
+    let note = short
+        .curve_end_note()
+        .expect("the curve ends before the rebuild");
+    assert!(note.contains("rebuild ran on alone"), "{note}");
+    // The note is under the legend, wrapped into lines of class "note".
+    let svg = short.plot_svg("raid5 x5");
+    assert!(svg.matches("class=\"note\"").count() >= 3, "{svg}");
+    assert!(svg.contains(">The response-time curve"), "{svg}");
 }

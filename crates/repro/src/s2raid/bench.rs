@@ -229,6 +229,7 @@ pub(super) fn fig7(ctx: &Ctx, runner: &mut Runner) -> anyhow::Result<Experiment>
         caption: "Figure 7: online rebuild time under the benchmarks".into(),
         svg: sim::svg::BarChart {
             title: "Online rebuild time (s)".into(),
+            x_label: "benchmark (stand-in)".into(),
             y_label: "s".into(),
             categories: speedups.iter().map(|s| s.0.to_string()).collect(),
             series: vec![
@@ -241,6 +242,8 @@ pub(super) fn fig7(ctx: &Ctx, runner: &mut Runner) -> anyhow::Result<Experiment>
                     speedups.iter().map(|s| s.3).collect(),
                 ),
             ],
+            notes: crate::published_notes(&e, |_| true),
+            ..Default::default()
         }
         .to_svg(),
     });
@@ -368,6 +371,7 @@ pub(super) fn fig8(ctx: &Ctx, runner: &mut Runner) -> anyhow::Result<Experiment>
             series,
             markers: Vec::new(),
             log_y: true,
+            ..Default::default()
         }
         .to_svg(),
     });

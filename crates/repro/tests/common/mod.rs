@@ -212,6 +212,7 @@ pub fn check_seed_with(name: &str, allowed: &[Differs], fails: &[Fails]) -> repr
                 e.id
             );
         }
+        check_plots(e);
     }
     // JSON shape: {"experiments": [{"id", "title", "config": {..}, "rows": [{"label",
     // "published", "ours", "unit", "ratio"}], "claims": [{"text", "holds", "evidence"}]}]}.
@@ -264,4 +265,66 @@ pub fn row<'a>(e: &'a repro::Experiment, label: &str) -> &'a repro::Row {
         .iter()
         .find(|r| r.label == label)
         .unwrap_or_else(|| panic!("{}: row {label} missing", e.id))
+}
+
+/// The texts of the `<text>` elements of class `class` in `svg` (nested tags dropped).
+#[allow(dead_code)]
+pub fn texts_of(svg: &str, class: &str) -> Vec<String> {
+    svg.split(&format!("class=\"{class}\""))
+        .skip(1)
+        .map(|rest| {
+            let body = &rest[rest.find('>').unwrap() + 1..rest.find("</text>").unwrap()];
+            let mut out = String::new();
+            let mut in_tag = false;
+            for c in body.chars() {
+                match c {
+                    '<' => in_tag = true,
+                    '>' => in_tag = false,
+                    c if !in_tag => out.push(c),
+                    _ => {}
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+/// The values of the published markers of `svg` (`class="published" data-value="V"`).
+#[allow(dead_code)]
+pub fn published_markers(svg: &str) -> Vec<f64> {
+    svg.split("class=\"published\" data-value=\"")
+        .skip(1)
+        .map(|r| r[..r.find('"').unwrap()].parse().expect("a number"))
+        .collect()
+}
+
+/// Every plot of a quick run of `e`: stamped as scaled down, every axis titled, and each
+/// published marker a published value of one of `e`'s rows (a marker drawn from anything
+/// else would put words in the paper's mouth).
+#[allow(dead_code)]
+pub fn check_plots(e: &repro::Experiment) {
+    let published: Vec<f64> = e.rows.iter().filter_map(|r| r.published).collect();
+    for (i, p) in e.plots.iter().enumerate() {
+        let at = format!("{} plot {}", e.id, i + 1);
+        assert_eq!(
+            p.svg.matches("class=\"scaled-down\"").count(),
+            1,
+            "{at}: a quick run's plot is stamped once"
+        );
+        let charts = p.svg.matches("class=\"title\"").count();
+        assert!(charts >= 1, "{at}: no chart");
+        for axis in ["x-title", "y-title"] {
+            let t = texts_of(&p.svg, axis);
+            assert_eq!(t.len(), charts, "{at}: {axis} per chart");
+            assert!(t.iter().all(|t| !t.trim().is_empty()), "{at}: empty {axis}");
+        }
+        for v in published_markers(&p.svg) {
+            assert!(
+                published
+                    .iter()
+                    .any(|&x| (x - v).abs() <= 1e-9 * x.abs().max(1.0)),
+                "{at}: marker {v} is no published value of the rows"
+            );
+        }
+    }
 }

@@ -13,6 +13,10 @@
 # prefix; nothing else is (firmware and kernel noise). The guest ends with a line
 # "RFVM-EXIT STATUS" (the script's exit status), which this script turns into its own exit
 # status. --dmesg prints the guest kernel's log to stderr at the end (for debugging).
+# A line "RFVM t LABEL" is a time mark: it comes out as "t LABEL SECONDS", the host's time
+# since QEMU started when the line reached the console (the guest's own clock is not to be
+# trusted under TCG); the guest's /init marks "kernel", each module loaded, "modules" and
+# "disks", and the last line is "t qemu-exit SECONDS".
 #
 # Needs (Debian): qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm, installed with
 # --no-install-recommends (`.ci/run` does it). The guest runs under TCG (no KVM needed): about
@@ -140,24 +144,31 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs tmp /tmp
+echo
+echo "RFVM-OUT RFVM t kernel"
 for m in $(cat /mods/order); do
     insmod "/mods/$m" || echo "RFVM-ERROR insmod $m failed"
+    echo "RFVM-OUT RFVM t insmod-$m"
 done
+echo "RFVM-OUT RFVM t modules"
 mkdir -p /dev/rf
 want=$(cat /disks 2>/dev/null | wc -l)
 n=0
-while [ "$n" -lt 100 ]; do
+have=0
+while [ "$n" -lt 600 ]; do
     have=$(ls /sys/block | grep -c '^vd' || true)
     [ "$have" -ge "$want" ] && break
     sleep 0.1
     n=$((n + 1))
 done
+[ "$have" -ge "$want" ] || echo "RFVM-OUT md-vm: only $have of the $want disks appeared in the guest"
 for b in /sys/block/vd*; do
     [ -e "$b/serial" ] || continue
     s=$(cat "$b/serial")
     [ -n "$s" ] && ln -sf "/dev/${b##*/}" "/dev/rf/$s"
 done
 echo 0 > /proc/sys/kernel/printk 2>/dev/null
+echo "RFVM-OUT RFVM t disks"
 echo "RFVM-BEGIN"
 sh -e /test.sh 2>&1 | sed 's/^/RFVM-OUT /'
 echo "RFVM-EXIT $(cat /tmp/rc 2>/dev/null || echo 255)"
@@ -247,15 +258,28 @@ printf '%s\n' 'rc=0; sh -e /test-body.sh || rc=$?; echo $rc > /tmp/rc; exit 0' >
 (cd "$WORK/extra" && find . | cpio -o -H newc --quiet | gzip -1) > "$WORK/extra.cpio.gz"
 cat "$BASE" "$WORK/extra.cpio.gz" > "$WORK/initrd.gz"
 
+# The console without carriage returns, time marks completed with the host's seconds since
+# QEMU started.
+stamp() {
+    local t0=${EPOCHREALTIME//[!0-9]/} line
+    since() { local d=$(( ${EPOCHREALTIME//[!0-9]/} - t0 )); printf '%d.%01d' $((d / 1000000)) $((d / 100000 % 10)); }
+    while IFS= read -r line || [ -n "$line" ]; do
+        line="${line%$'\r'}"
+        case "$line" in
+            "RFVM-OUT RFVM t "*) line="$line $(since)" ;;
+        esac
+        printf '%s\n' "$line"
+    done
+    printf 'RFVM-OUT RFVM t qemu-exit %s\n' "$(since)"
+}
 set +e
 timeout --foreground -k 5 "$TIMEOUT" "$QEMU" -accel tcg -cpu max -m "${RAIDFORGE_VM_MEM:-1024}" -smp 1 \
     -nographic -no-reboot -nodefaults -serial stdio -vga none -net none \
     -kernel "/boot/vmlinuz-$KVER" -initrd "$WORK/initrd.gz" \
     -append "console=ttyS0 panic=-1 quiet loglevel=1 acpi=off" \
-    "${args[@]}" < /dev/null > "$WORK/console" 2> "$WORK/qemu-stderr"
-qrc=$?
+    "${args[@]}" < /dev/null 2> "$WORK/qemu-stderr" | stamp > "$WORK/console.txt"
+qrc=${PIPESTATUS[0]}
 set -e
-tr -d '\r' < "$WORK/console" > "$WORK/console.txt"
 if [ "$DMESG" -eq 1 ]; then
     sed -n 's/^RFVM-DMESG //p' "$WORK/console.txt" >&2
 fi

@@ -7,7 +7,7 @@ mod common;
 mod mdvm;
 
 use common::TempDir;
-use mdvm::{image, value, vm_or_skip, MdVm};
+use mdvm::{image, mark, value, vm_or_skip, MdVm};
 
 /// The tests of this file one at a time. Pools here take `flock` locks on their members, and
 /// every test starts processes (the guest, `raidforge`): a lock is held by the open file
@@ -35,7 +35,6 @@ fn bytes(seed: u64, n: usize) -> Vec<u8> {
 /// The harness itself: the guest sees every disk by name, builds MD arrays over them, writes
 /// what the host gave it and copies the arrays' contents out, byte for byte.
 #[test]
-#[ignore = "boots Linux under QEMU (qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm cpio; 10-30 min on 2 cores): not yet in CI (issue 23); run with --ignored"]
 fn guest_runs_md_over_host_images() {
     let _serial = one_at_a_time();
     if !vm_or_skip("guest_runs_md_over_host_images") {
@@ -508,132 +507,151 @@ struct KernelArrays {
 /// 8 MiB plus 0..4 chunks so that the last cycle is often partial), writes [`HEAD_BYTES`] of
 /// the payload at its start and [`TAIL_BYTES`] at its end with `O_DIRECT`, does what [`Then`]
 /// says and stops it. The images stay in the target directory; tests that change them work
-/// on copies. None when the guest cannot run here (see [`vm_or_skip`]).
+/// on copies. None when the guest cannot run here (see [`vm_or_skip`]). If this boot fails,
+/// the tests after the first that needed it fail at once instead of booting again (each boot
+/// takes minutes of CI's time).
 fn kernel_arrays(test: &str) -> Option<&'static KernelArrays> {
-    static K: std::sync::OnceLock<Option<KernelArrays>> = std::sync::OnceLock::new();
+    static K: std::sync::OnceLock<Result<KernelArrays, String>> = std::sync::OnceLock::new();
     if !vm_or_skip(test) {
         return None;
     }
-    K.get_or_init(|| {
-        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("md-vm-kernel-arrays");
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let payload = bytes(0x23, HEAD_BYTES + TAIL_BYTES);
-        std::fs::write(dir.join("payload.img"), &payload).unwrap();
-        let mut vm = MdVm::new();
-        vm.disk("payload", &dir.join("payload.img"));
-        // Recoveries at full speed (they are small), except where slowed on purpose.
-        let mut script = String::from(
-            "echo 200000 > /proc/sys/dev/raid/speed_limit_min\n\
+    let k = K.get_or_init(|| {
+        std::panic::catch_unwind(make_kernel_arrays).map_err(|e| {
+            e.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        })
+    });
+    match k {
+        Ok(k) => Some(k),
+        Err(e) => panic!(
+            "the guest boot that makes the kernel's arrays failed (in the first test that \
+             needed them; not booted again): {e}"
+        ),
+    }
+}
+
+/// The boot of [`kernel_arrays`].
+fn make_kernel_arrays() -> KernelArrays {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("md-vm-kernel-arrays");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let payload = bytes(0x23, HEAD_BYTES + TAIL_BYTES);
+    std::fs::write(dir.join("payload.img"), &payload).unwrap();
+    let mut vm = MdVm::new();
+    vm.disk("payload", &dir.join("payload.img"));
+    // Recoveries at full speed (they are small), except where slowed on purpose.
+    let mut script = String::from(
+        "echo 200000 > /proc/sys/dev/raid/speed_limit_min\n\
              echo 2000000 > /proc/sys/dev/raid/speed_limit_max\n",
-        );
-        let mut arrays = Vec::new();
-        for (i, &(name, n, opts, then)) in KERNEL_ARRAYS.iter().enumerate() {
-            let size = (8 << 20) + (i as u64 % 5) * (64 << 10);
-            let mut devs = Vec::new();
-            let mut members = Vec::new();
-            for j in 0..n {
-                let p = dir.join(format!("{name}-{j}.img"));
-                image(&p, size);
-                let disk = format!("{name}-{j}");
-                vm.disk(&disk, &p);
-                devs.push(format!("/dev/rf/{disk}"));
-                members.push(p);
-            }
-            // RAID1 has no chunk (mdadm refuses one); v1.2 unless the options say otherwise.
-            let chunk = if opts.split_whitespace().next() == Some("--level=1") {
-                ""
-            } else {
-                "--chunk=64"
-            };
-            let meta = if opts.contains("--metadata") {
-                ""
-            } else {
-                "--metadata=1.2"
-            };
-            script += &format!(
+    );
+    let mut arrays = Vec::new();
+    for (i, &(name, n, opts, then)) in KERNEL_ARRAYS.iter().enumerate() {
+        let size = (8 << 20) + (i as u64 % 5) * (64 << 10);
+        let mut devs = Vec::new();
+        let mut members = Vec::new();
+        for j in 0..n {
+            let p = dir.join(format!("{name}-{j}.img"));
+            image(&p, size);
+            let disk = format!("{name}-{j}");
+            vm.disk(&disk, &p);
+            devs.push(format!("/dev/rf/{disk}"));
+            members.push(p);
+        }
+        // RAID1 has no chunk (mdadm refuses one); v1.2 unless the options say otherwise.
+        let chunk = if opts.split_whitespace().next() == Some("--level=1") {
+            ""
+        } else {
+            "--chunk=64"
+        };
+        let meta = if opts.contains("--metadata") {
+            ""
+        } else {
+            "--metadata=1.2"
+        };
+        script += &format!(
                 "mdadm --create /dev/md{i} --run --assume-clean {meta} {chunk} \
                  --raid-devices={n} {opts} {} 2>/dev/null\n\
                  sz=$(blockdev --getsize64 /dev/md{i})\n\
-                 dd if=/dev/rf/payload of=/dev/md{i} bs=64k count={} oflag=direct 2>/dev/null\n\
+                 dd if=/dev/rf/payload of=/dev/md{i} bs=1M count={} oflag=direct 2>/dev/null\n\
                  dd if=/dev/rf/payload of=/dev/md{i} bs=64k skip={} seek=$((sz / 65536 - {})) count={} oflag=direct 2>/dev/null\n\
                  echo \"RFVM size {name} $sz\"\n",
                 devs.join(" "),
-                HEAD_BYTES >> 16,
+                HEAD_BYTES >> 20,
                 HEAD_BYTES >> 16,
                 TAIL_BYTES >> 16,
                 TAIL_BYTES >> 16,
             );
-            let mut stale = None;
-            if then != Then::Stop {
-                let new = dir.join(format!("{name}-new.img"));
-                image(&new, size);
-                vm.disk(&format!("{name}-new"), &new);
-                let slow = if then == Then::Interrupt {
-                    "echo 1 > /proc/sys/dev/raid/speed_limit_min; echo 1 > /proc/sys/dev/raid/speed_limit_max\n"
-                } else {
-                    ""
-                };
-                let wait = if then == Then::Interrupt {
-                    "sleep 2\n"
-                } else {
-                    "mdadm --wait /dev/mdI || true\n"
-                };
-                let restore = if then == Then::Interrupt {
-                    "echo 200000 > /proc/sys/dev/raid/speed_limit_min; echo 2000000 > /proc/sys/dev/raid/speed_limit_max\n"
-                } else {
-                    ""
-                };
-                script += &format!(
+        let mut stale = None;
+        if then != Then::Stop {
+            let new = dir.join(format!("{name}-new.img"));
+            image(&new, size);
+            vm.disk(&format!("{name}-new"), &new);
+            let slow = if then == Then::Interrupt {
+                "echo 1 > /proc/sys/dev/raid/speed_limit_min; echo 1 > /proc/sys/dev/raid/speed_limit_max\n"
+            } else {
+                ""
+            };
+            let wait = if then == Then::Interrupt {
+                "sleep 2\n"
+            } else {
+                "mdadm --wait /dev/mdI || true\n"
+            };
+            let restore = if then == Then::Interrupt {
+                "echo 200000 > /proc/sys/dev/raid/speed_limit_min; echo 2000000 > /proc/sys/dev/raid/speed_limit_max\n"
+            } else {
+                ""
+            };
+            script += &format!(
                     "mdadm /dev/mdI --fail /dev/rf/{name}-1 2>/dev/null\n\
                      mdadm /dev/mdI --remove /dev/rf/{name}-1 2>/dev/null\n\
                      {slow}mdadm /dev/mdI --add /dev/rf/{name}-new 2>/dev/null\n{wait}\
                      echo \"RFVM sync {name} $(cat /sys/block/mdI/md/sync_action) $(cat /sys/block/mdI/md/degraded)\"\n"
                 )
                 .replace("mdI", &format!("md{i}"));
-                script += &format!("mdadm --stop /dev/md{i} 2>/dev/null\n{restore}");
-                stale = Some(std::mem::replace(&mut members[1], new));
-            } else {
-                script += &format!("mdadm --stop /dev/md{i} 2>/dev/null\n");
-            }
-            arrays.push(KernelArray {
-                name,
-                opts,
-                then,
-                members,
-                stale,
-                size: 0,
-            });
+            script += &format!("mdadm --stop /dev/md{i} 2>/dev/null\n{restore}");
+            stale = Some(std::mem::replace(&mut members[1], new));
+        } else {
+            script += &format!("mdadm --stop /dev/md{i} 2>/dev/null\n");
         }
-        vm.sh(&script);
-        let lines = vm.run(&dir);
-        for a in &mut arrays {
-            a.size = value(&lines, &format!("size {}", a.name)).parse().unwrap();
-            assert!(
-                a.size as usize >= HEAD_BYTES + TAIL_BYTES && a.size % 65536 == 0,
-                "{}: size {}",
-                a.name,
-                a.size
-            );
-            match a.then {
-                Then::Rebuild => assert_eq!(
-                    value(&lines, &format!("sync {}", a.name)),
-                    "idle 0",
-                    "{}: the kernel's recovery did not finish",
-                    a.name
-                ),
-                Then::Interrupt => assert_eq!(
-                    value(&lines, &format!("sync {}", a.name)),
-                    "recover 1",
-                    "{}: the kernel was not recovering",
-                    a.name
-                ),
-                Then::Stop => {}
-            }
+        script += &mark(name);
+        arrays.push(KernelArray {
+            name,
+            opts,
+            then,
+            members,
+            stale,
+            size: 0,
+        });
+    }
+    vm.sh(&script);
+    let lines = vm.run(&dir);
+    for a in &mut arrays {
+        a.size = value(&lines, &format!("size {}", a.name)).parse().unwrap();
+        assert!(
+            a.size as usize >= HEAD_BYTES + TAIL_BYTES && a.size % 65536 == 0,
+            "{}: size {}",
+            a.name,
+            a.size
+        );
+        match a.then {
+            Then::Rebuild => assert_eq!(
+                value(&lines, &format!("sync {}", a.name)),
+                "idle 0",
+                "{}: the kernel's recovery did not finish",
+                a.name
+            ),
+            Then::Interrupt => assert_eq!(
+                value(&lines, &format!("sync {}", a.name)),
+                "recover 1",
+                "{}: the kernel was not recovering",
+                a.name
+            ),
+            Then::Stop => {}
         }
-        Some(KernelArrays { arrays, payload })
-    })
-    .as_ref()
+    }
+    KernelArrays { arrays, payload }
 }
 
 /// Reads `len` bytes at `at` of a file.
@@ -650,7 +668,6 @@ fn read_at(path: &std::path::Path, at: u64, len: usize) -> Vec<u8> {
 /// say the geometry and each member's role), P and Q recomputed with `codec` from the data in
 /// the stripe's syndrome order, every RAID1/RAID10 copy compared with its data.
 #[test]
-#[ignore = "boots Linux under QEMU (qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm cpio; 10-30 min on 2 cores): not yet in CI (issue 23); run with --ignored"]
 fn layout_md_places_every_chunk_where_the_kernel_wrote_it() {
     let _serial = one_at_a_time();
     let Some(k) = kernel_arrays("layout_md_places_every_chunk_where_the_kernel_wrote_it") else {
@@ -768,7 +785,6 @@ fn layout_md_places_every_chunk_where_the_kernel_wrote_it() {
 /// the kernel did not finish (raidforge reads it, reconstructing what was not recovered yet,
 /// then finishes the rebuild from MD's recovery offset).
 #[test]
-#[ignore = "boots Linux under QEMU (qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm cpio; 10-30 min on 2 cores): not yet in CI (issue 23); run with --ignored"]
 fn raidforge_adopts_the_arrays_the_kernel_made() {
     let _serial = one_at_a_time();
     let Some(k) = kernel_arrays("raidforge_adopts_the_arrays_the_kernel_made") else {
@@ -955,7 +971,6 @@ struct Back {
 /// MD arrays, read back by the kernel, written by the kernel, and read back by raidforge.
 /// One guest boot.
 #[test]
-#[ignore = "boots Linux under QEMU (qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm cpio; 10-30 min on 2 cores): not yet in CI (issue 23); run with --ignored"]
 fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
     let _serial = one_at_a_time();
     let Some(k) = kernel_arrays("pools_go_back_and_forth_between_raidforge_and_the_kernel") else {
@@ -1113,7 +1128,14 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
     // The guest: hand-backs assembled one by one, then the created pools by --scan.
     let kernel_write = bytes(0x6000, 512 << 10);
     std::fs::write(root.join("kw.img"), &kernel_write).unwrap();
-    let total: u64 = backs.iter().map(|b| b.size).sum();
+    // Each array's bytes go to `out` at a 1 MiB boundary, copied with 1 MiB O_DIRECT reads
+    // and writes (with 64 KiB buffered writes the copy-out was most of this boot's time).
+    let mut offsets = Vec::new();
+    let mut total = 0u64;
+    for b in &backs {
+        offsets.push(total);
+        total = (total + b.size).next_multiple_of(1 << 20);
+    }
     let out = root.join("out.img");
     image(&out, total);
     let mut vm = MdVm::new();
@@ -1122,16 +1144,12 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
     let mut script = String::from(
         "echo 200000 > /proc/sys/dev/raid/speed_limit_min\n\
          echo 2000000 > /proc/sys/dev/raid/speed_limit_max\n\
-         find_md() { for m in /dev/md[0-9]*; do \
-           u=$(mdadm --detail --export $m 2>/dev/null | sed -n 's/^MD_UUID=//p'); \
-           if [ \"$u\" = \"$1\" ]; then echo $m; return; fi; done; }\n\
-         report() { b=$(basename $2); \
+         find_md() { awk -v u=\"UUID=$1\" '$1 == \"ARRAY\" { for (i = 3; i <= NF; i++) if ($i == u) print $2 }' /tmp/scan; }\n\
+         report() { b=$(basename $(readlink -f $2)); \
            for f in array_state degraded sync_action raid_disks; do \
              v=$(cat /sys/block/$b/md/$f 2>/dev/null || echo none); printf '%s ' \"$v\"; \
            done > /tmp/st; echo \"RFVM state $1 $(cat /tmp/st)\"; }\n",
     );
-    let mut offsets = Vec::new();
-    let mut off = 0u64;
     for (bi, b) in backs.iter().enumerate() {
         let mut devs = Vec::new();
         for (j, p) in b.disks.iter().enumerate() {
@@ -1139,7 +1157,6 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
             vm.disk(&disk, p);
             devs.push(format!("/dev/rf/{disk}"));
         }
-        offsets.push(off);
         if b.hand.is_some() {
             let md = format!("/dev/md{}", 200 + bi);
             let name = &b.name;
@@ -1165,15 +1182,20 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
             script += &format!(
                 "{slow}mdadm --assemble {md} {devs} 2>&1 | sed 's/^/RFVM asm {name} /'\n\
                  sleep 1\n{wait}report {name} {md}\n\
-                 dd if={md} of=/dev/rf/out bs=64k seek={seek} iflag=direct 2>/dev/null\n\
-                 mdadm --stop {md} 2>/dev/null\n",
+                 dd if={md} of=/dev/rf/out bs=1M seek={seek} iflag=direct oflag=direct 2>/dev/null\n\
+                 mdadm --stop {md} 2>/dev/null\n{mark}",
                 devs = devs.join(" "),
-                seek = off / 65536,
+                seek = offsets[bi] >> 20,
+                mark = mark(name),
             );
         }
-        off += b.size;
     }
-    script += "mdadm --assemble --scan 2>&1 | sed 's/^/RFVM scan /'\nsleep 1\n";
+    // The created pools: assembled by --scan, then found by their UUIDs in one `mdadm
+    // --detail --scan` (ARRAY lines naming /dev/md/NAME, a symlink to /dev/mdN; one mdadm per
+    // array and lookup took minutes under TCG).
+    script += "mdadm --assemble --scan 2>&1 | sed 's/^/RFVM scan /'\nsleep 1\n\
+               mdadm --detail --scan > /tmp/scan\n";
+    script += &mark("assemble-scan");
     for (bi, b) in backs.iter().enumerate() {
         if b.created.is_none() {
             continue;
@@ -1182,12 +1204,13 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
             "md=$(find_md {uuid})\n\
              [ -n \"$md\" ] || echo \"RFVM missing {name}\"\n\
              if [ -n \"$md\" ]; then report {name} $md; \
-             dd if=$md of=/dev/rf/out bs=64k seek={seek} iflag=direct 2>/dev/null; \
+             dd if=$md of=/dev/rf/out bs=1M seek={seek} iflag=direct oflag=direct 2>/dev/null; \
              dd if=/dev/rf/kw of=$md bs=64k seek=16 oflag=direct 2>/dev/null; \
-             mdadm --stop $md 2>/dev/null; fi\n",
+             mdadm --stop $md 2>/dev/null; fi\n{mark}",
             uuid = mdadm_uuid(&b.uuid),
             name = b.name,
-            seek = offsets[bi] / 65536,
+            seek = offsets[bi] >> 20,
+            mark = mark(&b.name),
         );
     }
     vm.sh(&script);

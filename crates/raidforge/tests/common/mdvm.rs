@@ -73,7 +73,13 @@ impl MdVm {
     /// within `RAIDFORGE_VM_TIMEOUT` seconds (default 2400).
     pub fn run(&self, work: &Path) -> Vec<String> {
         let script = work.join(format!("vm-script-{}.sh", std::process::id()));
-        std::fs::write(&script, &self.script).unwrap();
+        let marked = format!(
+            "{}{}{}",
+            mark("script-start"),
+            self.script,
+            mark("script-end")
+        );
+        std::fs::write(&script, marked).unwrap();
         let mut cmd = Command::new(self::script());
         for (n, p) in &self.disks {
             cmd.arg("--disk").arg(format!("{n}={}", p.display()));
@@ -85,10 +91,13 @@ impl MdVm {
         cmd.arg("--timeout").arg(timeout).arg(&script);
         let started = std::time::Instant::now();
         let out = cmd.output().expect("run scripts/md-vm.sh");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<String> = stdout.lines().map(str::to_string).collect();
         eprintln!(
-            "md-vm: {} disks, {:.1} s",
+            "md-vm: {} disks, {:.1} s{}",
             self.disks.len(),
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            steps(&lines)
         );
         assert!(
             out.status.success(),
@@ -99,12 +108,58 @@ impl MdVm {
             self.script
         );
         let _ = std::fs::remove_file(&script);
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(str::to_string)
-            .collect()
+        lines
     }
+}
+
+/// A guest command that prints a time mark after the step LABEL: a result line `t LABEL
+/// SECONDS`, the host's time since QEMU started (`scripts/md-vm.sh` adds it). [`MdVm::run`]
+/// reports the slowest steps, and the last marks a failed or hung guest printed say how far
+/// it got.
+pub fn mark(label: &str) -> String {
+    format!("echo \"RFVM t {label}\"\n")
+}
+
+/// The time marks (`t LABEL SECONDS`) as "; to the script N s (kernel N, disks N), script
+/// N s, end N s; slowest steps: LABEL N s, ..." (each step from the mark before it), or
+/// nothing without marks.
+fn steps(lines: &[String]) -> String {
+    let marks: Vec<(&str, f64)> = values(lines, "t")
+        .into_iter()
+        .filter_map(|v| {
+            let (label, at) = v.rsplit_once(' ')?;
+            Some((label, at.parse().ok()?))
+        })
+        .collect();
+    if marks.is_empty() {
+        return String::new();
+    }
+    let at = |label: &str| {
+        marks
+            .iter()
+            .find(|(l, _)| *l == label)
+            .map_or(f64::NAN, |m| m.1)
+    };
+    let mut step: Vec<(&str, f64)> = marks
+        .windows(2)
+        .map(|w| (w[1].0, w[1].1 - w[0].1))
+        .collect();
+    step.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let slowest: Vec<String> = step
+        .iter()
+        .take(6)
+        .map(|(l, d)| format!("{l} {d:.1} s"))
+        .collect();
+    format!(
+        "; to the script {:.1} s (kernel {:.1}, disks {:.1}), script {:.1} s, end {:.1} s; \
+         slowest steps: {}",
+        at("script-start"),
+        at("kernel"),
+        at("disks") - at("modules"),
+        at("script-end") - at("script-start"),
+        at("qemu-exit") - at("script-end"),
+        slowest.join(", ")
+    )
 }
 
 /// The values of result lines `KEY VALUE...` with this key, in order.

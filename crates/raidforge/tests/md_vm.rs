@@ -1129,7 +1129,8 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
     let kernel_write = bytes(0x6000, 512 << 10);
     std::fs::write(root.join("kw.img"), &kernel_write).unwrap();
     // Each array's bytes go to `out` at a 1 MiB boundary, copied with 1 MiB O_DIRECT reads
-    // and writes (with 64 KiB buffered writes the copy-out was most of this boot's time).
+    // and writes (measured in the guest on a 92 MiB RAID5: 0.6 s; with 64 KiB reads and
+    // buffered writes, as before, 5.2 s).
     let mut offsets = Vec::new();
     let mut total = 0u64;
     for b in &backs {
@@ -1191,8 +1192,8 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
         }
     }
     // The created pools: assembled by --scan, then found by their UUIDs in one `mdadm
-    // --detail --scan` (ARRAY lines naming /dev/md/NAME, a symlink to /dev/mdN; one mdadm per
-    // array and lookup took minutes under TCG).
+    // --detail --scan` (ARRAY lines naming /dev/md/NAME, a symlink to /dev/mdN), instead of
+    // one `mdadm --detail` per array per lookup (~0.25 s each under TCG, some 340 of them).
     script += "mdadm --assemble --scan 2>&1 | sed 's/^/RFVM scan /'\nsleep 1\n\
                mdadm --detail --scan > /tmp/scan\n";
     script += &mark("assemble-scan");

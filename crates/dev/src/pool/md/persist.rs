@@ -67,7 +67,6 @@ impl Pool {
         }
         self.sb.generation = self.md.as_ref().map_or(0, |m| m.array.events);
         self.sb.rebuilt_unrecorded.clear();
-        self.sb.moved_unrecorded = false;
         self.save_descriptor()
     }
 }

@@ -880,6 +880,28 @@ pub fn mark_scaled_down(svg: &str) -> String {
     )
 }
 
+/// The text of every `<text>` element of class `class` in `svg` (tags inside it dropped): what
+/// the tests of the charts (here and in `repro`) read back.
+pub fn texts_of(svg: &str, class: &str) -> Vec<String> {
+    svg.split(&format!("class=\"{class}\""))
+        .skip(1)
+        .map(|rest| {
+            let body = &rest[rest.find('>').unwrap() + 1..rest.find("</text>").unwrap()];
+            let mut out = String::new();
+            let mut in_tag = false;
+            for c in body.chars() {
+                match c {
+                    '<' => in_tag = true,
+                    '>' => in_tag = false,
+                    c if !in_tag => out.push(c),
+                    _ => {}
+                }
+            }
+            out
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -955,26 +977,7 @@ mod tests {
         assert_eq!(s.matches("<rect x=").count(), 3 + 2);
     }
 
-    /// The text of every `<text>` element of class `class` (tags inside it dropped).
-    fn texts_of(svg: &str, class: &str) -> Vec<String> {
-        svg.split(&format!("class=\"{class}\""))
-            .skip(1)
-            .map(|rest| {
-                let body = &rest[rest.find('>').unwrap() + 1..rest.find("</text>").unwrap()];
-                let mut out = String::new();
-                let mut in_tag = false;
-                for c in body.chars() {
-                    match c {
-                        '<' => in_tag = true,
-                        '>' => in_tag = false,
-                        c if !in_tag => out.push(c),
-                        _ => {}
-                    }
-                }
-                out
-            })
-            .collect()
-    }
+    use super::texts_of;
 
     /// The labels of the x ticks: `<text>` elements just below the x axis.
     fn x_tick_labels(svg: &str) -> Vec<String> {

@@ -267,27 +267,8 @@ pub fn row<'a>(e: &'a repro::Experiment, label: &str) -> &'a repro::Row {
         .unwrap_or_else(|| panic!("{}: row {label} missing", e.id))
 }
 
-/// The texts of the `<text>` elements of class `class` in `svg` (nested tags dropped).
-#[allow(dead_code)]
-pub fn texts_of(svg: &str, class: &str) -> Vec<String> {
-    svg.split(&format!("class=\"{class}\""))
-        .skip(1)
-        .map(|rest| {
-            let body = &rest[rest.find('>').unwrap() + 1..rest.find("</text>").unwrap()];
-            let mut out = String::new();
-            let mut in_tag = false;
-            for c in body.chars() {
-                match c {
-                    '<' => in_tag = true,
-                    '>' => in_tag = false,
-                    c if !in_tag => out.push(c),
-                    _ => {}
-                }
-            }
-            out
-        })
-        .collect()
-}
+#[allow(unused_imports)]
+pub use sim::svg::texts_of;
 
 /// The values of the published markers of `svg` (`class="published" data-value="V"`).
 #[allow(dead_code)]

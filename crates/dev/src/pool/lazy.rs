@@ -36,6 +36,16 @@ impl Pool {
                 self.sb.kind.name()
             )));
         }
+        // Cycles moved since the layout was last recorded were recorded lazily only for
+        // moves that leave an old copy: record them all before a write can defer parity in
+        // one (see `Pool::mark_rebuilt_batch`).
+        if parity == ParityPolicy::Lazy && self.sb.moved_unrecorded {
+            let tag = match self.tag() {
+                ArrayStateTag::Clean => ArrayStateTag::Active,
+                t => t,
+            };
+            self.persist(tag)?;
+        }
         self.lazy.parity = parity;
         Ok(())
     }

@@ -177,6 +177,9 @@ pub(crate) struct SuperblockState {
     /// recorded the layout: they are recorded before they take writes
     /// ([`Pool::record_layout_before_writes`]).
     pub(crate) rebuilt_unrecorded: std::collections::BTreeSet<u64>,
+    /// Some cycle moved since the superblocks last recorded the layout (whether or not it
+    /// is in `rebuilt_unrecorded`): a switch to lazy parity records the layout first.
+    pub(crate) moved_unrecorded: bool,
 }
 
 /// Where this pool's regions lie on every member, after the fixed ones of

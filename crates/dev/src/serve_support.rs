@@ -180,8 +180,10 @@ impl MainPool for SpMain<'_> {
     fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
         // The members are taken under the pool mutex, written outside it: a sync must not
         // stall every request's planning (records are serialized by the IDO lock).
-        let members = self.0.with_pool(|p| Ok(p.members.handles.clone()))?;
-        let dead = Pool::write_ido_record(&members, &self.0.counters, seq, bytes, sync)?;
+        let (members, copies) = self
+            .0
+            .with_pool(|p| Ok((p.members.handles.clone(), p.record_copies())))?;
+        let dead = Pool::write_ido_record(&members, &self.0.counters, copies, seq, bytes, sync)?;
         if !dead.is_empty() {
             // Members that failed the record's write are failed like members failing a data
             // write (the record went to others).

@@ -50,7 +50,8 @@ impl Pool {
         Ok(())
     }
 
-    /// Writes the deferred-parity list to the first two present members (alternating between
+    /// Writes the deferred-parity list to the first `tolerance + 1` present members
+    /// ([`Pool::record_copies`]; alternating between
     /// the two slots after the superblock, sequence-numbered, checksummed) and makes it
     /// durable. Called before a lazy write that lists new stripes runs its member writes.
     pub(crate) fn persist_bpgl_if_dirty(&mut self) -> Result<()> {
@@ -73,7 +74,7 @@ impl Pool {
             .write(
                 &self.members.handles,
                 &self.members.counters,
-                2,
+                self.record_copies(),
                 seq,
                 &bytes,
                 true,

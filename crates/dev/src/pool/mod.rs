@@ -285,6 +285,16 @@ impl Pool {
     pub fn geometry(&self) -> &Geometry {
         &self.geo
     }
+
+    /// How many members hold each copy-set record (the deferred-parity list, the IDO
+    /// record): one more than the layout tolerates losing, at least two, so that every
+    /// failure the layout survives leaves a copy of the newest record. With two copies only,
+    /// a RAID6 or a 3-way mirror that lost the two members holding them would bring back an
+    /// older record from another member at the next start (an older D-Map points at older
+    /// data; an older list misses stripes whose second parity is stale).
+    pub(crate) fn record_copies(&self) -> usize {
+        crate::csum::copies_for(self.geo.disks(), self.geo.scheme().tolerance())
+    }
     pub fn state(&self) -> &ArrayState {
         &self.state
     }

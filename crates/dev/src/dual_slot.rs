@@ -2,7 +2,7 @@
 //! `s % 2`, so a crash that tears one write leaves the other, one sequence older, whole.
 //! Readers read both slots of every member they can and take the valid copy with the newest
 //! sequence. The deferred-parity list and the IDO record use this store (each on the first
-//! two present members); the superblock's two copies follow the same rule on every member
+//! `tolerance + 1` present members, `Pool::record_copies`); the superblock's two copies follow the same rule on every member
 //! (`pool::assembly::read_superblock`), the journal's checkpoints within its region.
 
 use std::sync::atomic::Ordering;

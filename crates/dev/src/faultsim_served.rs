@@ -1207,7 +1207,11 @@ impl ServedRun {
     /// Lazy parity gives up one parity of the stripes it lists until they are flushed (the
     /// seed's reliability model counts that window): a failure is survived, and the list is
     /// flushed as soon as the engine knows of it. A second member may take a fault only once
-    /// the engine knows every member charged so far failed and has flushed the list.
+    /// the engine knows every other member charged so far failed and has flushed the list.
+    /// A member charged for latent errors and still in the array counts as another: its
+    /// fail-stop takes its parity chunks too, so a member that failed just before must have
+    /// been flushed for (seed 0x6b07a180: latent errors on member 5, member 0 fail-stopped,
+    /// member 5 fail-stopped before the engine had flushed for member 0).
     fn lazy_allows_another(&self, m: usize) -> bool {
         // The members faulted so far: charged to the atlas (mixed runs) or hit (a
         // crash-then-fail run keeps its count there).
@@ -1216,10 +1220,10 @@ impl ServedRun {
         } else {
             &self.atlas.charged
         };
-        if !self.lazy || hit.is_empty() || hit.contains(&m) {
+        let charged: Vec<usize> = hit.iter().copied().filter(|&c| c != m).collect();
+        if !self.lazy || charged.is_empty() {
             return true;
         }
-        let charged: Vec<usize> = hit.iter().copied().collect();
         self.sp()
             .with_pool(|p| {
                 let failed = p.state().failed();

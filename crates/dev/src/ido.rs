@@ -51,7 +51,8 @@
 //!
 //! The record (`RECORD_FRAME`, [`raidcore::record`]'s frame; little-endian), in two
 //! alternating slots (`IDO_SLOTS`: member bytes 512 KiB..768 KiB and 768 KiB..1 MiB) of the
-//! first two present members; the newest valid one of the array's UUID wins:
+//! first `tolerance + 1` present members (at least two); the newest valid one of the array's
+//! UUID wins:
 //!
 //! ```text
 //! offset  size  field
@@ -281,6 +282,11 @@ pub struct Ido {
     pop_dirty: AtomicBool,
     /// A surrogate I/O failed under a shared lock: drain at the next exclusive section.
     drain_wanted: AtomicBool,
+    /// The last record write failed: the members may hold an older state than this one.
+    /// A write records it again before anything else, and fails if it cannot (a write
+    /// acknowledged on the strength of a state only memory holds would be lost to a restart
+    /// that reads the older record).
+    record_stale: AtomicBool,
     inner: RwLock<Inner>,
     surrogate: Mutex<Option<Surrogate>>,
 }
@@ -489,6 +495,7 @@ impl Ido {
             redirected_writes: AtomicU64::new(0),
             pop_dirty: AtomicBool::new(true),
             drain_wanted: AtomicBool::new(false),
+            record_stale: AtomicBool::new(false),
             inner: RwLock::new(Inner {
                 core: Mutex::new(core),
                 surrogate_path: None,
@@ -780,8 +787,18 @@ impl Ido {
         let bytes = self.encode(inner, uuid, seq).ok_or_else(|| {
             PoolError::Io("IDO record does not fit its 256 KiB slot (too many D-Map ranges)".into())
         })?;
-        main.write_record(seq, &bytes, sync)?;
+        if let Err(e) = main.write_record(seq, &bytes, sync) {
+            // The record may have reached a member all the same (a flush that failed after
+            // its write): the next one takes a higher number, so that a restart never has
+            // to choose between two records of one number.
+            inner.seq = seq;
+            self.record_stale.store(true, Ordering::Relaxed);
+            // The served pool's periodic record tries again.
+            self.pop_dirty.store(true, Ordering::Relaxed);
+            return Err(e);
+        }
         inner.seq = seq;
+        self.record_stale.store(false, Ordering::Relaxed);
         self.pop_dirty.store(false, Ordering::Relaxed);
         Ok(())
     }
@@ -913,6 +930,16 @@ impl Ido {
     /// read, VDF's admission of a miss) is made after the read, best effort.
     pub(crate) fn read(&self, main: &dyn MainPool, offset: u64, buf: &mut [u8]) -> Result<()> {
         let len = buf.len() as u64;
+        if self.record_stale.load(Ordering::Relaxed) {
+            // No member took the last record (every one failed it): which of two copies of
+            // a range is current depends on whether it reached one anyway, which only the
+            // next start will tell. A read now could return data the start takes back.
+            return Err(PoolError::Io(
+                "the IDO record could not be written to any member, so where redirected data \
+                 is current is not known: replace the failed members and restart the pool"
+                    .into(),
+            ));
+        }
         let inner = self.read_inner();
         // VDF's eviction order needs to know which chunks need reconstruction: asked of
         // the pool before the core's lock is taken (never the pool mutex under it).
@@ -1017,6 +1044,9 @@ impl Ido {
         data: &[u8],
     ) -> Result<()> {
         let mut inner = self.write_inner();
+        if self.record_stale.load(Ordering::Relaxed) {
+            self.persist_locked(&mut inner, main, uuid)?;
+        }
         let attached = self.sur().is_some();
         if self.drain_wanted.load(Ordering::Relaxed) || (attached && !self.surrogate_healthy()) {
             self.drain_locked(&mut inner, main, uuid, "the surrogate pool lost a member")?;
@@ -1032,14 +1062,24 @@ impl Ido {
             core.set_surrogate_available(false);
         }
         // The state before, to put back if this write fails after the core changed the
-        // D-Map over its range (needed only when the range was mapped: otherwise unmapping
-        // the range restores it).
+        // D-Map over its range: when the surrogate or the main pool fails it (only needed
+        // when the range was mapped: otherwise unmapping the range restores it), and when
+        // its record cannot be written (then the whole state, so that memory again says what
+        // the members' record says: a read must not return data that a restart takes back,
+        // nor surrogate space be handed out twice).
         let mapped = core
             .dmap()
             .query(offset, len)
             .iter()
             .any(|p| p.source != Source::Array);
-        let saved = mapped.then(|| core.clone());
+        let may_redirect = fits
+            && core.phase() == CorePhase::Rebuilding
+            && core.surrogate_available()
+            && matches!(
+                core.active_policy(),
+                RebuildPolicy::Ido | RebuildPolicy::Workout
+            );
+        let saved = (mapped || may_redirect).then(|| core.clone());
         let route = core.route_write_limited(offset, len, fits);
         // (A write in the reclaim that unmaps the last dirty range ends it.)
         self.sync_phase(core);
@@ -1047,8 +1087,22 @@ impl Ido {
             debug_assert_eq!(route.pieces.len(), 1);
             match self.sur_write(s_off, data).and_then(|_| self.sur_sync()) {
                 Ok(()) => {
+                    if let Err(e) = self.persist_locked(&mut inner, main, uuid) {
+                        // Unacknowledged, and the state goes back to the last record's
+                        // (serve fault harness, seed 0x6b0773f2: with every member gone,
+                        // redirected writes kept their mapping in memory only, and a restart
+                        // brought back an older one). The space stays taken: the failed
+                        // record may have reached a member and map it. Reads wait for a
+                        // record ([`Ido::read`]).
+                        let core = inner.core_mut();
+                        let used = core.surrogate_used();
+                        *core = saved.expect("saved before a redirect");
+                        core.reserve_surrogate_to(used);
+                        self.sync_phase(core);
+                        return Err(e);
+                    }
                     self.redirected_writes.fetch_add(1, Ordering::Relaxed);
-                    return self.persist_locked(&mut inner, main, uuid);
+                    return Ok(());
                 }
                 Err(e) => {
                     // The surrogate failed. Undo this write's mapping (what the range held
@@ -1056,7 +1110,7 @@ impl Ido {
                     // dirty range home (recorded), then write here: a crash before this
                     // write lands reads the older, acknowledged data.
                     let core = inner.core_mut();
-                    match saved {
+                    match saved.filter(|_| mapped) {
                         Some(s) => *core = s,
                         None => {
                             core.set_surrogate_available(false);
@@ -1081,9 +1135,18 @@ impl Ido {
             return Err(e);
         }
         if mapped {
-            // Durable here before the record forgets the surrogate's older copy.
-            main.sync()?;
-            self.persist_locked(&mut inner, main, uuid)?;
+            // Durable here before the record forgets the surrogate's older copy. If it
+            // cannot be recorded, the range maps to the surrogate's older copy again, as the
+            // record on the members says (the write is not acknowledged).
+            let recorded = main
+                .sync()
+                .and_then(|_| self.persist_locked(&mut inner, main, uuid));
+            if let Err(e) = recorded {
+                let core = inner.core_mut();
+                *core = saved.expect("saved: the range was mapped");
+                self.sync_phase(core);
+                return Err(e);
+            }
             if self.phase() == Phase::Normal {
                 // This write ended the reclaim: the surrogate holds nothing any more.
                 drop(inner);

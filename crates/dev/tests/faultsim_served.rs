@@ -87,6 +87,14 @@ fn served_faultsim_regression_seeds() {
     run_all(seeds, &opts());
 }
 
+/// Served seeds that failed only in runs as long as the campaign's, run at that length.
+#[test]
+fn served_faultsim_regression_seeds_at_campaign_length() {
+    let seeds = parse_seed_list(include_str!("faultsim_served_seeds_long.txt"));
+    assert!(!seeds.is_empty());
+    run_all(seeds, &ServedOpts::default());
+}
+
 /// The harness can fail: claiming block checksums the pools do not have turns the silent
 /// runs (bit flips, lost and misdirected writes) into within-tolerance runs, and the
 /// unprotected engine then returns wrong data in some of them, which the harness must report.

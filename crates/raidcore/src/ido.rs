@@ -1314,6 +1314,17 @@ impl Ido {
         self.log_next
     }
 
+    /// Never hands out surrogate bytes below `end` again in this rebuild: for an executor
+    /// that put back an older state after a record write failed, when the record may have
+    /// reached a member all the same (it then maps this space, which must keep its data).
+    pub fn reserve_surrogate_to(&mut self, end: u64) {
+        assert!(
+            end <= self.cfg.surrogate_bytes,
+            "reserved past the surrogate's end"
+        );
+        self.log_next = self.log_next.max(end);
+    }
+
     /// Normal state: counts a user request (read or write) at the caller's time `now_ns`.
     /// Ignored during a rebuild (the distributor counts what it needs).
     pub fn record(&mut self, offset: u64, len: u64, now_ns: u64) {

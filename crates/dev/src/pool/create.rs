@@ -483,6 +483,7 @@ impl Pool {
                 generation: 0,
                 created_unix_secs: now_unix(),
                 rebuilt_unrecorded: Default::default(),
+                moved_unrecorded: false,
             },
             map: plan.map,
             members: MemberSet::new(members),

@@ -29,6 +29,7 @@ impl crate::ido::MainPool for RecordOnly<'_> {
         Pool::write_ido_record(
             &self.0.members.handles,
             &self.0.members.counters,
+            self.0.record_copies(),
             seq,
             bytes,
             sync,
@@ -145,19 +146,20 @@ impl Pool {
         self.sb.uuid
     }
 
-    /// Writes the IDO record (`seq`'s slot of [`raidcore::region::IDO`]) to the first two
-    /// present members that take it, durable when `sync`; returns the members whose write
-    /// (or flush) failed on the way, for the caller to fail. An error only when no member
-    /// took it.
+    /// Writes the IDO record (`seq`'s slot of [`raidcore::region::IDO`]) to the first
+    /// `copies` present members that take it ([`Pool::record_copies`]), durable when
+    /// `sync`; returns the members whose write (or flush) failed on the way, for the caller
+    /// to fail. An error only when no member took it.
     pub(crate) fn write_ido_record(
         members: &[Option<Arc<dyn Member>>],
         counters: &[Counters],
+        copies: usize,
         seq: u64,
         bytes: &[u8],
         sync: bool,
     ) -> Result<Vec<(usize, std::io::Error)>> {
         IDO_SLOTS
-            .write(members, counters, 2, seq, bytes, sync)
+            .write(members, counters, copies, seq, bytes, sync)
             .map_err(|e| PoolError::Io(e.to_string()))
     }
 }

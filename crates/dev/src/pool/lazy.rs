@@ -36,11 +36,22 @@ impl Pool {
                 self.sb.kind.name()
             )));
         }
+        // Cycles moved since the layout was last recorded were recorded lazily only for
+        // moves that leave an old copy: record them all before a write can defer parity in
+        // one (see `Pool::mark_rebuilt_batch`).
+        if parity == ParityPolicy::Lazy && self.sb.moved_unrecorded {
+            let tag = match self.tag() {
+                ArrayStateTag::Clean => ArrayStateTag::Active,
+                t => t,
+            };
+            self.persist(tag)?;
+        }
         self.lazy.parity = parity;
         Ok(())
     }
 
-    /// Writes the deferred-parity list to the first two present members (alternating between
+    /// Writes the deferred-parity list to the first `tolerance + 1` present members
+    /// ([`Pool::record_copies`]; alternating between
     /// the two slots after the superblock, sequence-numbered, checksummed) and makes it
     /// durable. Called before a lazy write that lists new stripes runs its member writes.
     pub(crate) fn persist_bpgl_if_dirty(&mut self) -> Result<()> {
@@ -63,7 +74,7 @@ impl Pool {
             .write(
                 &self.members.handles,
                 &self.members.counters,
-                2,
+                self.record_copies(),
                 seq,
                 &bytes,
                 true,

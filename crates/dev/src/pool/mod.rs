@@ -177,6 +177,9 @@ pub(crate) struct SuperblockState {
     /// recorded the layout: they are recorded before they take writes
     /// ([`Pool::record_layout_before_writes`]).
     pub(crate) rebuilt_unrecorded: std::collections::BTreeSet<u64>,
+    /// Some cycle moved since the superblocks last recorded the layout (whether or not it
+    /// is in `rebuilt_unrecorded`): a switch to lazy parity records the layout first.
+    pub(crate) moved_unrecorded: bool,
 }
 
 /// Where this pool's regions lie on every member, after the fixed ones of
@@ -281,6 +284,16 @@ pub(crate) struct WriteHoleState {
 impl Pool {
     pub fn geometry(&self) -> &Geometry {
         &self.geo
+    }
+
+    /// How many members hold each copy-set record (the deferred-parity list, the IDO
+    /// record): one more than the layout tolerates losing, at least two, so that every
+    /// failure the layout survives leaves a copy of the newest record. With two copies only,
+    /// a RAID6 or a 3-way mirror that lost the two members holding them would bring back an
+    /// older record from another member at the next start (an older D-Map points at older
+    /// data; an older list misses stripes whose second parity is stale).
+    pub(crate) fn record_copies(&self) -> usize {
+        crate::csum::copies_for(self.geo.disks(), self.geo.scheme().tolerance())
     }
     pub fn state(&self) -> &ArrayState {
         &self.state

@@ -234,6 +234,7 @@ impl Pool {
                 generation: best.generation,
                 created_unix_secs: best.created_unix_secs,
                 rebuilt_unrecorded: Default::default(),
+                moved_unrecorded: false,
             },
             map,
             members: MemberSet::new(members),
@@ -315,9 +316,12 @@ impl Pool {
         if self.sb.events.len() != recorded_events {
             self.persist(ArrayStateTag::Degraded)?;
         }
-        // Assembled without a member while updates were deferred: those first.
-        if !self.state.failed().is_empty() && !self.state.bpgl().is_empty() {
-            self.flush_bpgl(0)?;
+        // Assembled without a member, or with one replaced and not rebuilt yet, while
+        // updates were deferred: those first (each listed stripe has one parity left). A
+        // flush that cannot finish (the stripe's data is lost already) leaves its entries:
+        // reads of them report the loss, and the rest of the pool stays readable.
+        if !self.state.bpgl().is_empty() && !self.state.lazy_allowed() {
+            let _ = self.flush_bpgl(0);
         }
         Ok(())
     }

@@ -93,6 +93,7 @@ impl Pool {
         }
         // Every cycle's layout generation is on the members now.
         self.sb.rebuilt_unrecorded.clear();
+        self.sb.moved_unrecorded = false;
         // Every member was flushed: regions whose writes were all over before are clean.
         self.intent_flushed_after(started, Duration::ZERO)?;
         self.persist_bpgl_if_dirty()?;

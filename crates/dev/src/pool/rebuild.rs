@@ -165,9 +165,17 @@ impl Pool {
                 let to = rebuild_target(p);
                 // A move that leaves a readable old copy (a copy-back) is recorded before the
                 // cycle takes writes in its new places (`Pool::record_layout_before_writes`).
-                if self.state.move_leaves_old_copy(*c, to) {
+                // So is every move under lazy parity: a write that defers a background
+                // parity in the new layout leaves the stripe short of it in the old one,
+                // where the members the rebuild wrote count for nothing, and a crash before
+                // the record brings the cycle back there (served fault harness, seed
+                // 0x6b079f70: a RAID6 whose two replacements were rebuilt took lazy writes,
+                // lost power, and came back with those stripes unrecoverable).
+                if self.state.move_leaves_old_copy(*c, to) || self.lazy.parity == ParityPolicy::Lazy
+                {
                     self.sb.rebuilt_unrecorded.insert(*c);
                 }
+                self.sb.moved_unrecorded |= self.state.cycle_generation(*c) != to;
                 self.state.mark_rebuilt(*c, to);
                 cur.marked.push(*c);
                 cur.rebuilt += 1;

@@ -188,6 +188,7 @@ impl Pool {
             generation: array.events,
             created_unix_secs: array.ctime_secs(),
             rebuilt_unrecorded: Default::default(),
+            moved_unrecorded: false,
         };
         let md = MdFormat {
             version: a.version,

@@ -67,6 +67,7 @@ impl Pool {
         }
         self.sb.generation = self.md.as_ref().map_or(0, |m| m.array.events);
         self.sb.rebuilt_unrecorded.clear();
+        self.sb.moved_unrecorded = false;
         self.save_descriptor()
     }
 }

@@ -46,6 +46,14 @@ impl Written {
     }
 }
 
+/// `create POOL LAYOUT... --member PREFIX0.img ... --size 4M --chunk 16K --json`: the status
+/// it prints.
+fn create(dir: &Path, pool: &str, prefix: &str, layout: &[&str], n: usize) -> Value {
+    let out = create_small(dir, pool, layout, prefix, n, &["--json"]);
+    serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("create {pool} --json: not JSON ({e}): {out}"))
+}
+
 fn member_states(st: &Value) -> Vec<String> {
     st["members"]
         .as_array()
@@ -59,15 +67,13 @@ fn member_states(st: &Value) -> Vec<String> {
 fn create_io_fail_replace_rebuild_verify() {
     let t = TempDir::new("cli-pool", "lifecycle");
     let dir = t.path();
-    let created: Value = serde_json::from_str(&create_small(
+    let created = create(
         dir,
         "p.json",
-        &["--scheme", "raid5", "--disks", "4"],
         "m",
+        &["--scheme", "raid5", "--disks", "4"],
         4,
-        &["--json"],
-    ))
-    .unwrap();
+    );
     let st = status(dir, "p.json");
     for s in [&created, &st] {
         assert_eq!(s["state"], "clean");
@@ -175,13 +181,12 @@ fn create_io_fail_replace_rebuild_verify() {
 fn assemble_from_members_in_any_order() {
     let t = TempDir::new("cli-pool", "assemble");
     let dir = t.path();
-    create_small(
+    create(
         dir,
         "p.json",
-        &["--scheme", "raidplus", "--disks", "5", "--width", "3"],
         "m",
+        &["--scheme", "raidplus", "--disks", "5", "--width", "3"],
         5,
-        &[],
     );
     let mut w = Written(Vec::new());
     w.write(dir, "p.json", 777, pattern(4, 200_000));
@@ -243,13 +248,12 @@ fn assemble_from_members_in_any_order() {
 fn missing_member_assembles_degraded_and_rebuilds() {
     let t = TempDir::new("cli-pool", "missing");
     let dir = t.path();
-    create_small(
+    create(
         dir,
         "p.json",
-        &["--scheme", "raid6", "--disks", "5"],
         "m",
+        &["--scheme", "raid6", "--disks", "5"],
         5,
-        &[],
     );
     let mut w = Written(Vec::new());
     w.write(dir, "p.json", 10_000, pattern(5, 250_000));
@@ -297,21 +301,19 @@ fn missing_member_assembles_degraded_and_rebuilds() {
 fn bad_input_is_refused_with_one_line_and_no_data_touched() {
     let t = TempDir::new("cli-pool", "bad");
     let dir = t.path();
-    create_small(
+    create(
         dir,
         "p.json",
-        &["--scheme", "raid5", "--disks", "4"],
         "m",
+        &["--scheme", "raid5", "--disks", "4"],
         4,
-        &[],
     );
-    create_small(
+    create(
         dir,
         "q.json",
-        &["--scheme", "raid5", "--disks", "4"],
         "q",
+        &["--scheme", "raid5", "--disks", "4"],
         4,
-        &[],
     );
     let mut w = Written(Vec::new());
     w.write(dir, "p.json", 4096, pattern(7, 400_000));

@@ -2,8 +2,8 @@
 
 Layouts (:func:`layout`, :func:`layout_compare`), the disk-array simulator (:func:`sim`), the
 trace readers (:func:`read_trace`), the reliability models (:func:`mttdl`), the seed papers'
-reproductions (:func:`reproduce`), pools on files or block devices (:class:`Pool`) and
-parameter sweeps on local cores or a Dask cluster (:func:`sweep`). Every call runs the Rust
+reproductions (:func:`reproduce`), pools on files or block devices (:class:`Pool`,
+:func:`wipe`) and parameter sweeps on local cores or a Dask cluster (:func:`sweep`). Every call runs the Rust
 core behind ``raidforge ... --json`` (never a reimplementation) and gives what that command
 prints for the same input; errors raise :class:`RaidforgeError` with the CLI's message.
 
@@ -26,6 +26,7 @@ from ._core import (
     read_trace,
     reproduce,
     sim,
+    wipe,
 )
 from ._sweep import sweep, sweep_runs
 
@@ -45,4 +46,5 @@ __all__ = [
     "sim",
     "sweep",
     "sweep_runs",
+    "wipe",
 ]

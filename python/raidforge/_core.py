@@ -31,6 +31,18 @@ from ._native import RaidforgeError
 PathLike = Union[str, "os.PathLike[str]"]
 #: A byte count: an int, or a string with a suffix as the CLI takes it ("64K", "10G").
 Size = Union[int, str]
+#: A member index as ``status()`` labels members: 1 or "m1" (the CLI's ``--member``).
+Member = Union[int, str]
+
+
+def _member(member: Member) -> int:
+    """A member index from 1 or "m1"; anything else gets the CLI's message (or a TypeError)."""
+    if isinstance(member, bool) or not isinstance(member, (int, str)):
+        raise TypeError(f"a member index is an int or a string like 'm1', not {member!r}")
+    if isinstance(member, int) and member >= 0:
+        return member
+    return _native.parse_member(str(member))
+
 
 __all__ = [
     "RaidforgeError",
@@ -44,6 +56,7 @@ __all__ = [
     "read_trace",
     "mttdl",
     "reproduce",
+    "wipe",
 ]
 
 
@@ -498,10 +511,21 @@ def reproduce(
 # Pools
 
 
+def wipe(*members: PathLike) -> List[str]:
+    """Erases the raidforge superblock of each member (``raidforge wipe``), so that a member
+    file or device no longer needed can be reused (``Pool.replace`` and ``Pool.create`` refuse
+    a path that is still another pool's member). Refused, and the rest left alone, on the
+    first path that is not a raidforge member or that a running process holds. Returns the
+    uuid of the pool each one belonged to."""
+    return [_native.wipe(os.fspath(m)) for m in members]
+
+
 class Pool:
     """A raidforge pool over member files or block devices, open in this process: what
-    ``raidforge create``, ``io read/write``, ``fail``, ``replace``, ``rebuild``, ``verify``,
-    ``flush`` and ``status`` do. Its members stay locked against other processes (the CLI
+    ``raidforge create``, ``assemble``, ``io read/write``, ``fail``, ``replace``, ``re-add``,
+    ``rebuild``, ``verify``, ``flush`` and ``status`` do, with the same refusals (``fail`` of a
+    member the pool cannot lose needs ``force=True``; ``wipe`` blanks a member no longer
+    needed). Its members stay locked against other processes (the CLI
     included) until ``close()``; use it as a context manager.
 
     >>> import raidforge, tempfile, os
@@ -522,6 +546,8 @@ class Pool:
     def __init__(self, native: Any, path: PathLike):
         self._native = native
         self.path = os.fspath(path)
+        #: What ``assemble`` noted (an adopted MD array's settings), as the CLI prints it.
+        self.notes: List[str] = []
 
     @classmethod
     @_renamed(size="member_size")
@@ -571,6 +597,28 @@ class Pool:
         """Opens the pool of a descriptor file (as every pool command does)."""
         return cls(_native.Pool.open(os.fspath(path)), path)
 
+    @classmethod
+    def assemble(
+        cls,
+        path: PathLike,
+        *,
+        members: Sequence[PathLike],
+        emulate: Optional[str] = None,
+        force: bool = False,
+    ) -> "Pool":
+        """``raidforge assemble PATH --member ...``: (re)writes the descriptor at ``path``
+        from the members' superblocks (any order; a Linux MD array's members are adopted) and
+        returns the pool open. A descriptor of another pool at ``path`` is refused and left
+        as it is; this pool's own keeps what the superblocks do not hold (its emulation).
+        ``force``: start an unclean pool that lacks members its unclean regions need (the
+        CLI's ``--force``). The notes the CLI prints are in ``notes``."""
+        native, notes = _native.Pool.assemble(
+            os.fspath(path), [os.fspath(m) for m in members], emulate, bool(force)
+        )
+        pool = cls(native, path)
+        pool.notes = list(notes)
+        return pool
+
     def status(self) -> Dict[str, Any]:
         """``raidforge status --json``."""
         return json.loads(self._native.status())
@@ -583,14 +631,28 @@ class Pool:
         """Writes ``data`` into the pool at ``offset`` (``raidforge io write``)."""
         self._native.write(offset, bytes(data))
 
-    def fail(self, member: int) -> Dict[str, Any]:
-        """Marks a member failed (``raidforge fail``); returns the status."""
-        return json.loads(self._native.fail(member))
+    def fail(self, member: Member, *, force: bool = False) -> Dict[str, Any]:
+        """Marks a member failed (``raidforge fail``); returns the status.
 
-    def replace(self, member: int, with_path: PathLike) -> Dict[str, Any]:
+        Refused with a :class:`RaidforgeError` when the pool would lose data (it survives no
+        failure of that member now: ``status()["fault_tolerance"]``), as ``raidforge fail``
+        refuses it without ``--force``; ``force=True`` fails it anyway. ``member``: 1 or
+        "m1", as ``status()`` labels members."""
+        return json.loads(self._native.fail(_member(member), bool(force)))
+
+    def replace(self, member: Member, with_path: PathLike) -> Dict[str, Any]:
         """Puts a new, empty member in the place of a failed one (``raidforge replace``);
-        returns the status."""
-        return json.loads(self._native.replace(member, os.fspath(with_path)))
+        returns the status. A path that holds data or another pool's member is refused
+        (``raidforge.wipe`` blanks a member that is no longer needed)."""
+        return json.loads(self._native.replace(_member(member), os.fspath(with_path)))
+
+    def re_add(self, member: Member) -> Dict[str, Any]:
+        """Lets a failed member whose file came back unchanged rejoin without a rebuild
+        (``raidforge re-add``, as ``mdadm --re-add``): every stripe is read with it back and
+        must agree, or it is refused and its file left alone. Returns the status, with
+        ``"stripes_checked"`` added."""
+        checked, status = self._native.re_add(_member(member))
+        return {**json.loads(status), "stripes_checked": checked}
 
     @_renamed(order="rebuild_order", parallel="rebuild_window")
     def rebuild(

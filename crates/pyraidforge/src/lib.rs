@@ -256,9 +256,9 @@ impl TraceReader {
     }
 }
 
-/// A pool (`dev::Pool`) open in this process: the operations of `raidforge create`, `io`,
-/// `fail`, `replace`, `rebuild`, `verify`, `flush` and `status`. The members stay locked
-/// against other processes until `close()`.
+/// A pool (`dev::Pool`) open in this process: the operations of `raidforge create`,
+/// `assemble`, `io`, `fail`, `replace`, `re-add`, `rebuild`, `verify`, `flush` and `status`.
+/// The members stay locked against other processes until `close()`.
 #[pyclass(module = "raidforge._native")]
 struct Pool {
     inner: Mutex<Option<dev::pool::Pool>>,
@@ -305,6 +305,30 @@ impl Pool {
         })
     }
 
+    /// `raidforge assemble`: writes the descriptor at `path` from the members' superblocks
+    /// and opens the pool; refused over another pool's descriptor, as the CLI refuses it.
+    /// Returns the pool and the notes the CLI prints (an adopted MD array's).
+    #[staticmethod]
+    #[pyo3(signature = (path, members, emulate=None, force=false))]
+    fn assemble(
+        py: Python<'_>,
+        path: PathBuf,
+        members: Vec<PathBuf>,
+        emulate: Option<String>,
+        force: bool,
+    ) -> PyResult<(Pool, Vec<String>)> {
+        let p = py
+            .detach(|| dev::pool::Pool::assemble_with(&path, &members, emulate, force))
+            .map_err(error)?;
+        let notes = p.md_notes();
+        Ok((
+            Pool {
+                inner: Mutex::new(Some(p)),
+            },
+            notes,
+        ))
+    }
+
     /// Opens the pool of a descriptor file.
     #[staticmethod]
     fn open(py: Python<'_>, path: PathBuf) -> PyResult<Pool> {
@@ -333,10 +357,28 @@ impl Pool {
         self.with(py, |p| Ok(p.write(offset, &data)?))
     }
 
-    fn fail(&self, py: Python<'_>, member: usize) -> PyResult<String> {
+    /// `raidforge fail`: refused, as the CLI refuses it without `--force`, when the pool
+    /// would lose data (`raidforge::pool_args::fail_loss`) unless `force`.
+    #[pyo3(signature = (member, force=false))]
+    fn fail(&self, py: Python<'_>, member: usize, force: bool) -> PyResult<String> {
         self.with(py, |p| {
+            if let Some(why) = raidforge::pool_args::fail_loss(p, member).filter(|_| !force) {
+                anyhow::bail!(
+                    "{why} (Pool.status()[\"fault_tolerance\"] says how many more failures the \
+                     pool survives); rebuild first, or pass force=True to fail it anyway"
+                );
+            }
             p.fail(member)?;
             Ok(serde_json::to_string(&p.status())?)
+        })
+    }
+
+    /// `raidforge re-add`: lets a failed member whose file came back unchanged rejoin;
+    /// returns (the stripes read with it back, the status as JSON text).
+    fn re_add(&self, py: Python<'_>, member: usize) -> PyResult<(u64, String)> {
+        self.with(py, |p| {
+            let checked = p.re_add(member)?;
+            Ok((checked, serde_json::to_string(&p.status())?))
         })
     }
 
@@ -439,12 +481,28 @@ impl Pool {
     }
 }
 
+/// `raidforge wipe PATH`: erases a member's raidforge superblock (refused on anything that
+/// is not a raidforge member, or one a running process holds); returns the pool's uuid (hex).
+#[pyfunction]
+fn wipe(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    let uuid = py.detach(|| dev::pool::wipe_member(&path)).map_err(error)?;
+    Ok(uuid.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A member index as the CLI takes it (`1` or `m1`), with the CLI's message when it is not.
+#[pyfunction]
+fn parse_member(s: &str) -> PyResult<usize> {
+    raidforge::pool_args::parse_member(s).map_err(RaidforgeError::new_err)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RaidforgeError", m.py().get_type::<RaidforgeError>())?;
     m.add_function(wrap_pyfunction!(options, m)?)?;
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_json, m)?)?;
+    m.add_function(wrap_pyfunction!(wipe, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_member, m)?)?;
     m.add_class::<TraceReader>()?;
     m.add_class::<Pool>()?;
     Ok(())

@@ -228,3 +228,39 @@ pub fn rebuild_summary_json(
         "bytes_written": result.bytes_written, "cycles": result.cycles_total,
         "state": status.state, "lost": status.lost, "repairs": status.repairs})
 }
+
+/// What failing `member` now would lose, as the start of a sentence ("failing member 2 would
+/// lose data: with m0 failed, some stripes would have too few members left"), or `None` when
+/// the pool survives it (or `member` is out of range or already failed: the pool's own error
+/// says so). Asked of the layout and the recorded state (`ArrayState::survives_losing`),
+/// never guessed. `raidforge fail` (and a served pool's control socket) refuse on it without
+/// `--force`; the Python `Pool.fail` without `force=True`. Each adds its own advice.
+pub fn fail_loss(p: &Pool, member: usize) -> Option<String> {
+    let state = p.state();
+    if member >= p.geometry().disks() || state.failed().contains(&(member as layout::Disk)) {
+        return None;
+    }
+    if state.survives_losing(p.geometry(), &[member as layout::Disk]) {
+        return None;
+    }
+    let geo = p.geometry();
+    let oldest = (0..geo.cycles())
+        .map(|c| state.cycle_generation(c))
+        .min()
+        .unwrap_or(0);
+    let mut missing: Vec<String> = state
+        .failed()
+        .iter()
+        .map(|d| format!("m{d} failed"))
+        .collect();
+    missing.extend(
+        (0..geo.disks() as layout::Disk)
+            .filter(|&d| state.replaced_at(d) > oldest)
+            .map(|d| format!("m{d} replaced but not rebuilt yet")),
+    );
+    Some(format!(
+        "failing member {member} would lose data: with {}, some stripes would have too few \
+         members left",
+        missing.join(" and ")
+    ))
+}

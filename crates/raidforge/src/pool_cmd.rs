@@ -387,36 +387,16 @@ pub fn flush(a: PoolArg) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Why failing `member` is refused without --force, or `None` when the pool survives it.
+/// Why failing `member` is refused without --force, or `None` when the pool survives it
+/// (`pool_args::fail_loss` says what would be lost; Python's `Pool.fail` words the same
+/// finding with its own `force=True`).
 pub fn fail_refusal(p: &Pool, member: usize) -> Option<String> {
-    let state = p.state();
-    if member >= p.geometry().disks() || state.failed().contains(&(member as layout::Disk)) {
-        return None; // the pool's own error says what is wrong
-    }
-    if state.survives_losing(p.geometry(), &[member as layout::Disk]) {
-        return None;
-    }
-    let geo = p.geometry();
-    let oldest = (0..geo.cycles())
-        .map(|c| state.cycle_generation(c))
-        .min()
-        .unwrap_or(0);
-    let mut missing: Vec<String> = state
-        .failed()
-        .iter()
-        .map(|d| format!("m{d} failed"))
-        .collect();
-    missing.extend(
-        (0..geo.disks() as layout::Disk)
-            .filter(|&d| state.replaced_at(d) > oldest)
-            .map(|d| format!("m{d} replaced but not rebuilt yet")),
-    );
-    Some(format!(
-        "failing member {member} would lose data: with {}, some stripes would have too few \
-         members left (`raidforge status` says how many more failures the pool survives); \
-         rebuild first, or pass --force to fail it anyway",
-        missing.join(" and ")
-    ))
+    raidforge::pool_args::fail_loss(p, member).map(|why| {
+        format!(
+            "{why} (`raidforge status` says how many more failures the pool survives); \
+             rebuild first, or pass --force to fail it anyway"
+        )
+    })
 }
 
 pub fn fail(pool: PathBuf, member: usize, force: bool, json: bool) -> anyhow::Result<()> {

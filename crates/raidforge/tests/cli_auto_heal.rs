@@ -19,26 +19,15 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::TempDir;
+use common::{json, pattern, TempDir};
 use nbd::client::{Address, Client};
 use serde_json::Value;
 
+/// A client tool; .ci/run installs them for CI.
 fn tool(name: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        if std::env::var_os("CI").is_some() {
-            panic!("{name} is required under CI (.ci/run installs nbdkit and fio)");
-        }
-        eprintln!("note: {name} not found; skipping this test (it fails under CI)");
-    }
-    found
+    common::tool(name, ".ci/run installs nbdkit and fio")
 }
 
 /// Processes killed when the test ends.
@@ -59,23 +48,6 @@ fn wait_for_socket(p: &Path) {
         assert!(Instant::now() < deadline, "{} never answered", p.display());
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn raidforge_json(dir: &Path, args: &[&str]) -> Value {
-    let out = common::ok(dir, args);
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {out}"))
-}
-
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 24) as u8
-        })
-        .collect()
 }
 
 /// Reads the whole export in 1 MiB pieces and compares it with `want`.
@@ -142,28 +114,7 @@ fn fio_verify(fio: &Path, uri: &str, offset: u64, size: u64, seed: u64) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start fio");
-    let (tx, rx) = mpsc::channel();
-    let pid = child.id() as i32;
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = match rx.recv_timeout(Duration::from_secs(120)) {
-        Ok(o) => o.unwrap(),
-        Err(_) => {
-            // SAFETY: killing our own child process.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-            panic!("fio did not finish within 120 s");
-        }
-    };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "fio failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j: Value = serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap();
+    let j = common::fio_json(child, Duration::from_secs(120), "verify");
     let job = &j["jobs"][0];
     assert_eq!(job["error"], 0, "fio reported an error");
     let written = job["write"]["io_bytes"].as_u64().unwrap();
@@ -225,7 +176,7 @@ fn raid6_over_nbdkit_members_fails_two_members_rebuilds_onto_the_spare_without_a
     }
     args.extend(["--chunk", "64K", "--spare", "spare.img", "--json"].map(String::from));
     let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-    let st = raidforge_json(dir, &a);
+    let st = json(dir, &a);
     assert_eq!(st["state"], "clean");
     assert_eq!(st["spares"].as_array().unwrap().len(), 1, "{st}");
 
@@ -310,7 +261,7 @@ fn raid6_over_nbdkit_members_fails_two_members_rebuilds_onto_the_spare_without_a
     data[..fio_region as usize].copy_from_slice(&fio_bytes);
     check_all(&mut c, &data, "after the rebuild onto the spare");
 
-    let st = raidforge_json(dir, &["status", "p.json", "--json"]);
+    let st = json(dir, &["status", "p.json", "--json"]);
     assert_eq!(st["state"], "clean", "{st}");
     assert!(st["members"][1]["path"]
         .as_str()
@@ -341,7 +292,7 @@ fn raid6_over_nbdkit_members_fails_two_members_rebuilds_onto_the_spare_without_a
     c.read_at(&mut fio_bytes, fio_region).unwrap();
     data[fio_region as usize..2 * fio_region as usize].copy_from_slice(&fio_bytes);
     check_all(&mut c, &data, "degraded after the second failure");
-    let st = raidforge_json(dir, &["status", "p.json", "--json"]);
+    let st = json(dir, &["status", "p.json", "--json"]);
     assert_eq!(st["state"], "degraded", "{st}");
     assert_eq!(st["failed"], serde_json::json!([3]));
     assert_eq!(st["fault_tolerance"], 1);
@@ -388,7 +339,7 @@ fn a_non_loopback_listen_without_tls_is_warned_about() {
         args.extend(["--member", n]);
     }
     args.extend(["--size", "8M", "--json"]);
-    raidforge_json(dir, &args);
+    json(dir, &args);
     let mut serve = Command::new(env!("CARGO_BIN_EXE_raidforge"))
         .current_dir(dir)
         .args(["serve", "p.json", "--listen", "0.0.0.0:0"])

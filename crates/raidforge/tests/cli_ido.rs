@@ -8,33 +8,21 @@ use serde_json::Value;
 
 mod common;
 
-use common::{ok, raidforge, TempDir};
+use common::{members, ok, raidforge, status, TempDir};
 
-fn status(dir: &Path, pool: &str) -> Value {
-    serde_json::from_str(&ok(dir, &["status", pool, "--json"])).unwrap()
-}
-
+/// `create POOL --scheme SCHEME --disks N --member STEM0.img ... --size SIZE --chunk 16K`.
 fn create(dir: &Path, pool: &str, scheme: &str, n: usize, size: &str, extra: &[&str]) {
-    let mut args: Vec<String> = vec![
-        "create".into(),
-        pool.into(),
-        "--scheme".into(),
-        scheme.into(),
-        "--disks".into(),
-        n.to_string(),
-        "--size".into(),
-        size.into(),
-        "--chunk".into(),
-        "16K".into(),
-    ];
+    let mut rest = vec!["--size", size, "--chunk", "16K"];
+    rest.extend_from_slice(extra);
+    let disks = n.to_string();
     let stem = pool.trim_end_matches(".json");
-    for i in 0..n {
-        args.push("--member".into());
-        args.push(format!("{stem}{i}.img"));
-    }
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-    ok(dir, &a);
+    common::create(
+        dir,
+        pool,
+        &["--scheme", scheme, "--disks", &disks],
+        &members(stem, n),
+        &rest,
+    );
 }
 
 fn refused(dir: &Path, args: &[&str], words: &[&str]) {

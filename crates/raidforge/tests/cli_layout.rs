@@ -1,29 +1,12 @@
 //! The `raidforge layout` command as a script sees it: the real binary, its JSON, its errors.
 
-use std::process::{Command, Output};
+mod common;
 
-use serde_json::Value;
-
-fn raidforge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_raidforge"))
-        .args(args)
-        .output()
-        .expect("run raidforge")
-}
-
-fn json_of(args: &[&str]) -> Value {
-    let out = raidforge(args);
-    assert!(
-        out.status.success(),
-        "raidforge {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON on stdout")
-}
+use common::{json_here, run};
 
 #[test]
 fn show_json_follows_the_contract() {
-    let v = json_of(&[
+    let v = json_here(&[
         "layout", "show", "--scheme", "raid5", "--disks", "5", "--json",
     ]);
     assert_eq!(v["scheme"], "raid5");
@@ -43,7 +26,7 @@ fn show_json_follows_the_contract() {
 
 #[test]
 fn show_with_failures_moves_units_to_the_spare() {
-    let v = json_of(&[
+    let v = json_here(&[
         "layout", "show", "--scheme", "raid6", "--disks", "7", "--spares", "1", "--failed", "2",
         "--json",
     ]);
@@ -67,7 +50,7 @@ fn show_with_failures_moves_units_to_the_spare() {
 
 #[test]
 fn check_json_reports_the_measured_properties() {
-    let v = json_of(&[
+    let v = json_here(&[
         "layout", "check", "--scheme", "raid50", "--disks", "59", "--width", "7", "--spares", "3",
         "--json",
     ]);
@@ -126,7 +109,7 @@ fn bad_parameters_exit_nonzero_with_one_line_naming_the_constraint() {
         ),
     ];
     for (args, needle) in cases {
-        let out = raidforge(args);
+        let out = run(args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: '{err}' lacks '{needle}'");
@@ -142,7 +125,7 @@ fn bad_parameters_exit_nonzero_with_one_line_naming_the_constraint() {
 
 #[test]
 fn s2raid_json_has_subarrays_and_their_overlap() {
-    let v = json_of(&[
+    let v = json_here(&[
         "layout",
         "show",
         "--scheme",
@@ -160,7 +143,7 @@ fn s2raid_json_has_subarrays_and_their_overlap() {
     for s in subs {
         assert_eq!(s["members"].as_array().unwrap().len(), 3);
     }
-    let c = json_of(&[
+    let c = json_here(&[
         "layout",
         "check",
         "--scheme",
@@ -182,7 +165,7 @@ fn s2raid_json_has_subarrays_and_their_overlap() {
 /// not, and RAID-50 confines it to one group.
 #[test]
 fn compare_shows_the_raidplus_contrast() {
-    let v = json_of(&["layout", "compare", "--json"]);
+    let v = json_here(&["layout", "compare", "--json"]);
     let by = |name: &str| {
         v["schemes"]
             .as_array()

@@ -9,35 +9,29 @@ use serde_json::Value;
 
 mod common;
 
-use common::{ok, raidforge, TempDir};
+use common::{create_args, members, ok, raidforge, status, TempDir};
 
-fn status(dir: &Path) -> Value {
-    serde_json::from_str(&ok(dir, &["status", "p.json", "--json"])).unwrap()
-}
-
+/// `create p.json --scheme SCHEME --disks N --member m0.img ... --size 2M --chunk 4K
+/// --emulate ... --parity PARITY`, which may be refused.
 fn create(dir: &Path, scheme: &str, n: usize, parity: &str) -> Output {
-    let mut args: Vec<String> = vec![
-        "create".into(),
-        "p.json".into(),
-        "--scheme".into(),
-        scheme.into(),
-        "--disks".into(),
-        n.to_string(),
-        "--size".into(),
-        "2M".into(),
-        "--chunk".into(),
-        "4K".into(),
-        "--emulate".into(),
-        "hdd:120MB/s:0ms".into(),
-        "--parity".into(),
-        parity.into(),
+    let disks = n.to_string();
+    let extra = [
+        "--size",
+        "2M",
+        "--chunk",
+        "4K",
+        "--emulate",
+        "hdd:120MB/s:0ms",
+        "--parity",
+        parity,
     ];
-    for i in 0..n {
-        args.push("--member".into());
-        args.push(format!("m{i}.img"));
-    }
-    let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-    raidforge(dir, &a)
+    let args = create_args(
+        "p.json",
+        &["--scheme", scheme, "--disks", &disks],
+        &members("m", n),
+        &extra,
+    );
+    raidforge(dir, &args)
 }
 
 fn member_ios(s: &Value) -> (u64, u64) {
@@ -61,7 +55,7 @@ fn lazy_pool_status_counters_and_flush() {
     let eager = TempDir::new("cli-lazy", "eager");
     assert!(create(&eager.0, "rm2", 6, "eager").status.success());
     three_writes(&eager.0, &[]);
-    let se = status(&eager.0);
+    let se = status(&eager.0, "p.json");
     assert_eq!(se["parity"], "eager");
     assert_eq!(se["bpgl_len"], 0);
     assert_eq!(se["fault_tolerance"], 2);
@@ -69,14 +63,14 @@ fn lazy_pool_status_counters_and_flush() {
 
     let lazy = TempDir::new("cli-lazy", "lazy");
     assert!(create(&lazy.0, "rm2", 6, "lazy").status.success());
-    let s0 = status(&lazy.0);
+    let s0 = status(&lazy.0, "p.json");
     assert_eq!(s0["parity"], "lazy");
     assert_eq!(
         (s0["bpgl_len"].as_u64(), s0["fault_tolerance"].as_u64()),
         (Some(0), Some(2))
     );
     three_writes(&lazy.0, &[]);
-    let s = status(&lazy.0);
+    let s = status(&lazy.0, "p.json");
     assert_eq!(
         s["bpgl_len"], 3,
         "one background group per single-chunk write"
@@ -102,7 +96,7 @@ fn lazy_pool_status_counters_and_flush() {
             "io", "write", "p.json", "--offset", "200704", "--input", "c.bin", "--parity", "eager",
         ],
     );
-    assert_eq!(status(&lazy.0)["bpgl_len"], 3);
+    assert_eq!(status(&lazy.0, "p.json")["bpgl_len"], 3);
 
     let f: Value = serde_json::from_str(&ok(&lazy.0, &["flush", "p.json", "--json"])).unwrap();
     assert_eq!(
@@ -145,7 +139,7 @@ fn a_served_pool_flushes_deferred_parity_when_idle() {
     let d = TempDir::new("cli-lazy", "served");
     assert!(create(&d.0, "raid6", 6, "lazy").status.success());
     three_writes(&d.0, &[]);
-    assert_eq!(status(&d.0)["bpgl_len"], 3);
+    assert_eq!(status(&d.0, "p.json")["bpgl_len"], 3);
     let sock = d.0.join("p.sock");
     let mut child = Command::new(env!("CARGO_BIN_EXE_raidforge"))
         .args(["serve", "p.json", "--socket", sock.to_str().unwrap()])
@@ -161,7 +155,7 @@ fn a_served_pool_flushes_deferred_parity_when_idle() {
     }
     // Through the control socket: the idle server empties the list by itself.
     loop {
-        let s = status(&d.0);
+        let s = status(&d.0, "p.json");
         if s["bpgl_len"] == 0 {
             assert_eq!(s["fault_tolerance"], 2);
             break;

@@ -10,46 +10,17 @@ use serde_json::Value;
 
 mod common;
 
-use common::{assert_untouched, ok, refused, snapshot, TempDir};
-
-fn json(dir: &Path, args: &[&str]) -> Value {
-    let s = ok(dir, args);
-    serde_json::from_str(&s).unwrap_or_else(|e| panic!("raidforge {args:?}: not JSON ({e}): {s}"))
-}
-
-fn pseudo_random(seed: u64, n: usize) -> Vec<u8> {
-    let mut s = seed | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 32) as u8
-        })
-        .collect()
-}
+use common::{
+    assert_untouched, create_small, json, ok, pattern, read, refused, snapshot, status, write,
+    TempDir,
+};
 
 /// The volume as the test wrote it: (offset, bytes) pairs, later ones win.
 struct Written(Vec<(u64, Vec<u8>)>);
 
 impl Written {
     fn write(&mut self, dir: &Path, pool: &str, offset: u64, data: Vec<u8>) {
-        let input = dir.join("input.bin");
-        std::fs::write(&input, &data).unwrap();
-        let off = offset.to_string();
-        ok(
-            dir,
-            &[
-                "io",
-                "write",
-                pool,
-                "--offset",
-                &off,
-                "--input",
-                input.to_str().unwrap(),
-            ],
-        );
-        std::fs::remove_file(&input).unwrap();
+        write(dir, pool, offset, &data);
         self.0.push((offset, data));
     }
 
@@ -75,42 +46,12 @@ impl Written {
     }
 }
 
-fn read(dir: &Path, pool: &str, offset: u64, len: u64) -> Vec<u8> {
-    let output = dir.join("output.bin");
-    ok(
-        dir,
-        &[
-            "io",
-            "read",
-            pool,
-            "--offset",
-            &offset.to_string(),
-            "--length",
-            &len.to_string(),
-            "--output",
-            output.to_str().unwrap(),
-        ],
-    );
-    let b = std::fs::read(&output).unwrap();
-    std::fs::remove_file(&output).unwrap();
-    b
-}
-
-/// `create POOL --scheme raid5 --disks 4 --member PREFIX0.img ... --size 4M --chunk 16K`.
-fn create(dir: &Path, pool: &str, prefix: &str, scheme: &[&str], n: usize) -> Value {
-    let names: Vec<String> = (0..n).map(|i| format!("{prefix}{i}.img")).collect();
-    let mut args: Vec<&str> = vec!["create", pool];
-    args.extend_from_slice(scheme);
-    for m in &names {
-        args.push("--member");
-        args.push(m);
-    }
-    args.extend_from_slice(&["--size", "4M", "--chunk", "16K", "--json"]);
-    json(dir, &args)
-}
-
-fn status(dir: &Path, pool: &str) -> Value {
-    json(dir, &["status", pool, "--json"])
+/// `create POOL LAYOUT... --member PREFIX0.img ... --size 4M --chunk 16K --json`: the status
+/// it prints.
+fn create(dir: &Path, pool: &str, prefix: &str, layout: &[&str], n: usize) -> Value {
+    let out = create_small(dir, pool, layout, prefix, n, &["--json"]);
+    serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("create {pool} --json: not JSON ({e}): {out}"))
 }
 
 fn member_states(st: &Value) -> Vec<String> {
@@ -157,10 +98,10 @@ fn create_io_fail_replace_rebuild_verify() {
     }
     // A round trip, unaligned and spanning chunks and stripes.
     let mut w = Written(Vec::new());
-    w.write(dir, "p.json", 5000, pseudo_random(1, 300_000));
+    w.write(dir, "p.json", 5000, pattern(1, 300_000));
     w.check(dir, "p.json");
     let cap = st["size_bytes"].as_u64().unwrap();
-    w.write(dir, "p.json", cap - 70_000, pseudo_random(2, 70_000));
+    w.write(dir, "p.json", cap - 70_000, pattern(2, 70_000));
     w.check(dir, "p.json");
     assert_eq!(read(dir, "p.json", 400_000, 1000), vec![0u8; 1000]);
     let st = status(dir, "p.json");
@@ -179,7 +120,7 @@ fn create_io_fail_replace_rebuild_verify() {
     assert_eq!(st["state"], "degraded");
     assert_eq!(member_states(&st), ["active", "failed", "active", "active"]);
     w.check(dir, "p.json");
-    w.write(dir, "p.json", 123_457, pseudo_random(3, 100_000));
+    w.write(dir, "p.json", 123_457, pattern(3, 100_000));
     w.check(dir, "p.json");
     // RAID5 rebuilds in place: a replacement comes first.
     let before = snapshot(dir);
@@ -248,7 +189,7 @@ fn assemble_from_members_in_any_order() {
         5,
     );
     let mut w = Written(Vec::new());
-    w.write(dir, "p.json", 777, pseudo_random(4, 200_000));
+    w.write(dir, "p.json", 777, pattern(4, 200_000));
     let before = status(dir, "p.json");
     std::fs::remove_file(dir.join("p.json")).unwrap();
     refused(dir, &["status", "p.json"], &["p.json", "assemble"]);
@@ -315,7 +256,7 @@ fn missing_member_assembles_degraded_and_rebuilds() {
         5,
     );
     let mut w = Written(Vec::new());
-    w.write(dir, "p.json", 10_000, pseudo_random(5, 250_000));
+    w.write(dir, "p.json", 10_000, pattern(5, 250_000));
     std::fs::rename(dir.join("m2.img"), dir.join("away.bin")).unwrap();
     let st = json(
         dir,
@@ -334,7 +275,7 @@ fn missing_member_assembles_degraded_and_rebuilds() {
     let st = status(dir, "p.json");
     assert_eq!(st["state"], "degraded");
     assert_eq!(st["members"][2]["state"], "failed");
-    w.write(dir, "q.json", 3_000_000, pseudo_random(6, 50_000));
+    w.write(dir, "q.json", 3_000_000, pattern(6, 50_000));
     ok(
         dir,
         &["replace", "q.json", "--member", "2", "--with", "m2-new.img"],
@@ -375,8 +316,8 @@ fn bad_input_is_refused_with_one_line_and_no_data_touched() {
         4,
     );
     let mut w = Written(Vec::new());
-    w.write(dir, "p.json", 4096, pseudo_random(7, 400_000));
-    Written(Vec::new()).write(dir, "q.json", 0, pseudo_random(8, 10_000));
+    w.write(dir, "p.json", 4096, pattern(7, 400_000));
+    Written(Vec::new()).write(dir, "q.json", 0, pattern(8, 10_000));
     let cap = status(dir, "p.json")["size_bytes"].as_u64().unwrap();
 
     // Each case: a refused command, every file unchanged, the pool still reads back.
@@ -544,7 +485,7 @@ fn bad_input_is_refused_with_one_line_and_no_data_touched() {
     );
 
     // I/O beyond the end.
-    std::fs::write(dir.join("in.bin"), pseudo_random(9, 1000)).unwrap();
+    std::fs::write(dir.join("in.bin"), pattern(9, 1000)).unwrap();
     let end = cap.to_string();
     let near = (cap - 999).to_string();
     case(
@@ -640,7 +581,7 @@ fn bad_input_is_refused_with_one_line_and_no_data_touched() {
     // The other pool never noticed any of this.
     let q = status(dir, "q.json");
     assert_eq!(q["state"], "clean");
-    assert_eq!(read(dir, "q.json", 0, 10_000), pseudo_random(8, 10_000));
+    assert_eq!(read(dir, "q.json", 0, 10_000), pattern(8, 10_000));
 }
 
 /// A refused command, every file unchanged (for cases where the pool cannot be read back
@@ -664,7 +605,7 @@ fn a_pool_in_use_is_refused_to_other_commands() {
     args.extend_from_slice(&["--size", "6M", "--chunk", "16K"]);
     ok(dir, &args);
     let mut w = Written(Vec::new());
-    w.write(dir, "p.json", 0, pseudo_random(10, 1 << 20));
+    w.write(dir, "p.json", 0, pattern(10, 1 << 20));
     ok(dir, &["fail", "p.json", "--member", "2"]);
     ok(
         dir,

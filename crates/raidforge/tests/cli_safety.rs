@@ -3,79 +3,14 @@
 //! was, and every claim of `status` (how many more failures the pool survives) is checked
 //! against what reading the bytes back after those failures gives.
 
-use std::path::Path;
-
 use serde_json::Value;
 
 mod common;
 
-use common::{assert_untouched, ok, raidforge, refused, snapshot, TempDir};
-
-fn json(dir: &Path, args: &[&str]) -> Value {
-    let s = ok(dir, args);
-    serde_json::from_str(&s).unwrap_or_else(|e| panic!("raidforge {args:?}: not JSON ({e}): {s}"))
-}
-
-/// `create POOL --scheme ... --member m0.img ... --size 4M --chunk 16K` plus `extra`.
-fn create(dir: &Path, pool: &str, scheme: &[&str], n: usize, extra: &[&str]) {
-    let names: Vec<String> = (0..n).map(|i| format!("m{i}.img")).collect();
-    let mut args: Vec<&str> = vec!["create", pool];
-    args.extend_from_slice(scheme);
-    for m in &names {
-        args.push("--member");
-        args.push(m);
-    }
-    args.extend_from_slice(&["--size", "4M", "--chunk", "16K"]);
-    args.extend_from_slice(extra);
-    ok(dir, &args);
-}
-
-fn pattern(n: usize, seed: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761) as u8 ^ seed)
-        .collect()
-}
-
-fn write(dir: &Path, pool: &str, offset: u64, data: &[u8]) {
-    std::fs::write(dir.join("in.bin"), data).unwrap();
-    ok(
-        dir,
-        &[
-            "io",
-            "write",
-            pool,
-            "--offset",
-            &offset.to_string(),
-            "--input",
-            "in.bin",
-        ],
-    );
-    std::fs::remove_file(dir.join("in.bin")).unwrap();
-}
-
-fn read(dir: &Path, pool: &str, offset: u64, len: usize) -> Vec<u8> {
-    ok(
-        dir,
-        &[
-            "io",
-            "read",
-            pool,
-            "--offset",
-            &offset.to_string(),
-            "--length",
-            &len.to_string(),
-            "--output",
-            "out.bin",
-        ],
-    );
-    let b = std::fs::read(dir.join("out.bin")).unwrap();
-    std::fs::remove_file(dir.join("out.bin")).unwrap();
-    b
-}
-
-fn status(dir: &Path, pool: &str) -> Value {
-    json(dir, &["status", pool, "--json"])
-}
+use common::{
+    assert_untouched, create_small, json, ok, pattern, raidforge, read, refused, snapshot, status,
+    write, TempDir,
+};
 
 /// RAID5 of 3 after `replace` and before `rebuild`: the replacement holds nothing yet, so the
 /// pool survives no further failure. `status` says so, and `fail` of another member is refused
@@ -84,14 +19,15 @@ fn status(dir: &Path, pool: &str) -> Value {
 fn replaced_not_rebuilt_survives_nothing_and_fail_past_it_is_refused() {
     let t = TempDir::new("cli-safety", "replaced");
     let dir = t.path();
-    create(
+    create_small(
         dir,
         "p.json",
         &["--scheme", "raid5", "--disks", "3"],
+        "m",
         3,
         &[],
     );
-    let data = pattern(300_000, 7);
+    let data = pattern(7, 300_000);
     write(dir, "p.json", 0, &data);
     assert_eq!(status(dir, "p.json")["fault_tolerance"], 1);
     // `m1`, as status labels members, is accepted wherever an index is.
@@ -119,7 +55,7 @@ fn replaced_not_rebuilt_survives_nothing_and_fail_past_it_is_refused() {
     );
     assert!(!line.contains('{'), "no internal structs: {line}");
     assert_untouched(&before, dir, "fail past the tolerance");
-    assert_eq!(read(dir, "p.json", 0, data.len()), data);
+    assert_eq!(read(dir, "p.json", 0, data.len() as u64), data);
 
     // With --force it proceeds, and says in a sentence that data is lost.
     let out = raidforge(dir, &["fail", "p.json", "--member", "0", "--force"]);
@@ -138,14 +74,15 @@ fn replaced_not_rebuilt_survives_nothing_and_fail_past_it_is_refused() {
 fn rebuilt_into_spare_space_survives_another_failure() {
     let t = TempDir::new("cli-safety", "spare-space");
     let dir = t.path();
-    create(
+    create_small(
         dir,
         "p.json",
         &["--scheme", "raidplus", "--disks", "5", "--width", "3"],
+        "m",
         5,
         &[],
     );
-    let data = pattern(1_000_000, 3);
+    let data = pattern(3, 1_000_000);
     write(dir, "p.json", 4096, &data);
     ok(dir, &["fail", "p.json", "--member", "1"]);
     assert_eq!(status(dir, "p.json")["fault_tolerance"], 0);
@@ -168,7 +105,7 @@ fn rebuilt_into_spare_space_survives_another_failure() {
         ok(t2.path(), &["fail", "p.json", "--member", m]);
         assert_eq!(status(t2.path(), "p.json")["fault_tolerance"], 0);
         assert_eq!(
-            read(t2.path(), "p.json", 4096, data.len()),
+            read(t2.path(), "p.json", 4096, data.len() as u64),
             data,
             "member {m} failed after the rebuild into spare space"
         );
@@ -182,7 +119,7 @@ fn rebuilt_into_spare_space_survives_another_failure() {
 fn create_refuses_files_holding_data_that_is_not_ours() {
     let t = TempDir::new("cli-safety", "foreign");
     let dir = t.path();
-    std::fs::write(dir.join("m0.img"), pattern(6 << 20, 1)).unwrap();
+    std::fs::write(dir.join("m0.img"), pattern(1, 6 << 20)).unwrap();
     // An ext2/3/4 superblock's magic at byte 1080, the rest zeros.
     let mut ext = vec![0u8; 6 << 20];
     ext[1080] = 0x53;
@@ -222,10 +159,11 @@ fn create_refuses_files_holding_data_that_is_not_ours() {
 fn replace_refuses_used_files_and_wipe_clears_a_members_metadata() {
     let t = TempDir::new("cli-safety", "wipe");
     let dir = t.path();
-    create(
+    create_small(
         dir,
         "p.json",
         &["--scheme", "raid5", "--disks", "3"],
+        "m",
         3,
         &[],
     );
@@ -236,11 +174,11 @@ fn replace_refuses_used_files_and_wipe_clears_a_members_metadata() {
             "--member", "q1.img", "--size", "4M",
         ],
     );
-    write(dir, "q.json", 0, &pattern(100_000, 9));
-    let data = pattern(200_000, 5);
+    write(dir, "q.json", 0, &pattern(9, 100_000));
+    let data = pattern(5, 200_000);
     write(dir, "p.json", 0, &data);
     ok(dir, &["fail", "p.json", "--member", "2"]);
-    std::fs::write(dir.join("junk.img"), pattern(5 << 20, 2)).unwrap();
+    std::fs::write(dir.join("junk.img"), pattern(2, 5 << 20)).unwrap();
     let before = snapshot(dir);
     refused(
         dir,
@@ -265,7 +203,7 @@ fn replace_refuses_used_files_and_wipe_clears_a_members_metadata() {
     );
     ok(dir, &["rebuild", "p.json"]);
     ok(dir, &["verify", "p.json"]);
-    assert_eq!(read(dir, "p.json", 0, data.len()), data);
+    assert_eq!(read(dir, "p.json", 0, data.len() as u64), data);
 }
 
 /// A create that fails at its first write (a member size the file system cannot hold: here a
@@ -338,10 +276,11 @@ fn create_of_a_size_too_large_to_hold_is_refused_before_anything_is_written() {
 fn assemble_keeps_its_pools_settings_and_never_overwrites_another_pools_descriptor() {
     let t = TempDir::new("cli-safety", "assemble");
     let dir = t.path();
-    create(
+    create_small(
         dir,
         "p.json",
         &["--scheme", "raid5", "--disks", "3"],
+        "m",
         3,
         &["--emulate", "hdd:900MB/s:0ms"],
     );
@@ -352,7 +291,7 @@ fn assemble_keeps_its_pools_settings_and_never_overwrites_another_pools_descript
             "--member", "q1.img", "--size", "4M",
         ],
     );
-    let data = pattern(50_000, 4);
+    let data = pattern(4, 50_000);
     write(dir, "p.json", 0, &data);
     let before = snapshot(dir);
     refused(
@@ -373,7 +312,7 @@ fn assemble_keeps_its_pools_settings_and_never_overwrites_another_pools_descript
     for m in st["members"].as_array().unwrap() {
         assert_eq!(m["emulate"], "hdd:900MB/s:0ms", "{st}");
     }
-    assert_eq!(read(dir, "p.json", 0, data.len()), data);
+    assert_eq!(read(dir, "p.json", 0, data.len() as u64), data);
 }
 
 /// A member whose file is missing when a command opens the pool is failed, and the command
@@ -382,14 +321,15 @@ fn assemble_keeps_its_pools_settings_and_never_overwrites_another_pools_descript
 fn a_member_failed_for_a_missing_file_is_reported_with_its_reason() {
     let t = TempDir::new("cli-safety", "why");
     let dir = t.path();
-    create(
+    create_small(
         dir,
         "p.json",
         &["--scheme", "raid6", "--disks", "5"],
+        "m",
         5,
         &[],
     );
-    let data = pattern(150_000, 6);
+    let data = pattern(6, 150_000);
     write(dir, "p.json", 0, &data);
     std::fs::rename(dir.join("m1.img"), dir.join("m1.away")).unwrap();
     let out = raidforge(
@@ -505,14 +445,15 @@ fn create_checks_that_the_file_system_has_room_first() {
 fn a_member_back_unchanged_rejoins_without_a_rebuild_and_a_stale_one_is_refused() {
     let t = TempDir::new("cli-safety", "re-add");
     let dir = t.path();
-    create(
+    create_small(
         dir,
         "p.json",
         &["--scheme", "raid5", "--disks", "4"],
+        "m",
         4,
         &[],
     );
-    let data = pattern(600_000, 9);
+    let data = pattern(9, 600_000);
     write(dir, "p.json", 0, &data);
     let data_area = |m: &str, st: &Value, i: usize| -> Vec<u8> {
         let off = st["members"][i]["data_offset_bytes"].as_u64().unwrap() as usize;
@@ -520,7 +461,7 @@ fn a_member_back_unchanged_rejoins_without_a_rebuild_and_a_stale_one_is_refused(
     };
     // m1's file goes away: the next command fails the member and says so.
     std::fs::rename(dir.join("m1.img"), dir.join("m1.away")).unwrap();
-    assert_eq!(read(dir, "p.json", 0, data.len()), data);
+    assert_eq!(read(dir, "p.json", 0, data.len() as u64), data);
     assert_eq!(status(dir, "p.json")["members"][1]["state"], "failed");
     std::fs::rename(dir.join("m1.away"), dir.join("m1.img")).unwrap();
     let st = status(dir, "p.json");
@@ -556,21 +497,22 @@ fn a_member_back_unchanged_rejoins_without_a_rebuild_and_a_stale_one_is_refused(
     );
     std::fs::copy(dir.join("m0.img"), dir.join("m0.keep")).unwrap();
     ok(dir, &["fail", "p.json", "--member", "0"]);
-    assert_eq!(read(dir, "p.json", 0, data.len()), data);
+    assert_eq!(read(dir, "p.json", 0, data.len() as u64), data);
 
     // m2 goes away, the pool takes a write, m2 comes back: stale, refused, untouched.
     let t2 = TempDir::new("cli-safety", "re-add-stale");
     let dir = t2.path();
-    create(
+    create_small(
         dir,
         "p.json",
         &["--scheme", "raid5", "--disks", "4"],
+        "m",
         4,
         &[],
     );
     write(dir, "p.json", 0, &data);
     std::fs::rename(dir.join("m2.img"), dir.join("m2.away")).unwrap();
-    write(dir, "p.json", 70_000, &pattern(5_000, 3));
+    write(dir, "p.json", 70_000, &pattern(3, 5_000));
     std::fs::rename(dir.join("m2.away"), dir.join("m2.img")).unwrap();
     let m2 = std::fs::read(dir.join("m2.img")).unwrap();
     refused(
@@ -590,6 +532,6 @@ fn a_member_back_unchanged_rejoins_without_a_rebuild_and_a_stale_one_is_refused(
     );
     assert_eq!(status(dir, "p.json")["members"][2]["state"], "failed");
     let mut want = data.clone();
-    want[70_000..75_000].copy_from_slice(&pattern(5_000, 3));
-    assert_eq!(read(dir, "p.json", 0, want.len()), want);
+    want[70_000..75_000].copy_from_slice(&pattern(3, 5_000));
+    assert_eq!(read(dir, "p.json", 0, want.len() as u64), want);
 }

@@ -10,28 +10,11 @@ use serde_json::Value;
 
 mod common;
 
-use common::{ok, raidforge, TempDir};
+use common::{create_small, ok, raidforge, TempDir};
 
 fn create(dir: &Path, checksums: &str) {
-    let mut args = vec![
-        "create",
-        "p.json",
-        "--scheme",
-        "raid5",
-        "--disks",
-        "4",
-        "--size",
-        "4M",
-        "--chunk",
-        "16K",
-        "--checksums",
-        checksums,
-    ];
-    for m in ["m0", "m1", "m2", "m3"] {
-        args.push("--member");
-        args.push(m);
-    }
-    ok(dir, &args);
+    let layout = ["--scheme", "raid5", "--disks", "4"];
+    create_small(dir, "p.json", &layout, "m", 4, &["--checksums", checksums]);
 }
 
 fn fill(dir: &Path) -> Vec<u8> {
@@ -139,7 +122,7 @@ fn flipped_byte_is_found_repaired_and_reported() {
     assert!(v["checked_bytes"].as_u64().unwrap() >= 4 * (1 << 20));
     // A byte changed behind the engine's back, in member 2's data area.
     let at = data_offset(&d.0) + 3 * 16384 + 4096 + 99;
-    flip(&d.0, "m2", at);
+    flip(&d.0, "m2.img", at);
     let (code, v) = scrub_json(&d.0);
     assert_eq!(code, Some(0), "{v}");
     let rep = v["repaired"].as_array().unwrap();
@@ -169,8 +152,8 @@ fn beyond_repair_exits_1_and_reads_fail_naming_the_range() {
     fill(&d.0);
     // The same block of the first row on two members: a RAID5 stripe loses two units.
     let at = data_offset(&d.0) + 4096 + 7;
-    flip(&d.0, "m0", at);
-    flip(&d.0, "m1", at);
+    flip(&d.0, "m0.img", at);
+    flip(&d.0, "m1.img", at);
     let (code, v) = scrub_json(&d.0);
     assert_eq!(code, Some(1), "{v}");
     let lost = v["unrecoverable"].as_array().unwrap();
@@ -204,7 +187,7 @@ fn without_checksums_scrub_reports_parity_and_rewrites_it_on_request() {
     let d = TempDir::new("scrub", "parity");
     create(&d.0, "off");
     fill(&d.0);
-    flip(&d.0, "m1", (1 << 20) + 16384 + 5);
+    flip(&d.0, "m1.img", (1 << 20) + 16384 + 5);
     let (code, v) = scrub_json(&d.0);
     assert_eq!(code, Some(1), "{v}");
     assert_eq!(v["checksums"], false);

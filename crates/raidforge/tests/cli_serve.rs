@@ -11,8 +11,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -21,69 +20,13 @@ use serde_json::Value;
 
 // ---------- helpers ----------
 
-struct TempDir(PathBuf);
+mod common;
 
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        static N: AtomicU64 = AtomicU64::new(0);
-        // Short: Unix socket paths are limited to about 100 bytes.
-        let p = std::env::temp_dir().join(format!(
-            "rfs-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    fn join(&self, p: &str) -> PathBuf {
-        self.0.join(p)
-    }
-}
+use common::{json_here, ok_here, pattern, run, TempDir};
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn raidforge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_raidforge"))
-        .args(args)
-        .output()
-        .expect("run raidforge")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = raidforge(args);
-    assert!(
-        out.status.success(),
-        "raidforge {args:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn json(args: &[&str]) -> Value {
-    serde_json::from_str(&ok(args)).expect("JSON on stdout")
-}
-
-/// The path of a client tool. Missing: under CI the test fails; otherwise it is skipped with
-/// a note (None).
+/// A client tool; .ci/run installs them for CI.
 fn tool(name: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        if std::env::var_os("CI").is_some() {
-            panic!("{name} is required under CI (.ci/run installs libnbd-bin, qemu-utils, fio)");
-        }
-        eprintln!("note: {name} not found; skipping this test (it fails under CI)");
-    }
-    found
+    common::tool(name, ".ci/run installs libnbd-bin, qemu-utils, fio")
 }
 
 fn run_tool(cmd: &mut Command) -> String {
@@ -95,18 +38,6 @@ fn run_tool(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 24) as u8
-        })
-        .collect()
 }
 
 /// Creates a pool of `n` members of `member` bytes in `dir`; returns its descriptor path.
@@ -126,7 +57,7 @@ fn create(dir: &TempDir, name: &str, layout: &[&str], n: usize, member: &str) ->
         "--json".into(),
     ]);
     let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-    let st = json(&a);
+    let st = json_here(&a);
     assert_eq!(st["state"], "clean");
     pool
 }
@@ -257,7 +188,7 @@ fn nbdinfo_nbdcopy_qemu_on_two_exports_and_clean_shutdown() {
     ) else {
         return;
     };
-    let dir = TempDir::new("clients");
+    let dir = TempDir::new("cli-serve", "clients");
     let a = create(
         &dir,
         "alpha",
@@ -272,10 +203,10 @@ fn nbdinfo_nbdcopy_qemu_on_two_exports_and_clean_shutdown() {
         5,
         "6M",
     );
-    let size_a = json(&["status", a.to_str().unwrap(), "--json"])["size_bytes"]
+    let size_a = json_here(&["status", a.to_str().unwrap(), "--json"])["size_bytes"]
         .as_u64()
         .unwrap();
-    let size_b = json(&["status", b.to_str().unwrap(), "--json"])["size_bytes"]
+    let size_b = json_here(&["status", b.to_str().unwrap(), "--json"])["size_bytes"]
         .as_u64()
         .unwrap();
     let mut srv = Served::start(
@@ -382,13 +313,13 @@ fn nbdinfo_nbdcopy_qemu_on_two_exports_and_clean_shutdown() {
         "control socket removed"
     );
     for p in [&a, &b] {
-        let s = json(&["status", p.to_str().unwrap(), "--json"]);
+        let s = json_here(&["status", p.to_str().unwrap(), "--json"]);
         assert_eq!(s["state"], "clean");
-        let v = json(&["verify", p.to_str().unwrap(), "--json"]);
+        let v = json_here(&["verify", p.to_str().unwrap(), "--json"]);
         assert_eq!(v["inconsistent"].as_array().unwrap().len(), 0);
     }
     let out = dir.join("direct.bin");
-    ok(&[
+    ok_here(&[
         "io",
         "read",
         b.to_str().unwrap(),
@@ -442,30 +373,7 @@ fn fio_start(fio: &Path, uri: &str, capacity: u64, seed: u64) -> Child {
 
 fn fio_finish(child: Child, what: &str) -> (u64, u64) {
     // Bounded: fio runs a few seconds; kill it if it hangs.
-    let pid = child.id() as i32;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(o) => o.expect("fio output"),
-        Err(_) => {
-            // SAFETY: killing our own child process.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-            panic!("fio ({what}) did not finish within 60 s");
-        }
-    };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "fio ({what}) failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // fio's nbd engine prints a line before the JSON.
-    let j: Value =
-        serde_json::from_str(&stdout[stdout.find('{').expect("fio JSON")..]).expect("fio JSON");
+    let j = common::fio_json(child, Duration::from_secs(60), what);
     let mut written = 0;
     let mut verified = 0;
     for job in j["jobs"].as_array().unwrap() {
@@ -556,10 +464,10 @@ fn watch_rebuild(pool: &Path, mut rebuild: Child) -> (Child, Option<(u64, u64)>)
 
 fn fio_scenarios(name: &str, layout: &[&str], n: usize) {
     let Some(fio) = tool("fio") else { return };
-    let dir = TempDir::new(name);
+    let dir = TempDir::new("cli-serve", name);
     let pool = create(&dir, name, layout, n, "8M");
     let p = pool.to_str().unwrap();
-    let capacity = json(&["status", p, "--json"])["size_bytes"]
+    let capacity = json_here(&["status", p, "--json"])["size_bytes"]
         .as_u64()
         .unwrap();
     let mut srv = Served::start(&[&pool], &dir.join("s.sock"), false, &[]);
@@ -576,7 +484,7 @@ fn fio_scenarios(name: &str, layout: &[&str], n: usize) {
     let mut f = fio_start(&fio, &uri, capacity, 2);
     let before = served(&pool).requests;
     wait_for_requests(&pool, before + 64, &mut f, "before the failure");
-    let st = json(&["fail", p, "--member", "1", "--json"]);
+    let st = json_here(&["fail", p, "--member", "1", "--json"]);
     assert_eq!(st["state"], "degraded", "{st}");
     let at_fail = served(&pool).requests;
     fio_finish(f, &format!("{name} member failed mid-run"));
@@ -592,7 +500,7 @@ fn fio_scenarios(name: &str, layout: &[&str], n: usize) {
     let before = served(&pool).requests;
     wait_for_requests(&pool, before + 64, &mut f, "before the replacement");
     let new = dir.join("new1.img");
-    let st = json(&[
+    let st = json_here(&[
         "replace",
         p,
         "--member",
@@ -642,13 +550,13 @@ fn fio_scenarios(name: &str, layout: &[&str], n: usize) {
     fio_finish(f, &format!("{name} during rebuild"));
 
     // Parity everywhere agrees, checked by the server while it serves.
-    let v = json(&["verify", p, "--json"]);
+    let v = json_here(&["verify", p, "--json"]);
     assert_eq!(v["inconsistent"].as_array().unwrap().len(), 0, "{v}");
     assert_eq!(v["stripes_degraded"], 0);
     assert!(srv.alive());
     let st = srv.signal_and_wait(libc::SIGINT);
     assert!(st.success(), "{:?}", srv.stderr_lines());
-    assert_eq!(json(&["status", p, "--json"])["state"], "clean");
+    assert_eq!(json_here(&["status", p, "--json"])["state"], "clean");
 }
 
 #[test]
@@ -768,7 +676,7 @@ impl Raw {
 
 #[test]
 fn protocol_errors_leave_the_server_serving() {
-    let dir = TempDir::new("proto");
+    let dir = TempDir::new("cli-serve", "proto");
     let pool = create(&dir, "p", &["--scheme", "raid5", "--disks", "4"], 4, "4M");
     let mut srv = Served::start(
         &[&pool],
@@ -777,7 +685,7 @@ fn protocol_errors_leave_the_server_serving() {
         &["--max-request", "1M"],
     );
     let addr = srv.tcp.clone().unwrap();
-    let size = json(&["status", pool.to_str().unwrap(), "--json"])["size_bytes"]
+    let size = json_here(&["status", pool.to_str().unwrap(), "--json"])["size_bytes"]
         .as_u64()
         .unwrap();
 
@@ -840,7 +748,7 @@ fn protocol_errors_leave_the_server_serving() {
     let out = dir.join("first.bin");
     let st = srv.signal_and_wait(libc::SIGTERM);
     assert!(st.success());
-    ok(&[
+    ok_here(&[
         "io",
         "read",
         pool.to_str().unwrap(),
@@ -858,23 +766,23 @@ fn protocol_errors_leave_the_server_serving() {
 
 #[test]
 fn control_socket_errors_and_exclusivity() {
-    let dir = TempDir::new("ctl");
+    let dir = TempDir::new("cli-serve", "ctl");
     let pool = create(&dir, "c", &["--scheme", "raid5", "--disks", "4"], 4, "4M");
     let p = pool.to_str().unwrap();
     let srv = Served::start(&[&pool], &dir.join("s.sock"), false, &[]);
     // Errors of the pool come back through the socket as CLI errors.
-    let out = raidforge(&["fail", p, "--member", "9"]);
+    let out = run(&["fail", p, "--member", "9"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("member 9 does not exist"), "{err}");
-    let out = raidforge(&["rebuild", p]);
+    let out = run(&["rebuild", p]);
     assert!(
         out.status.success(),
         "nothing to rebuild is fine: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     // Direct access is refused while served; so is a second server.
-    let out = raidforge(&[
+    let out = run(&[
         "io",
         "read",
         p,
@@ -887,7 +795,7 @@ fn control_socket_errors_and_exclusivity() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("being served"));
-    let out = raidforge(&["serve", p, "--socket", dir.join("t.sock").to_str().unwrap()]);
+    let out = run(&["serve", p, "--socket", dir.join("t.sock").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("in use"),
@@ -895,7 +803,7 @@ fn control_socket_errors_and_exclusivity() {
         String::from_utf8_lossy(&out.stderr)
     );
     // Status through the socket names the server.
-    let text = ok(&["status", p]);
+    let text = ok_here(&["status", p]);
     assert!(text.contains("served by pid"), "{text}");
     drop(srv);
 }
@@ -905,7 +813,7 @@ fn flushed_data_survive_a_killed_server() {
     let Some(qemu_io) = tool("qemu-io") else {
         return;
     };
-    let dir = TempDir::new("crash");
+    let dir = TempDir::new("cli-serve", "crash");
     let pool = create(&dir, "k", &["--scheme", "raid5", "--disks", "4"], 4, "4M");
     let p = pool.to_str().unwrap();
     let mut srv = Served::start(
@@ -931,7 +839,7 @@ fn flushed_data_survive_a_killed_server() {
     // The stale control socket is ignored; the pool opens (not cleanly shut down) and holds
     // the flushed bytes, with consistent parity.
     let out = dir.join("back.bin");
-    ok(&[
+    ok_here(&[
         "io",
         "read",
         p,
@@ -943,10 +851,10 @@ fn flushed_data_survive_a_killed_server() {
         out.to_str().unwrap(),
     ]);
     assert!(std::fs::read(&out).unwrap().iter().all(|&b| b == 0x3c));
-    let v = json(&["verify", p, "--json"]);
+    let v = json_here(&["verify", p, "--json"]);
     assert_eq!(v["inconsistent"].as_array().unwrap().len(), 0);
     // A new server replaces the stale socket.
     let srv2 = Served::start(&[&pool], &dir.join("s2.sock"), false, &[]);
-    assert!(ok(&["status", p]).contains("served by pid"));
+    assert!(ok_here(&["status", p]).contains("served by pid"));
     drop(srv2);
 }

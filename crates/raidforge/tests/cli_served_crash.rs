@@ -10,9 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{ok, raidforge, TempDir};
+use common::{ok, raidforge, read, status, TempDir};
 use nbd::client::{Address, Client};
-use serde_json::Value;
 
 /// A running `raidforge serve POOL --socket SOCK`, killed (SIGKILL) when dropped.
 struct Server {
@@ -84,30 +83,6 @@ fn assert_filled(got: &[u8], want: u8, what: &str) {
     }
 }
 
-fn status(dir: &Path, pool: &Path) -> Value {
-    serde_json::from_str(&ok(dir, &["status", &pool.display().to_string(), "--json"]))
-        .expect("status --json")
-}
-
-fn read_pool(dir: &Path, pool: &Path, offset: u64, len: u64) -> Vec<u8> {
-    let out = dir.join("read.bin");
-    ok(
-        dir,
-        &[
-            "io",
-            "read",
-            &pool.display().to_string(),
-            "--offset",
-            &offset.to_string(),
-            "--length",
-            &len.to_string(),
-            "--output",
-            &out.display().to_string(),
-        ],
-    );
-    std::fs::read(out).unwrap()
-}
-
 /// Issue 21, defect 1: a write that lands in a cycle a served rebuild had just moved (here a
 /// copy-back from the spare to the replaced member 0), flushed, then SIGKILL before the
 /// superblocks recorded the rebuild's progress. The pool came back with the cycle in its old
@@ -167,7 +142,7 @@ fn a_flushed_write_into_a_freshly_copied_back_cycle_survives_sigkill() {
     let _ = copyback.wait();
 
     assert_filled(
-        &read_pool(dir, &pool, 0, 65536),
+        &read(dir, &pool, 0, 65536),
         0xbb,
         "the flushed write after the kill",
     );
@@ -176,16 +151,12 @@ fn a_flushed_write_into_a_freshly_copied_back_cycle_survives_sigkill() {
     // The copy-back resumes and ends with the write in place; then the pool survives losing
     // another member.
     ok(dir, &["rebuild", &p]);
-    assert_filled(
-        &read_pool(dir, &pool, 0, 65536),
-        0xbb,
-        "after the copy-back",
-    );
+    assert_filled(&read(dir, &pool, 0, 65536), 0xbb, "after the copy-back");
     ok(dir, &["fail", &p, "--member", "1"]);
-    assert_filled(&read_pool(dir, &pool, 0, 65536), 0xbb, "member 1 failed");
+    assert_filled(&read(dir, &pool, 0, 65536), 0xbb, "member 1 failed");
     // Never written: zeros, reconstructed through the parity (0xaa ^ 0xbb if it is stale).
     assert_filled(
-        &read_pool(dir, &pool, 65536, 65536),
+        &read(dir, &pool, 65536, 65536),
         0,
         "the unwritten chunk on the failed member",
     );

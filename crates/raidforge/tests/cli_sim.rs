@@ -1,25 +1,8 @@
 //! `raidforge sim` as a script sees it: the real binary, its JSON, its errors.
 
-use std::process::{Command, Output};
+mod common;
 
-use serde_json::Value;
-
-fn raidforge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_raidforge"))
-        .args(args)
-        .output()
-        .expect("run raidforge")
-}
-
-fn json_of(args: &[&str]) -> Value {
-    let out = raidforge(args);
-    assert!(
-        out.status.success(),
-        "raidforge {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON on stdout")
-}
+use common::{json_here, run};
 
 const ONLINE: &[&str] = &[
     "sim",
@@ -48,7 +31,7 @@ const ONLINE: &[&str] = &[
 
 #[test]
 fn json_has_the_issue_fields_and_is_deterministic() {
-    let v = json_of(ONLINE);
+    let v = json_here(ONLINE);
     assert!(v["rebuild_time_s"].as_f64().unwrap() > 0.0);
     for phase in ["normal", "rebuilding"] {
         let p = &v["response_ms"][phase];
@@ -71,12 +54,12 @@ fn json_has_the_issue_fields_and_is_deterministic() {
     assert_eq!(v["rebuild"]["replaced"], 2);
     assert_eq!(v["seed"], 11);
     // One seed, one run.
-    assert_eq!(v, json_of(ONLINE));
+    assert_eq!(v, json_here(ONLINE));
 }
 
 #[test]
 fn offline_rebuild_without_json_prints_a_summary() {
-    let out = raidforge(&[
+    let out = run(&[
         "sim",
         "--scheme",
         "raidplus",
@@ -127,14 +110,14 @@ fn malformed_trace_is_an_error_naming_file_and_line() {
         "--format",
         "msr",
     ];
-    let out = raidforge(&args);
+    let out = run(&args);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("raidforge: error: "), "{err}");
     assert!(err.contains(&format!("{p}:2")), "{err}");
     let mut lenient = args.to_vec();
     lenient.extend(["--lenient", "--json"]);
-    let v = json_of(&lenient);
+    let v = json_here(&lenient);
     assert_eq!(
         (v["requests"].as_u64(), v["requests_skipped"].as_u64()),
         (Some(1), Some(1))
@@ -166,7 +149,7 @@ fn bad_arguments_are_errors() {
             "64M",
         ];
         full.extend(args);
-        let out = raidforge(&full);
+        let out = run(&full);
         assert_eq!(out.status.code(), Some(2), "{full:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{full:?}: {err}");
@@ -205,7 +188,7 @@ fn rebuild_policy_ido_reports_redirection() {
             "--json",
         ]
     };
-    let v = json_of(&args("ido"));
+    let v = json_here(&args("ido"));
     let fail_at = v["rebuild"]["fail_at_s"].as_f64().unwrap();
     // 1200 requests at 100 IOPS: about 12 s, failure at about half of it.
     assert!((5.0..7.0).contains(&fail_at), "{fail_at}");
@@ -219,16 +202,16 @@ fn rebuild_policy_ido_reports_redirection() {
         ido["writes_redirected"].as_u64().unwrap() > 0,
         ido["reclaimed_bytes"].as_u64().unwrap() > 0
     );
-    let pr = json_of(&args("pr"));
+    let pr = json_here(&args("pr"));
     assert_eq!(pr["ido"]["redirected_share"].as_f64().unwrap(), 0.0);
     // Errors name the option and what to do.
     let mut bad = args("ido");
     bad[20] = "100K";
-    let out = raidforge(&bad);
+    let out = run(&bad);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("multiple of the stripe data size"), "{err}");
-    let out = raidforge(&[
+    let out = run(&[
         "sim",
         "--scheme",
         "raid5",
@@ -268,7 +251,7 @@ fn an_all_ssd_array_runs() {
         if fail {
             args.extend(["--fail", "0", "--fail-at", "0.1"]);
         }
-        let v = json_of(&args);
+        let v = json_here(&args);
         let disks = v["per_disk"].as_array().expect("per_disk");
         assert_eq!(disks.len(), 4);
         for (i, d) in disks.iter().enumerate() {
@@ -325,7 +308,7 @@ fn a_trace_with_nothing_to_replay_is_an_error_that_says_what_was_read() {
         if let Some(f) = format {
             args.extend(["--format", f, "--lenient"]);
         }
-        let out = raidforge(&args);
+        let out = run(&args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         for n in needles {

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 mod common;
 
-use common::{ok, raidforge, refused, TempDir};
+use common::{members, ok, raidforge, refused, TempDir};
 
 fn help(dir: &std::path::Path, cmd: &[&str]) -> String {
     let mut args = cmd.to_vec();
@@ -16,14 +16,15 @@ fn help(dir: &std::path::Path, cmd: &[&str]) -> String {
     ok(dir, &args)
 }
 
+/// `create POOL --scheme raid5 --disks 3 --member POOL-m0.img ... SIZE_FLAG SIZE`.
 fn create(dir: &std::path::Path, pool: &str, size_flag: &str, size: &str) {
-    let m: Vec<String> = (0..3).map(|i| format!("{pool}-m{i}.img")).collect();
-    ok(
+    let m = members(&format!("{pool}-m"), 3);
+    common::create(
         dir,
-        &[
-            "create", pool, "--scheme", "raid5", "--disks", "3", "--member", &m[0], "--member",
-            &m[1], "--member", &m[2], size_flag, size,
-        ],
+        pool,
+        &["--scheme", "raid5", "--disks", "3"],
+        &m,
+        &[size_flag, size],
     );
 }
 
@@ -377,29 +378,12 @@ fn progress_bars_fit_in_80_columns() {
     let t = TempDir::new("cli-vocabulary", "bars");
     let dir = t.path();
     // Enough cycles for six-digit counts, slow enough for a few draws.
-    let m: Vec<String> = (0..4).map(|i| format!("m{i}.img")).collect();
-    ok(
+    common::create(
         dir,
-        &[
-            "create",
-            "p.json",
-            "--scheme",
-            "raid5",
-            "--disks",
-            "4",
-            "--member",
-            &m[0],
-            "--member",
-            &m[1],
-            "--member",
-            &m[2],
-            "--member",
-            &m[3],
-            "--member-size",
-            "48M",
-            "--chunk",
-            "4K",
-        ],
+        "p.json",
+        &["--scheme", "raid5", "--disks", "4"],
+        &members("m", 4),
+        &["--member-size", "48M", "--chunk", "4K"],
     );
     ok(dir, &["fail", "p.json", "--member", "2"]);
     ok(

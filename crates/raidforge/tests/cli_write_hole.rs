@@ -6,17 +6,11 @@ use serde_json::Value;
 
 mod common;
 
-use common::{ok, raidforge, TempDir};
+use common::{ok, raidforge, small_pool_args, TempDir};
 
-fn create_args<'a>(pool: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut a = vec![
-        "create", pool, "--scheme", "raid5", "--disks", "4", "--size", "4M", "--chunk", "16K",
-    ];
-    for m in ["m0.img", "m1.img", "m2.img", "m3.img"] {
-        a.extend(["--member", m]);
-    }
-    a.extend_from_slice(extra);
-    a
+/// `create POOL --scheme raid5 --disks 4 --member m0.img ... --size 4M --chunk 16K EXTRA...`.
+fn create_args(pool: &str, extra: &[&str]) -> Vec<String> {
+    small_pool_args(pool, &["--scheme", "raid5", "--disks", "4"], "m", 4, extra)
 }
 
 #[test]

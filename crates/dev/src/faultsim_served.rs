@@ -1178,9 +1178,6 @@ impl ServedRun {
             None => {
                 self.report.faults.admin_fail += 1;
                 self.log(format_args!("step {step}: fail member {m}"));
-                self.update_gone(|g| {
-                    g.insert(m);
-                });
                 let already = |sp: &Arc<SharedPool>| {
                     sp.with_pool(|p| Ok(p.state().failed().contains(&(m as u32))))
                         .unwrap_or(false)
@@ -1200,6 +1197,13 @@ impl ServedRun {
                         self.op_error(format!("fail {m}: {e}"));
                     }
                 }
+                // Gone once the command has returned, not before: the member was whole until
+                // the engine failed it, so a flush that ran meanwhile made its writes durable
+                // (seed 0x6b07f011: a client's flush between the two was reported as "a flush
+                // succeeded although the members gone lose data").
+                self.update_gone(|g| {
+                    g.insert(m);
+                });
             }
         }
     }

@@ -155,7 +155,7 @@ mkdir -p /dev/rf
 want=$(cat /disks 2>/dev/null | wc -l)
 n=0
 have=0
-while [ "$n" -lt 600 ]; do
+while [ "$n" -lt 3000 ]; do
     have=$(ls /sys/block | grep -c '^vd' || true)
     [ "$have" -ge "$want" ] && break
     sleep 0.1

@@ -1248,11 +1248,12 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
                 "mdadm --assemble{readonly} {md} {devs} 2>&1 | sed 's/^/RFVM asm {name} /'\n\
                  {wait}report {name} {md}\n{asm}\
                  dd if={md} of=/dev/rf/out bs=1M seek={seek} iflag=direct oflag=direct 2>/dev/null\n{read}\
-                 mdadm --stop {md} 2>/dev/null\nsyncs {name} {mdb}\n{mark}",
+                 mdadm --stop {md} 2>/dev/null\n{stopped}syncs {name} {mdb}\n{mark}",
                 devs = devs.join(" "),
                 seek = offsets[bi] >> 20,
                 asm = mark(&format!("{name}:assembled")),
                 read = mark(&format!("{name}:read")),
+                stopped = mark(&format!("{name}:stopped")),
                 mark = mark(name),
             );
         }

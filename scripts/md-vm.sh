@@ -13,10 +13,13 @@
 # prefix; nothing else is (firmware and kernel noise). The guest ends with a line
 # "RFVM-EXIT STATUS" (the script's exit status), which this script turns into its own exit
 # status. --dmesg prints the guest kernel's log to stderr at the end (for debugging).
-# A line "RFVM t LABEL" is a time mark: it comes out as "t LABEL SECONDS", the host's time
-# since QEMU started when the line reached the console (the guest's own clock is not to be
-# trusted under TCG); the guest's /init marks "kernel", each module loaded, "modules" and
-# "disks", and the last line is "t qemu-exit SECONDS".
+# The command "rfvm_mark LABEL" in SCRIPT is a time mark: it comes out as "t LABEL SECONDS",
+# the host's time since QEMU started when the line reached the console (the guest's own clock
+# is not to be trusted under TCG); the guest's /init marks "kernel", each module loaded,
+# "modules" and "disks", and the last line is "t qemu-exit SECONDS". rfvm_mark writes to the
+# console itself: a line printed through the pipe that carries SCRIPT's output can reach the
+# console seconds late while the guest is busy (seen 8 s late across a busy loop). A printed
+# line "RFVM t LABEL" is stamped too, when it arrives.
 #
 # Needs (Debian): qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm, installed with
 # --no-install-recommends (`.ci/run` does it). The guest runs under TCG (no KVM needed): about
@@ -28,7 +31,7 @@
 # (default: ${XDG_CACHE_HOME:-$HOME/.cache}/raidforge-md-vm); QEMU (default qemu-system-x86_64).
 set -euo pipefail
 
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "md-vm.sh: $*" >&2; exit 2; }
 
 QEMU="${QEMU:-qemu-system-x86_64}"
@@ -155,7 +158,7 @@ mkdir -p /dev/rf
 want=$(cat /disks 2>/dev/null | wc -l)
 n=0
 have=0
-while [ "$n" -lt 600 ]; do
+while [ "$n" -lt 3000 ]; do
     have=$(ls /sys/block | grep -c '^vd' || true)
     [ "$have" -ge "$want" ] && break
     sleep 0.1
@@ -249,6 +252,7 @@ for d in "${DISKS[@]}"; do
 done
 {
     echo 'set -e'
+    echo 'rfvm_mark() { echo "RFVM-OUT RFVM t $1" > /dev/console; }'
     cat "$SCRIPT"
 } > "$WORK/extra/test.sh"
 # The init script runs test.sh with sh -e piped through sed, so record the status separately.

@@ -35,7 +35,6 @@ fn bytes(seed: u64, n: usize) -> Vec<u8> {
 /// The harness itself: the guest sees every disk by name, builds MD arrays over them, writes
 /// what the host gave it and copies the arrays' contents out, byte for byte.
 #[test]
-#[ignore = "boots Linux under QEMU (qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm cpio; 7-17 min on 2 cores): out of CI until the adopt test's interrupted-recovery case stops failing under load (issue 23); run with --ignored"]
 fn guest_runs_md_over_host_images() {
     let _serial = one_at_a_time();
     if !vm_or_skip("guest_runs_md_over_host_images") {
@@ -358,8 +357,9 @@ enum Then {
     /// Member 1 failed and removed, a new member added and recovered completely
     /// (`mdadm --wait`), then stopped: member 1 is stale.
     Rebuild,
-    /// The same, but the recovery is slowed down to a crawl and the array stopped after two
-    /// seconds: the new member's superblock records how far it got.
+    /// The same, but the recovery is held at [`INTERRUPT_AT`] sectors (the array's
+    /// `sync_max`), and the array stopped once it got there: the new member's superblock
+    /// records that recovery offset.
     Interrupt,
 }
 
@@ -447,6 +447,35 @@ const KERNEL_ARRAYS: &[(&str, usize, &str, Then)] = &[
         Then::Interrupt,
     ),
 ];
+
+/// Where the kernel's recovery of a [`Then::Interrupt`] array is held and stopped, in sectors
+/// of each member (1 MiB: 16 rows of 64 KiB chunks; a multiple of the chunk, as `sync_max`
+/// must be).
+const INTERRUPT_AT: u64 = 2048;
+
+/// Shell functions of the guest scripts that wait for the kernel by condition, not by time
+/// (the guest runs under TCG on a machine that may be busy: a `sleep` says nothing about how
+/// far the kernel got). `wait_for WHAT SECONDS COMMAND...` runs COMMAND every 0.2 s until it
+/// succeeds; after SECONDS of the guest's time (generous bounds: a guard against a hang) it
+/// prints /proc/mdstat and "RFVM error: WHAT: ..." and fails the script. `md_at MD N`: MD's
+/// resync or recovery has recorded position N (`sync_completed`); `md_idle MD`: nothing
+/// runs and nothing is missing (`sync_action` idle, `degraded` 0).
+const GUEST_WAITS: &str = r#"
+wait_for() {
+    what=$1; limit=$2; shift 2; n=0
+    until "$@"; do
+        n=$((n + 1))
+        if [ "$n" -gt $((limit * 5)) ]; then
+            sed 's/^/RFVM mdstat /' /proc/mdstat
+            echo "RFVM error: $what: not reached within $limit s of the guest's time"
+            return 1
+        fi
+        sleep 0.2
+    done
+}
+md_at() { [ "$(cut -d' ' -f1 /sys/block/$1/md/sync_completed)" = "$2" ]; }
+md_idle() { [ "$(cat /sys/block/$1/md/sync_action) $(cat /sys/block/$1/md/degraded)" = "idle 0" ]; }
+"#;
 
 /// Bytes the kernel writes at the start of every array, and at its end.
 const HEAD_BYTES: usize = 4 << 20;
@@ -542,11 +571,10 @@ fn make_kernel_arrays() -> KernelArrays {
     std::fs::write(dir.join("payload.img"), &payload).unwrap();
     let mut vm = MdVm::new();
     vm.disk("payload", &dir.join("payload.img"));
-    // Recoveries at full speed (they are small), except where slowed on purpose.
-    let mut script = String::from(
-        "echo 200000 > /proc/sys/dev/raid/speed_limit_min\n\
-             echo 2000000 > /proc/sys/dev/raid/speed_limit_max\n",
-    );
+    // Recoveries at full speed (they are small; the interrupted one is held by `sync_max`).
+    let mut script = String::from(GUEST_WAITS);
+    script += "echo 200000 > /proc/sys/dev/raid/speed_limit_min\n\
+               echo 2000000 > /proc/sys/dev/raid/speed_limit_max\n";
     let mut arrays = Vec::new();
     for (i, &(name, n, opts, then)) in KERNEL_ARRAYS.iter().enumerate() {
         let size = (8 << 20) + (i as u64 % 5) * (64 << 10);
@@ -589,29 +617,39 @@ fn make_kernel_arrays() -> KernelArrays {
             let new = dir.join(format!("{name}-new.img"));
             image(&new, size);
             vm.disk(&format!("{name}-new"), &new);
-            let slow = if then == Then::Interrupt {
-                "echo 1 > /proc/sys/dev/raid/speed_limit_min; echo 1 > /proc/sys/dev/raid/speed_limit_max\n"
+            // Rebuild: until the new member is in (idle, nothing degraded). Interrupt: the
+            // recovery may not pass INTERRUPT_AT; until it has got there (MD records
+            // `sync_completed` at `sync_max` before it waits), then stopped: the new
+            // member's superblock says how far it got, which the guest reports.
+            let (hold, wait, recovered) = if then == Then::Interrupt {
+                (
+                    format!("echo {INTERRUPT_AT} > /sys/block/mdI/md/sync_max\n"),
+                    format!(
+                        "wait_for \"{name}: the kernel's recovery to reach {INTERRUPT_AT} sectors\" 600 \
+                         md_at mdI {INTERRUPT_AT}\n"
+                    ),
+                    format!(
+                        "echo \"RFVM recovered {name} $(mdadm --examine /dev/rf/{name}-new | \
+                         sed -n 's/.*Recovery Offset : \\([0-9]*\\) sectors.*/\\1/p')\"\n"
+                    ),
+                )
             } else {
-                ""
-            };
-            let wait = if then == Then::Interrupt {
-                "sleep 2\n"
-            } else {
-                "mdadm --wait /dev/mdI || true\n"
-            };
-            let restore = if then == Then::Interrupt {
-                "echo 200000 > /proc/sys/dev/raid/speed_limit_min; echo 2000000 > /proc/sys/dev/raid/speed_limit_max\n"
-            } else {
-                ""
+                (
+                    String::new(),
+                    format!(
+                        "wait_for \"{name}: the kernel's recovery to finish\" 600 md_idle mdI\n"
+                    ),
+                    String::new(),
+                )
             };
             script += &format!(
                     "mdadm /dev/mdI --fail /dev/rf/{name}-1 2>/dev/null\n\
                      mdadm /dev/mdI --remove /dev/rf/{name}-1 2>/dev/null\n\
-                     {slow}mdadm /dev/mdI --add /dev/rf/{name}-new 2>/dev/null\n{wait}\
-                     echo \"RFVM sync {name} $(cat /sys/block/mdI/md/sync_action) $(cat /sys/block/mdI/md/degraded)\"\n"
+                     {hold}mdadm /dev/mdI --add /dev/rf/{name}-new 2>/dev/null\n{wait}\
+                     echo \"RFVM sync {name} $(cat /sys/block/mdI/md/sync_action) $(cat /sys/block/mdI/md/degraded)\"\n\
+                     mdadm --stop /dev/mdI 2>/dev/null\n{recovered}"
                 )
                 .replace("mdI", &format!("md{i}"));
-            script += &format!("mdadm --stop /dev/md{i} 2>/dev/null\n{restore}");
             stale = Some(std::mem::replace(&mut members[1], new));
         } else {
             script += &format!("mdadm --stop /dev/md{i} 2>/dev/null\n");
@@ -643,12 +681,21 @@ fn make_kernel_arrays() -> KernelArrays {
                 "{}: the kernel's recovery did not finish",
                 a.name
             ),
-            Then::Interrupt => assert_eq!(
-                value(&lines, &format!("sync {}", a.name)),
-                "recover 1",
-                "{}: the kernel was not recovering",
-                a.name
-            ),
+            Then::Interrupt => {
+                assert_eq!(
+                    value(&lines, &format!("sync {}", a.name)),
+                    "recover 1",
+                    "{}: the kernel was not recovering",
+                    a.name
+                );
+                assert_eq!(
+                    value(&lines, &format!("recovered {}", a.name)),
+                    INTERRUPT_AT.to_string(),
+                    "{}: the new member's recovery offset (mdadm --examine) is not where the \
+                     kernel's recovery was held",
+                    a.name
+                );
+            }
             Then::Stop => {}
         }
     }
@@ -669,7 +716,6 @@ fn read_at(path: &std::path::Path, at: u64, len: usize) -> Vec<u8> {
 /// say the geometry and each member's role), P and Q recomputed with `codec` from the data in
 /// the stripe's syndrome order, every RAID1/RAID10 copy compared with its data.
 #[test]
-#[ignore = "boots Linux under QEMU (qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm cpio; 7-17 min on 2 cores): out of CI until the adopt test's interrupted-recovery case stops failing under load (issue 23); run with --ignored"]
 fn layout_md_places_every_chunk_where_the_kernel_wrote_it() {
     let _serial = one_at_a_time();
     let Some(k) = kernel_arrays("layout_md_places_every_chunk_where_the_kernel_wrote_it") else {
@@ -787,7 +833,6 @@ fn layout_md_places_every_chunk_where_the_kernel_wrote_it() {
 /// the kernel did not finish (raidforge reads it, reconstructing what was not recovered yet,
 /// then finishes the rebuild from MD's recovery offset).
 #[test]
-#[ignore = "boots Linux under QEMU (qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm cpio; 7-17 min on 2 cores): out of CI until the adopt test's interrupted-recovery case stops failing under load (issue 23); run with --ignored"]
 fn raidforge_adopts_the_arrays_the_kernel_made() {
     let _serial = one_at_a_time();
     let Some(k) = kernel_arrays("raidforge_adopts_the_arrays_the_kernel_made") else {
@@ -825,8 +870,11 @@ fn raidforge_adopts_the_arrays_the_kernel_made() {
         assert_eq!(st.size_bytes, a.size, "{}", a.name);
         if a.then == Then::Interrupt {
             assert_eq!(st.members[1].state, "rebuilding", "{}", a.name);
-            assert!(
-                st.cycles_clean > 0,
+            // MD's recovery offset, INTERRUPT_AT sectors: rows of 64 KiB (128 sectors), four
+            // rows to a cycle of RAID5 over four members (parity on each member once).
+            assert_eq!(
+                st.cycles_clean,
+                INTERRUPT_AT / 128 / 4,
                 "{}: MD's recovery offset not taken",
                 a.name
             );
@@ -974,7 +1022,6 @@ struct Back {
 /// MD arrays, read back by the kernel, written by the kernel, and read back by raidforge.
 /// One guest boot.
 #[test]
-#[ignore = "boots Linux under QEMU (qemu-system-x86 linux-image-cloud-amd64 busybox-static mdadm cpio; 7-17 min on 2 cores): out of CI until the adopt test's interrupted-recovery case stops failing under load (issue 23); run with --ignored"]
 fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
     let _serial = one_at_a_time();
     let Some(k) = kernel_arrays("pools_go_back_and_forth_between_raidforge_and_the_kernel") else {
@@ -1146,15 +1193,18 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
     let mut vm = MdVm::new();
     vm.disk("kw", &root.join("kw.img"));
     vm.disk("out", &out);
-    let mut script = String::from(
-        "echo 200000 > /proc/sys/dev/raid/speed_limit_min\n\
+    // `syncs NAME MD`: how many resyncs and recoveries the kernel started on MD (its log
+    // says each when it starts: a condition, where a look at `sync_action` a second after
+    // assembly would depend on how fast the guest runs).
+    let mut script = String::from(GUEST_WAITS);
+    script += "echo 200000 > /proc/sys/dev/raid/speed_limit_min\n\
          echo 2000000 > /proc/sys/dev/raid/speed_limit_max\n\
          find_md() { awk -v u=\"UUID=$1\" '$1 == \"ARRAY\" { for (i = 3; i <= NF; i++) if ($i == u) print $2 }' /tmp/scan; }\n\
          report() { b=$(basename $(readlink -f $2)); \
            for f in array_state degraded sync_action raid_disks; do \
              v=$(cat /sys/block/$b/md/$f 2>/dev/null || echo none); printf '%s ' \"$v\"; \
-           done > /tmp/st; echo \"RFVM state $1 $(cat /tmp/st)\"; }\n",
-    );
+           done > /tmp/st; echo \"RFVM state $1 $(cat /tmp/st)\"; }\n\
+         syncs() { echo \"RFVM syncs $1 $(dmesg | grep -cE \"md: (resync|recovery) of RAID array $2\\$\" || true)\"; }\n";
     for (bi, b) in backs.iter().enumerate() {
         let mut devs = Vec::new();
         for (j, p) in b.disks.iter().enumerate() {
@@ -1163,34 +1213,47 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
             devs.push(format!("/dev/rf/{disk}"));
         }
         if b.hand.is_some() {
-            let md = format!("/dev/md{}", 200 + bi);
+            let mdb = format!("md{}", 200 + bi);
+            let md = format!("/dev/{mdb}");
             let name = &b.name;
-            // The half-rebuilt array: its recovery crawls for a second (where did it
-            // resume?), then runs to the end.
-            let (slow, wait) = if b.hand == Some(Hand::Partial) {
+            // The half-rebuilt array (its new member is m1): assembled read-only, so that
+            // nothing runs yet; the new member's recovery offset as the kernel took it from
+            // raidforge's superblock (`recovery_start`); the recovery held by `sync_max` four
+            // rows further on and started (read-write); once it got there, where did it
+            // resume? The sectors written to the new member meanwhile say: from `r` on, not
+            // from 0. Then it runs to the end.
+            let (readonly, wait) = if b.hand == Some(Hand::Partial) {
                 (
-                    "echo 1 > /proc/sys/dev/raid/speed_limit_min; \
-                     echo 1 > /proc/sys/dev/raid/speed_limit_max\n"
-                        .to_string(),
+                    " --readonly",
                     format!(
-                        "report {name}-before {md}\n\
-                         echo \"RFVM resumed {name} $(cat /sys/block/{mdb}/md/sync_completed)\"\n\
-                         echo 200000 > /proc/sys/dev/raid/speed_limit_min; \
-                         echo 2000000 > /proc/sys/dev/raid/speed_limit_max\n\
-                         mdadm --wait {md} || true\n",
-                        mdb = &md[5..]
+                        "nv=$(basename $(readlink -f /dev/rf/b{bi}m1))\n\
+                         r=$(cat /sys/block/{mdb}/md/dev-$nv/recovery_start)\n\
+                         case $r in ''|*[!0-9]*) echo \"RFVM error: {name}: the new member is not recovering (recovery_start $r)\"; exit 1;; esac\n\
+                         s=$(( (r / 128 + 4) * 128 ))\n\
+                         echo $s > /sys/block/{mdb}/md/sync_max\n\
+                         w0=$(awk '{{print $7}}' /sys/block/$nv/stat)\n\
+                         mdadm --readwrite {md}\n\
+                         wait_for \"{name}: the kernel's recovery to reach $s sectors\" 600 md_at {mdb} $s\n\
+                         w1=$(awk '{{print $7}}' /sys/block/$nv/stat)\n\
+                         report {name}-before {md}\n\
+                         echo \"RFVM resumed {name} $r $s $((w1 - w0))\"\n\
+                         echo max > /sys/block/{mdb}/md/sync_max\n\
+                         wait_for \"{name}: the kernel's recovery to finish\" 600 md_idle {mdb}\n"
                     ),
                 )
             } else {
-                (String::new(), String::new())
+                ("", String::new())
             };
             script += &format!(
-                "{slow}mdadm --assemble {md} {devs} 2>&1 | sed 's/^/RFVM asm {name} /'\n\
-                 sleep 1\n{wait}report {name} {md}\n\
-                 dd if={md} of=/dev/rf/out bs=1M seek={seek} iflag=direct oflag=direct 2>/dev/null\n\
-                 mdadm --stop {md} 2>/dev/null\n{mark}",
+                "mdadm --assemble{readonly} {md} {devs} 2>&1 | sed 's/^/RFVM asm {name} /'\n\
+                 {wait}report {name} {md}\n{asm}\
+                 dd if={md} of=/dev/rf/out bs=1M seek={seek} iflag=direct oflag=direct 2>/dev/null\n{read}\
+                 mdadm --stop {md} 2>/dev/null\n{stopped}syncs {name} {mdb}\n{mark}",
                 devs = devs.join(" "),
                 seek = offsets[bi] >> 20,
+                asm = mark(&format!("{name}:assembled")),
+                read = mark(&format!("{name}:read")),
+                stopped = mark(&format!("{name}:stopped")),
                 mark = mark(name),
             );
         }
@@ -1198,8 +1261,10 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
     // The created pools: assembled by --scan, then found by their UUIDs in one `mdadm
     // --detail --scan` (ARRAY lines naming /dev/md/NAME, a symlink to /dev/mdN), instead of
     // one `mdadm --detail` per array per lookup (~0.25 s each under TCG, some 340 of them).
-    script += "mdadm --assemble --scan 2>&1 | sed 's/^/RFVM scan /'\nsleep 1\n\
-               mdadm --detail --scan > /tmp/scan\n";
+    // The kernel's log is cleared first: --scan may give an array a name used before.
+    script += "dmesg -c > /dev/null\n\
+               mdadm --assemble --scan 2>&1 | sed 's/^/RFVM scan /'\n\
+               mdadm --detail --scan > /tmp/scan\n: > /tmp/created\n";
     script += &mark("assemble-scan");
     for (bi, b) in backs.iter().enumerate() {
         if b.created.is_none() {
@@ -1209,6 +1274,7 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
             "md=$(find_md {uuid})\n\
              [ -n \"$md\" ] || echo \"RFVM missing {name}\"\n\
              if [ -n \"$md\" ]; then report {name} $md; \
+             echo \"{name} $(basename $(readlink -f $md))\" >> /tmp/created; \
              dd if=$md of=/dev/rf/out bs=1M seek={seek} iflag=direct oflag=direct 2>/dev/null; \
              dd if=/dev/rf/kw of=$md bs=64k seek=16 oflag=direct 2>/dev/null; \
              mdadm --stop $md 2>/dev/null; fi\n{mark}",
@@ -1218,6 +1284,7 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
             mark = mark(&b.name),
         );
     }
+    script += "while read n b; do syncs $n $b; done < /tmp/created\n";
     vm.sh(&script);
     let lines = vm.run(root);
     std::fs::write(root.join("lines.txt"), lines.join("\n")).unwrap();
@@ -1241,14 +1308,38 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
             "{}: {state} (a resync or recovery ran)",
             b.name
         );
+        // The resyncs and recoveries the kernel started: none, but the one that finished
+        // raidforge's partial rebuild.
+        assert_eq!(
+            value(&lines, &format!("syncs {}", b.name)),
+            if b.hand == Some(Hand::Partial) {
+                "1"
+            } else {
+                "0"
+            },
+            "{}: resyncs and recoveries the kernel started",
+            b.name
+        );
         if b.hand == Some(Hand::Partial) {
             let before = value(&lines, &format!("state {}-before", b.name));
             assert!(before.contains("recover"), "{}: {before}", b.name);
-            // "DONE / TOTAL" sectors: the kernel started where raidforge's rebuild stopped
-            // (three cycles of four 64 KiB rows: 1536 sectors), not at 0.
+            // "R S W": the new member's recovery offset as the kernel took it, where the
+            // recovery was held, the sectors written to the member from R to S. R is where
+            // raidforge's rebuild stopped (three cycles of four 64 KiB rows: 1536 sectors);
+            // W is S - R plus the superblock updates (a few sectors): a recovery started
+            // again at 0 would have written S or more.
             let resumed = value(&lines, &format!("resumed {}", b.name));
-            let done: u64 = resumed.split_whitespace().next().unwrap().parse().unwrap();
-            assert!(done >= 1536, "{}: recovery at {resumed}", b.name);
+            let v: Vec<u64> = resumed
+                .split_whitespace()
+                .map(|x| x.parse().unwrap())
+                .collect();
+            let (r, s, w) = (v[0], v[1], v[2]);
+            assert_eq!(r, 1536, "{}: recovery offset {resumed}", b.name);
+            assert!(
+                w >= s - r && w < s,
+                "{}: the kernel's recovery did not resume at {r}: {resumed}",
+                b.name
+            );
         }
         let at = offsets[bi] as usize;
         assert!(

@@ -112,12 +112,14 @@ impl MdVm {
     }
 }
 
-/// A guest command that prints a time mark after the step LABEL: a result line `t LABEL
-/// SECONDS`, the host's time since QEMU started (`scripts/md-vm.sh` adds it). [`MdVm::run`]
-/// reports the slowest steps, and the last marks a failed or hung guest printed say how far
-/// it got.
+/// A guest command that marks the time after the step LABEL: a result line `t LABEL
+/// SECONDS`, the host's time since QEMU started (`scripts/md-vm.sh`'s `rfvm_mark`, which
+/// writes to the console itself: an `echo` through the script's output pipe can arrive many
+/// seconds late while the guest is busy, and the time would go to the wrong step).
+/// [`MdVm::run`] reports the slowest steps, and the last marks a failed or hung guest printed
+/// say how far it got.
 pub fn mark(label: &str) -> String {
-    format!("echo \"RFVM t {label}\"\n")
+    format!("rfvm_mark {label}\n")
 }
 
 /// The time marks (`t LABEL SECONDS`) as "; to the script N s (kernel N, disks N), script

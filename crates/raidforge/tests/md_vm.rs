@@ -19,19 +19,6 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     M.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// xorshift64 bytes.
-fn bytes(seed: u64, n: usize) -> Vec<u8> {
-    let mut s = seed | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 24) as u8
-        })
-        .collect()
-}
-
 /// The harness itself: the guest sees every disk by name, builds MD arrays over them, writes
 /// what the host gave it and copies the arrays' contents out, byte for byte.
 #[test]
@@ -48,7 +35,7 @@ fn guest_runs_md_over_host_images() {
         image(&p, 8 << 20);
         vm.disk(&format!("m{i}"), &p);
     }
-    let payload = bytes(7, 2 << 20);
+    let payload = common::pattern(7, 2 << 20);
     std::fs::write(d.join("payload.img"), &payload).unwrap();
     vm.disk("payload", &d.join("payload.img"));
     image(&d.join("out5.img"), 32 << 20);
@@ -567,7 +554,7 @@ fn make_kernel_arrays() -> KernelArrays {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("md-vm-kernel-arrays");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let payload = bytes(0x23, HEAD_BYTES + TAIL_BYTES);
+    let payload = common::pattern(0x23, HEAD_BYTES + TAIL_BYTES);
     std::fs::write(dir.join("payload.img"), &payload).unwrap();
     let mut vm = MdVm::new();
     vm.disk("payload", &dir.join("payload.img"));
@@ -1048,7 +1035,7 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
             u
         };
         let mut want = a.expected(&k.payload);
-        let region = bytes(0x4800 + i as u64, 1 << 20);
+        let region = common::pattern(0x4800 + i as u64, 1 << 20);
         let at = 2 << 20;
         let mut disks = members.clone();
         let write = |pool: &mut Pool, want: &mut Vec<u8>| {
@@ -1159,7 +1146,7 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
         }
         let mut pool = Pool::open(&desc).unwrap();
         let st = pool.status();
-        let want = bytes(0x5000 + i as u64, st.size_bytes as usize);
+        let want = common::pattern(0x5000 + i as u64, st.size_bytes as usize);
         pool.write(0, &want).unwrap();
         pool.close().unwrap();
         let mut uuid = [0u8; 16];
@@ -1177,7 +1164,7 @@ fn pools_go_back_and_forth_between_raidforge_and_the_kernel() {
         });
     }
     // The guest: hand-backs assembled one by one, then the created pools by --scan.
-    let kernel_write = bytes(0x6000, 512 << 10);
+    let kernel_write = common::pattern(0x6000, 512 << 10);
     std::fs::write(root.join("kw.img"), &kernel_write).unwrap();
     // Each array's bytes go to `out` at a 1 MiB boundary, copied with 1 MiB O_DIRECT reads
     // and writes (measured in the guest on a 92 MiB RAID5: 0.6 s; with 64 KiB reads and

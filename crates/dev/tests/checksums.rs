@@ -822,3 +822,67 @@ fn a_damaged_block_under_a_damaged_own_entry_is_repaired() {
     assert_eq!(pool.status().repairs.checksum_mismatches, 1);
     pool.close().unwrap();
 }
+
+/// A block of the last copy of which some sectors cannot be read while one can (a write
+/// remapped it): a read of the block fails naming only the unreadable sectors on a pool
+/// without checksums, and the readable sector (acknowledged data) stays readable; with
+/// checksums the block is checked whole, so it is lost whole. (Served fault harness, seed
+/// 0x6b07f9a4: a 3-way mirror down to one member with latent errors acknowledged a 512-byte
+/// write into such a block, and a neighbour's read then recorded the whole block lost.)
+#[test]
+fn an_unreadable_sector_is_lost_alone_on_a_pool_without_checksums() {
+    for checksums in [false, true] {
+        let d = TempDir::new(&format!("sector-lost-{checksums}"));
+        let (mut pool, data) = filled(&d.0, SchemeKind::Raid1, params(2, None), checksums);
+        pool.fail(1).unwrap();
+        // Block 3 of cycle 1 on member 0: its second and fourth sectors fail to read.
+        let geo = pool.geometry().clone();
+        let place = places_with(&pool, 0, Role::Data)[0];
+        let c = 1;
+        let (m, at) = where_is(&pool, c, place, 3 * 4096);
+        let lo = logical_offset(&geo, c, place, 3 * 4096).unwrap();
+        pool.wrap_member(m, |inner| {
+            let f = Faulty::new(inner);
+            let mut r = f.faults.read_error_ranges.lock().unwrap();
+            r.push((at + 512, at + 1024));
+            r.push((at + 1536, at + 2048));
+            drop(r);
+            Arc::new(f) as Arc<dyn Member>
+        });
+        let err = pool.read(lo, 4096).unwrap_err();
+        let PoolError::Lost { ranges } = err else {
+            panic!("read of a block with unreadable sectors returned {err:?}");
+        };
+        let got: Vec<(u64, u64)> = ranges
+            .iter()
+            .map(|r| (r.logical_offset, r.length))
+            .collect();
+        let want = if checksums {
+            vec![(lo, 4096)]
+        } else {
+            vec![(lo + 512, 512), (lo + 1536, 512)]
+        };
+        assert_eq!(got, want, "checksums {checksums}: the ranges reported lost");
+        let listed: Vec<(u64, u64)> = pool
+            .status()
+            .lost
+            .iter()
+            .map(|r| (r.logical_offset, r.length))
+            .collect();
+        assert_eq!(
+            listed, want,
+            "checksums {checksums}: the ranges listed lost"
+        );
+        if !checksums {
+            // The sectors around and between the unreadable ones read what was written.
+            for (a, b) in [(0u64, 512u64), (1024, 1536), (2048, 4096)] {
+                assert_eq!(
+                    pool.read(lo + a, b - a).unwrap(),
+                    &data[(lo + a) as usize..(lo + b) as usize],
+                    "bytes {a}..{b} of the block"
+                );
+            }
+        }
+        pool.close().unwrap();
+    }
+}

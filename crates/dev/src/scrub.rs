@@ -560,8 +560,9 @@ impl Pool {
         let per_page = crate::csum::ENTRIES_PER_PAGE;
         let stripes = &self.state.layout_of(c).stripes;
         // Each mismatching block: (stripe, place, block-aligned byte of its chunk, member,
-        // member byte, whether a crash may have torn its entry).
-        let mut blocks: Vec<(usize, PlaceId, u64, u32, u64, bool)> = Vec::new();
+        // member byte, whether a crash may have torn its entry, whether it is marked lost).
+        type Blk = (usize, PlaceId, u64, u32, u64, bool, bool);
+        let mut blocks: Vec<Blk> = Vec::new();
         for b in &bad {
             for k in 0..b.len.div_ceil(BLOCK_BYTES) {
                 let off = b.offset_bytes + k * BLOCK_BYTES;
@@ -577,68 +578,124 @@ impl Pool {
                 else {
                     return Ok(None);
                 };
+                let poison = cs.stored(b.member as usize, off) == POISON;
                 let torn = cc == c
-                    && cs.stored(b.member as usize, off) != POISON
+                    && !poison
                     && suspect.contains(&(b.member, off / BLOCK_BYTES / per_page));
-                blocks.push((si, p, in_chunk, b.member, off, torn));
+                blocks.push((si, p, in_chunk, b.member, off, torn, poison));
             }
         }
+        // The block the cycle's read holds at member `member`'s byte `off`.
+        let data_at = |member: u32, off: u64| -> Option<Vec<u8>> {
+            let io = plan.reads.iter().find(|io| {
+                io.member == member
+                    && io.offset_bytes <= off
+                    && off + BLOCK_BYTES <= io.offset_bytes + io.data.len as u64
+            })?;
+            let at = io.data.off + (off - io.offset_bytes) as usize;
+            Some(bufs[io.data.buf][at..at + BLOCK_BYTES as usize].to_vec())
+        };
+        let data_offset = self.map.data_offset_bytes;
+        let entry_range = |member: u32, off: u64| MemberRange {
+            member: member as usize,
+            offset: data_offset + off,
+            length: BLOCK_BYTES,
+            kind: "checksum-entry".into(),
+        };
         let tolerance = self.geo.scheme().tolerance();
         let mut fixed = Vec::new();
+        let mut rewritten: Vec<(u32, u64)> = Vec::new();
         let stripe_ids: BTreeSet<usize> = blocks.iter().map(|x| x.0).collect();
         for si in stripe_ids {
-            let mine: Vec<_> = blocks.iter().filter(|x| x.0 == si).collect();
+            let mine: Vec<Blk> = blocks.iter().filter(|x| x.0 == si).copied().collect();
             if !outcome.inconsistent.contains(&si) {
                 if mine.iter().any(|x| !x.5) {
                     continue;
                 }
-                for &&(_, _, _, member, off, _) in &mine {
-                    if self.members.handles[member as usize].is_none() {
-                        return Ok(None);
-                    }
-                    let Some(io) = plan.reads.iter().find(|io| {
-                        io.member == member
-                            && io.offset_bytes <= off
-                            && off + BLOCK_BYTES <= io.offset_bytes + io.data.len as u64
-                    }) else {
+                for &(_, _, _, member, off, _, _) in &mine {
+                    let Some(bytes) = data_at(member, off) else {
                         return Ok(None);
                     };
-                    let at = io.data.off + (off - io.offset_bytes) as usize;
-                    let bytes = bufs[io.data.buf][at..at + BLOCK_BYTES as usize].to_vec();
                     cs.record(member as usize, off, &bytes);
-                    if let Err(e) = cs.write_pages(
-                        member as usize,
-                        &self.members.handles,
-                        off / BLOCK_BYTES,
-                        off / BLOCK_BYTES + 1,
-                    ) {
-                        self.fail_members(&[e.member as u32])?;
-                        return Ok(None);
-                    }
-                    self.file.desc.repairs.checksum_entries_rewritten += 1;
-                    fixed.push(MemberRange {
-                        member: member as usize,
-                        offset: self.map.data_offset_bytes + off,
-                        length: BLOCK_BYTES,
-                        kind: "checksum-entry".into(),
-                    });
+                    rewritten.push((member, off));
                 }
                 continue;
             }
             let rows: BTreeSet<u64> = mine.iter().map(|x| x.2).collect();
             for row in rows {
-                let in_row: Vec<_> = mine.iter().filter(|x| x.2 == row).collect();
-                if in_row.len() > tolerance || in_row.iter().any(|x| !x.5) {
+                let in_row: Vec<Blk> = mine.iter().filter(|x| x.2 == row).copied().collect();
+                if in_row.iter().any(|x| x.6) {
                     continue;
                 }
-                let places: Vec<PlaceId> = in_row.iter().map(|x| x.1).collect();
-                if let Ok(written) =
-                    self.repair_group(c, places, row, row + BLOCK_BYTES, false, "checksum")?
-                {
-                    self.file.desc.repairs.checksum_entries_rewritten += written.len() as u64;
-                    fixed.extend(written);
+                let (torn, known): (Vec<Blk>, Vec<Blk>) = in_row.into_iter().partition(|x| x.5);
+                if known.is_empty() {
+                    // Only torn entries: the row's other blocks (matching their checksums)
+                    // say what these hold.
+                    if torn.len() > tolerance {
+                        continue;
+                    }
+                    let places: Vec<PlaceId> = torn.iter().map(|x| x.1).collect();
+                    if let Ok(written) =
+                        self.repair_group(c, places, row, row + BLOCK_BYTES, false, "checksum")?
+                    {
+                        self.file.desc.repairs.checksum_entries_rewritten += written.len() as u64;
+                        fixed.extend(written);
+                    }
+                    continue;
+                }
+                if known.len() > tolerance {
+                    continue;
+                }
+                // Blocks whose checksums are known and do not match (damaged at rest), beside
+                // torn entries: the torn entries are taken at their blocks' word for a
+                // moment, and the damaged blocks recomputed, checked against their own
+                // checksums. A match vouches for the torn blocks too (they went into it);
+                // otherwise their entries go back to unknown.
+                let mut saved = Vec::new();
+                let mut whole = true;
+                for &(_, _, _, member, off, _, _) in &torn {
+                    let Some(bytes) = data_at(member, off) else {
+                        whole = false;
+                        break;
+                    };
+                    saved.push((member, off, cs.entry(member as usize, off)));
+                    cs.record(member as usize, off, &bytes);
+                }
+                let places: Vec<PlaceId> = known.iter().map(|x| x.1).collect();
+                let outcome = if whole {
+                    self.repair_group(c, places, row, row + BLOCK_BYTES, true, "checksum")?
+                        .ok()
+                } else {
+                    None
+                };
+                match outcome {
+                    Some(written) => {
+                        fixed.extend(written);
+                        rewritten.extend(saved.iter().map(|&(m, o, _)| (m, o)));
+                    }
+                    None => {
+                        for (member, off, e) in saved {
+                            cs.restore_entry(member as usize, off, e);
+                        }
+                    }
                 }
             }
+        }
+        for (member, off) in rewritten {
+            if self.members.handles[member as usize].is_none() {
+                return Ok(None);
+            }
+            if let Err(e) = cs.write_pages(
+                member as usize,
+                &self.members.handles,
+                off / BLOCK_BYTES,
+                off / BLOCK_BYTES + 1,
+            ) {
+                self.fail_members(&[e.member as u32])?;
+                return Ok(None);
+            }
+            self.file.desc.repairs.checksum_entries_rewritten += 1;
+            fixed.push(entry_range(member, off));
         }
         Ok(Some(fixed))
     }

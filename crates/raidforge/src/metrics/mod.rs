@@ -387,36 +387,25 @@ fn member_families(f: &mut Families, pool: &str, meters: &PoolMeters, s: Option<
             l(&base),
             Value::Int(d.write.bytes.load(Ordering::Relaxed)),
         );
-        let ops = [("read", &d.read), ("write", &d.write), ("flush", &d.flush)];
-        let snaps: Vec<_> = ops
-            .iter()
-            .map(|(op, m)| (*op, m.latency.snapshot(), m.errors.load(Ordering::Relaxed)))
-            .collect();
-        for (op, h, _) in &snaps {
+        // (Families keep each family's samples together, whatever the order they come in.)
+        for (op, m) in [("read", &d.read), ("write", &d.write), ("flush", &d.flush)] {
             let mut labels = l(&base);
             labels.push(("op", op.to_string()));
+            let h = m.latency.snapshot();
             f.add(
                 "raidforge_member_ios",
                 "I/Os a member device completed (op read, write, flush), failed ones included.",
                 Kind::Counter,
-                labels,
+                labels.clone(),
                 Value::Int(h.count()),
             );
-        }
-        for (op, _, errors) in &snaps {
-            let mut labels = l(&base);
-            labels.push(("op", op.to_string()));
             f.add(
                 "raidforge_member_errors",
                 "I/Os of a member device that failed.",
                 Kind::Counter,
-                labels,
-                Value::Int(*errors),
+                labels.clone(),
+                Value::Int(m.errors.load(Ordering::Relaxed)),
             );
-        }
-        for (op, h, _) in snaps {
-            let mut labels = l(&base);
-            labels.push(("op", op.to_string()));
             f.add(
                 "raidforge_member_io_duration_seconds",
                 "How long each I/O of a member device took, failed ones included.",
@@ -429,28 +418,31 @@ fn member_families(f: &mut Families, pool: &str, meters: &PoolMeters, s: Option<
 }
 
 fn export_families(f: &mut Families, pool: &str, m: &ExportMeter) {
-    let snaps: Vec<_> = EXPORT_OPS
-        .iter()
-        .zip(&m.ops)
-        .map(|(op, o)| (*op, o.latency.snapshot(), o.errors.load(Ordering::Relaxed)))
-        .collect();
-    for (op, h, _) in &snaps {
+    for (op, o) in EXPORT_OPS.iter().zip(&m.ops) {
+        let labels = l(&[("pool", pool), ("op", op)]);
+        let h = o.latency.snapshot();
         f.add(
             "raidforge_export_requests",
             "NBD requests the export served (op read, write, flush, trim, write_zeroes), \
              failed ones included.",
             Kind::Counter,
-            l(&[("pool", pool), ("op", op)]),
+            labels.clone(),
             Value::Int(h.count()),
         );
-    }
-    for (op, _, errors) in &snaps {
         f.add(
             "raidforge_export_request_errors",
             "NBD requests of the export that failed (the client got an error).",
             Kind::Counter,
-            l(&[("pool", pool), ("op", op)]),
-            Value::Int(*errors),
+            labels.clone(),
+            Value::Int(o.errors.load(Ordering::Relaxed)),
+        );
+        f.add(
+            "raidforge_export_request_duration_seconds",
+            "How long the pool took per NBD request (from the request's start in the pool to \
+             its end; network time not included).",
+            Kind::Histogram,
+            labels,
+            Value::Histogram(h),
         );
     }
     f.add(
@@ -467,14 +459,196 @@ fn export_families(f: &mut Families, pool: &str, m: &ExportMeter) {
         l(&[("pool", pool)]),
         Value::Int(m.ops[1].bytes.load(Ordering::Relaxed)),
     );
-    for (op, h, _) in snaps {
-        f.add(
-            "raidforge_export_request_duration_seconds",
-            "How long the pool took per NBD request (from the request's start in the pool to \
-             its end; network time not included).",
-            Kind::Histogram,
-            l(&[("pool", pool), ("op", op)]),
-            Value::Histogram(h),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    use dev::pool::{test_opts, Pool, RebuildOpts};
+    use dev::serve_support::{Concurrency, PoolBackend};
+    use layout::SchemeKind;
+
+    /// The value of the one line of `text` that is exactly `series` followed by a value.
+    fn value(text: &str, series: &str) -> f64 {
+        let found: Vec<f64> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(series))
+            .filter_map(|rest| rest.strip_prefix(' '))
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert_eq!(found.len(), 1, "{series}:\n{text}");
+        found[0]
+    }
+
+    fn member_state(text: &str, slot: usize, device: &Path, state: &str) -> f64 {
+        value(
+            text,
+            &format!(
+                "raidforge_member_state{{pool=\"p\",member=\"{slot}\",device=\"{}\",state=\"{state}\"}}",
+                device.display()
+            ),
+        )
+    }
+
+    #[test]
+    fn a_pool_failed_replaced_and_rebuilt_in_process_reports_each_state() {
+        let dir = std::env::temp_dir().join(format!("rf-metrics-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let desc = dir.join("p.json");
+        Pool::create(&desc, test_opts(SchemeKind::Raid5, &dir, 3, 6 << 20)).unwrap();
+        let meters = PoolMeters::new();
+        let pool = Pool::open_wrapped(&desc, meters.wrap()).unwrap();
+        let sp = SharedPool::new(pool, Concurrency::Stripes).unwrap();
+        let export = Arc::new(ExportMeter::default());
+        let backend = MeteredBackend {
+            inner: Arc::new(PoolBackend(Arc::clone(&sp))),
+            meter: Arc::clone(&export),
+        };
+        let st = sp.status().unwrap();
+        let m = Metrics {
+            pools: vec![MeteredPool {
+                name: "p".into(),
+                descriptor: desc.clone(),
+                layout: st.layout.clone(),
+                uuid: st.uuid.clone(),
+                pool: Arc::clone(&sp),
+                members: Arc::clone(&meters),
+                export,
+            }],
+            server: None,
+        };
+        let cap = sp.capacity_bytes();
+        backend.write(0, &[7u8; 65536]).unwrap();
+        let mut buf = vec![0u8; 4096];
+        backend.read(4096, &mut buf).unwrap();
+        // Past the end: the pool refuses it, the export counts an error.
+        assert!(backend.read(cap, &mut buf).is_err());
+
+        let t = m.render(Format::Prometheus);
+        assert_eq!(
+            value(&t, "raidforge_pool_state{pool=\"p\",state=\"clean\"}"),
+            1.0
         );
+        assert_eq!(
+            value(&t, "raidforge_pool_failures_tolerated{pool=\"p\"}"),
+            1.0
+        );
+        assert_eq!(
+            value(&t, "raidforge_pool_rebuild_done_bytes{pool=\"p\"}"),
+            cap as f64
+        );
+        assert_eq!(
+            value(
+                &t,
+                "raidforge_export_requests_total{pool=\"p\",op=\"write\"}"
+            ),
+            1.0
+        );
+        assert_eq!(
+            value(
+                &t,
+                "raidforge_export_requests_total{pool=\"p\",op=\"read\"}"
+            ),
+            2.0
+        );
+        assert_eq!(
+            value(
+                &t,
+                "raidforge_export_request_errors_total{pool=\"p\",op=\"read\"}"
+            ),
+            1.0
+        );
+        assert_eq!(
+            value(&t, "raidforge_export_written_bytes_total{pool=\"p\"}"),
+            65536.0
+        );
+        assert_eq!(
+            value(&t, "raidforge_export_read_bytes_total{pool=\"p\"}"),
+            4096.0
+        );
+        for i in 0..3 {
+            assert_eq!(
+                member_state(&t, i, &dir.join(format!("m{i}.img")), "active"),
+                1.0
+            );
+        }
+        // The healer is off: no automatic-rebuild series.
+        assert!(!t.contains("raidforge_pool_auto_rebuilds"));
+
+        sp.fail(1).unwrap();
+        let t = m.render(Format::Prometheus);
+        assert_eq!(
+            value(&t, "raidforge_pool_state{pool=\"p\",state=\"degraded\"}"),
+            1.0
+        );
+        assert_eq!(
+            value(&t, "raidforge_pool_state{pool=\"p\",state=\"clean\"}"),
+            0.0
+        );
+        assert_eq!(
+            value(&t, "raidforge_pool_failures_tolerated{pool=\"p\"}"),
+            0.0
+        );
+        assert_eq!(member_state(&t, 1, &dir.join("m1.img"), "failed"), 1.0);
+
+        let new = dir.join("m3.img");
+        sp.replace(1, &new).unwrap();
+        let t = m.render(Format::Prometheus);
+        assert_eq!(
+            value(&t, "raidforge_pool_state{pool=\"p\",state=\"rebuilding\"}"),
+            1.0
+        );
+        assert_eq!(member_state(&t, 1, &dir.join("m1.img"), "removed"), 1.0);
+        assert_eq!(member_state(&t, 1, &new, "rebuilding"), 1.0);
+        assert!(value(&t, "raidforge_pool_rebuild_done_bytes{pool=\"p\"}") < cap as f64);
+
+        sp.start_rebuild(RebuildOpts::default()).unwrap();
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        while !sp.rebuild_info().finished {
+            assert!(Instant::now() < deadline, "{:?}", sp.rebuild_info());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let t = m.render(Format::Prometheus);
+        assert_eq!(
+            value(&t, "raidforge_pool_state{pool=\"p\",state=\"clean\"}"),
+            1.0
+        );
+        assert_eq!(
+            value(&t, "raidforge_pool_failures_tolerated{pool=\"p\"}"),
+            1.0
+        );
+        assert_eq!(
+            value(&t, "raidforge_pool_rebuild_done_bytes{pool=\"p\"}"),
+            cap as f64
+        );
+        assert!(
+            value(
+                &t,
+                "raidforge_pool_rebuild_rate_bytes_per_second{pool=\"p\"}"
+            ) > 0.0
+        );
+        assert_eq!(member_state(&t, 1, &new, "active"), 1.0);
+        let series = |name: &str, dev: &Path| {
+            format!(
+                "{name}{{pool=\"p\",member=\"1\",device=\"{}\"}}",
+                dev.display()
+            )
+        };
+        // The replacement got member 1's whole share (a RAID5 of 3: half the capacity).
+        assert!(
+            value(&t, &series("raidforge_member_written_bytes_total", &new)) >= (cap / 2) as f64
+        );
+        // The failed device's counts stay as they were when it left.
+        assert!(
+            value(
+                &t,
+                &series("raidforge_member_written_bytes_total", &dir.join("m1.img"))
+            ) > 0.0
+        );
+        sp.close().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -200,7 +200,7 @@ pub fn render(families: &[Family], f: Format) -> String {
                     let _ = writeln!(out, " {}", float(h.sum_s));
                 }
                 (Value::Histogram(_), _) | (_, Kind::Histogram) => {
-                    debug_assert!(false, "{}: histogram value and kind disagree", fam.name);
+                    unreachable!("{}: histogram value and kind disagree", fam.name)
                 }
                 (v, k) => {
                     out.push_str(fam.name);

@@ -196,7 +196,9 @@ impl Page {
             if ty != "histogram" {
                 continue;
             }
-            let mut groups: BTreeMap<String, (Vec<(f64, f64)>, Option<f64>)> = BTreeMap::new();
+            // Per label set (without `le`): the buckets (bound, count) and `_count`.
+            type Series = (Vec<(f64, f64)>, Option<f64>);
+            let mut groups: BTreeMap<String, Series> = BTreeMap::new();
             for s in f["samples"].as_array().unwrap() {
                 let mut labels = s["labels"].as_object().unwrap().clone();
                 let le = labels.remove("le");

@@ -196,11 +196,20 @@ pub fn print_status_of(s: &dev::pool::Status, json: bool) -> anyhow::Result<()> 
             j.replayed_records
         ),
         None if s.write_hole == "journal" => println!("      write hole: journal"),
-        None => println!(
-            "      write hole: write-intent bitmap ({} regions marked): a crash is followed by a \
-             resync of the marked regions (create with --write-hole journal to close the hole)",
-            s.intent_regions_marked
-        ),
+        None => match s.after_crash.as_str() {
+            "resync-whole" => println!(
+                "      write hole: no journal and no write-intent bitmap (Linux MD's format): \
+                 writes mark the array dirty until the pool is closed, and after a crash the \
+                 next assembly (raidforge's or the kernel's) resynchronises the whole array"
+            ),
+            "none" => println!("      write hole: none (RAID0 has no parity or copies)"),
+            _ => println!(
+                "      write hole: write-intent bitmap ({} regions marked): a crash is followed \
+                 by a resync of the marked regions (create with --write-hole journal to close \
+                 the hole)",
+                s.intent_regions_marked.unwrap_or(0)
+            ),
+        },
     }
     if let Some(r) = &s.resync {
         println!(

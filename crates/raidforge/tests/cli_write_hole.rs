@@ -52,6 +52,8 @@ fn wh_journal_pool_status_and_io() {
     assert!(text.contains("write hole: journal"), "{text}");
     let st: Value = serde_json::from_str(&ok(dir, &["status", "p.json", "--json"])).unwrap();
     assert_eq!(st["write_hole"], "journal");
+    assert_eq!(st["after_crash"], "journal-replay");
+    assert!(st.get("intent_regions_marked").is_none(), "{st}");
     // Without a journal (the default) the status says what protects the pool instead: the
     // write-intent bitmap and the resync it leads to after a crash.
     let tmp2 = TempDir::new("cli-wh", "none");
@@ -83,4 +85,78 @@ fn wh_bad_values_are_refused() {
         assert!(err.contains(needle), "{extra:?}: {err}");
         assert!(!dir.join("p.json").exists(), "{extra:?} left a descriptor");
     }
+}
+
+/// A pool in Linux MD's format (`--metadata md`) has neither a journal nor raidforge's
+/// write-intent bitmap, and its status says so (text and JSON), with what a crash leads to
+/// instead: a pool written and not closed is left dirty on its members, and the next
+/// assembly resynchronises the whole array, from sector 0. RAID0 has nothing to
+/// resynchronise. raidforge's own format keeps its bitmap line.
+#[test]
+fn wh_md_pool_status_says_what_md_does() {
+    let tmp = TempDir::new("cli-wh", "md");
+    let dir = tmp.path();
+    let members = common::members("m", 4);
+    let md = ["--scheme", "raid5", "--metadata", "md", "--size", "8M"];
+    let created = common::create(dir, "p.json", &md, &members, &[]);
+    for text in [created, ok(dir, &["status", "p.json"])] {
+        assert!(
+            text.contains("write hole: no journal and no write-intent bitmap (Linux MD's format)")
+                && text.contains("resynchronises the whole array"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("regions marked") && !text.contains("--write-hole journal"),
+            "{text}"
+        );
+    }
+    let st = common::status(dir, "p.json");
+    assert!(
+        st["metadata"].as_str().unwrap().starts_with("md 1.2 raid5"),
+        "{st}"
+    );
+    assert_eq!(st["write_hole"], "none");
+    assert_eq!(st["after_crash"], "resync-whole");
+    assert!(st.get("intent_regions_marked").is_none(), "{st}");
+
+    // What the status says, done: written and never closed (a crash, as far as the members
+    // know), the superblocks say dirty from sector 0, and assembling the members
+    // resynchronises the array from there.
+    let mut pool = dev::pool::Pool::open(&dir.join("p.json")).unwrap();
+    pool.write(0, &common::pattern(3, 256 << 10)).unwrap();
+    drop(pool);
+    let sb = |m: &str| {
+        let b = std::fs::read(dir.join(m)).unwrap();
+        raidcore::md::MdSuperblock::decode(&b[4096..8192]).unwrap()
+    };
+    assert_eq!(sb("m0.img").resync_offset, 0, "dirty after the crash");
+    let mut args = vec!["assemble".to_string(), "q.json".to_string()];
+    for m in &members {
+        args.extend(["--member".to_string(), m.clone()]);
+    }
+    let out = raidforge(dir, &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("parity resynchronised from array sector 0 "),
+        "{err}"
+    );
+    assert!(sb("m0.img").is_clean());
+
+    // RAID0 in MD's format: nothing to resynchronise.
+    let r0 = ["--scheme", "raid0", "--metadata", "md", "--size", "8M"];
+    common::create(dir, "r0.json", &r0, &common::members("z", 2), &[]);
+    let text = ok(dir, &["status", "r0.json"]);
+    assert!(
+        text.contains("write hole: none (RAID0 has no parity or copies)"),
+        "{text}"
+    );
+    assert_eq!(common::status(dir, "r0.json")["after_crash"], "none");
+
+    // raidforge's own format: its bitmap, and the resync of what it marked.
+    let own = ["--scheme", "raid5", "--disks", "4"];
+    common::create_small(dir, "own.json", &own, "o", 4, &[]);
+    let st = common::status(dir, "own.json");
+    assert_eq!(st["after_crash"], "resync-marked");
+    assert_eq!(st["intent_regions_marked"], 0);
 }

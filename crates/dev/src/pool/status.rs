@@ -74,10 +74,18 @@ pub struct Status {
     /// The on-disk format when it is not raidforge's own: "md 1.2 raid5 left-symmetric".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<String>,
-    /// Write-intent regions marked now (a pool without a journal): what a crash would leave
-    /// to resynchronise.
+    /// Write-intent regions marked now: what a crash would leave to resynchronise. Absent
+    /// when the pool has no write-intent bitmap (a journal, or Linux MD's format).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent_regions_marked: Option<usize>,
+    /// What follows a crash (an unclean shutdown) before the pool serves again:
+    /// "journal-replay" (the journal's records are replayed), "resync-marked" (the regions
+    /// the write-intent bitmap marked are resynchronised), "resync-whole" (Linux MD's
+    /// format: no bitmap; writes mark the array dirty until it is closed, and the next
+    /// assembly, raidforge's or the kernel's, resynchronises the whole array), "none" (MD
+    /// RAID0: no parity or copies to disagree).
     #[serde(default)]
-    pub intent_regions_marked: usize,
+    pub after_crash: String,
     /// What the resync after an unclean shutdown did when the pool was opened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resync: Option<super::ResyncReport>,
@@ -250,7 +258,13 @@ impl Pool {
             journal: self.wh.journal.as_ref().map(|j| j.stats()),
             ido: None,
             metadata: self.metadata_description(),
-            intent_regions_marked: self.wh.intent.as_ref().map_or(0, |w| w.marked().len()),
+            intent_regions_marked: self.wh.intent.as_ref().map(|w| w.marked().len()),
+            after_crash: match (&self.md, self.wh.mode) {
+                (Some(md), _) => md.after_crash(),
+                (None, WriteHole::Journal) => "journal-replay",
+                (None, WriteHole::None) => "resync-marked",
+            }
+            .into(),
             resync: self.integrity.resync.clone(),
             spares: self.file.desc.spares.clone(),
             auto_heal: None,

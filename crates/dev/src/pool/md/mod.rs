@@ -117,6 +117,17 @@ impl MdFormat {
         )
     }
 
+    /// What follows a crash, for status (see `Status::after_crash`): the array was marked
+    /// dirty before the first write (`resync_offset` 0), so whoever assembles it next
+    /// resynchronises it from the start; RAID0 has nothing to resynchronise.
+    pub(crate) fn after_crash(&self) -> &'static str {
+        if self.array.level == 0 {
+            "none"
+        } else {
+            "resync-whole"
+        }
+    }
+
     /// The member sector where slot `i`'s data starts.
     pub(crate) fn data_offset_bytes(&self, i: usize) -> Option<u64> {
         self.slots[i].as_ref().map(|s| s.sb.data_offset * 512)

@@ -207,7 +207,11 @@ impl Pool {
             .collect();
         let state = if self.state.data_lost(&self.geo) {
             "failed"
-        } else if !failed.is_empty() && !self.state.all_clean() {
+        } else if !failed.is_empty()
+            && (!self.state.all_clean() || !self.state.awaiting_replacement().is_empty())
+        {
+            // Failed members not rebuilt elsewhere: cycles still to move, or (a rebuild that
+            // went on without them) their units lost until they are replaced.
             "degraded"
         } else if !self.state.all_clean() {
             "rebuilding"

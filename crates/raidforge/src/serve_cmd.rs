@@ -279,13 +279,17 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
                 break;
             }
         };
+        let before = crate::pool_cmd::failed_before_open(path);
         let opened = if a.force {
             Pool::open_forced(path, None)
         } else {
             Pool::open(path)
         }
         .with_context(|| format!("opening {}", path.display()))
-        .and_then(|p| Ok(SharedPool::new(p, mode)?));
+        .and_then(|p| {
+            crate::pool_cmd::tell_failed_at_open(path, &before, &p.status());
+            Ok(SharedPool::new(p, mode)?)
+        });
         let opened = opened.and_then(|p| {
             if !a.no_auto_heal {
                 p.enable_auto_heal(HealOpts {

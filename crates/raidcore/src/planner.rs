@@ -613,6 +613,11 @@ pub fn plan_rebuild_cycle(
         let l = new_loc(p);
         assert!(l.offset < geo.stride_rows(), "rebuilt unit past the stride");
         if state.failed().contains(&l.disk) {
+            // A copy readable elsewhere (relocated) is never dropped for a place on a failed
+            // member: the move waits for that member's replacement.
+            if view.available(p) && !target.staging {
+                return Err(CoreError::NeedsReplacement { member: l.disk });
+            }
             lost_on.get_or_insert(l.disk);
         } else {
             moving.push(p);

@@ -205,10 +205,13 @@ impl Pool {
         let mut desc = desc;
         // A member one generation behind is used; its superblock is brought up to date at
         // once, or a second crash during the next update would leave it two behind (stale).
-        let behind = opened
-            .iter()
-            .any(|p| matches!(p, Probe::Good(_, sb) if sb.generation < best.generation));
+        let behind: Vec<usize> = (opened.iter().enumerate())
+            .filter(|(_, p)| matches!(p, Probe::Good(_, sb) if sb.generation < best.generation))
+            .map(|(i, _)| i)
+            .collect();
         let (members, events) = judge_members(opened, &best, &geo, &mut state, &mut desc)?;
+        // Only a member in use is brought up to date (a failed one is never written).
+        let behind = behind.iter().any(|&i| members[i].is_some());
         // The deferred-parity list: the newest valid record on any present member (a crash
         // with updates deferred leaves them listed there).
         let bpgl = newest_bpgl(&members, &uuid);

@@ -474,6 +474,17 @@ impl Checksums {
         changed
     }
 
+    /// Member `i`'s entry for its block at data-area `offset_bytes`, as stored in memory (to
+    /// be put back with [`Checksums::restore_entry`] when a tentative record is undone).
+    pub(crate) fn entry(&self, i: usize, offset_bytes: u64) -> u64 {
+        self.members[i].sums[(offset_bytes / BLOCK_BYTES) as usize].load(Ordering::Relaxed)
+    }
+
+    /// Puts back an entry [`Checksums::entry`] returned (in memory only).
+    pub(crate) fn restore_entry(&self, i: usize, offset_bytes: u64, e: u64) {
+        self.members[i].sums[(offset_bytes / BLOCK_BYTES) as usize].store(e, Ordering::Relaxed);
+    }
+
     /// Marks member `i`'s block at `offset_bytes` as lost (reads of it fail from now on) and
     /// writes its pages.
     pub fn poison(

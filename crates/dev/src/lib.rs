@@ -26,6 +26,7 @@ pub mod faultsim;
 pub mod faultsim_served;
 pub mod ido;
 pub mod journal;
+pub mod metrics;
 pub mod nbd_member;
 pub mod pool;
 pub mod scrub;

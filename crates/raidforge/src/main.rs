@@ -11,6 +11,7 @@ use raidforge::{layout_cmd, model_cmd, reproduce_cmd, sim_cmd, trace_cmd};
 mod bench_cmd;
 mod control;
 mod demo;
+mod metrics;
 mod pool_cmd;
 mod serve_cmd;
 
@@ -150,6 +151,8 @@ enum Command {
     Flush(pool_cmd::PoolArg),
     /// Serve pools as NBD exports (TCP and/or Unix socket), with a control socket POOL.ctl
     /// through which status, fail, replace, rebuild and verify reach the running server.
+    /// With --metrics ADDR, Prometheus scrapes the pools' health and traffic at
+    /// http://ADDR/metrics.
     ///
     /// Example: raidforge serve p.json --socket /tmp/p.sock (then: nbdinfo
     /// 'nbd+unix:///p?socket=/tmp/p.sock'; raidforge fail p.json --member 1)

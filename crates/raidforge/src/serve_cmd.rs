@@ -16,12 +16,14 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use dev::metrics::PoolMeters;
 use dev::pool::{Pool, PoolError, RebuildOpts};
 use dev::serve_support::{Concurrency, HealOpts, PoolBackend, SharedPool};
 use nbd::{Backend, BlockSize, Export, ExportInfo, Server, ServerOptions};
 use serde_json::{json, Value};
 
 use crate::control::socket_path;
+use crate::metrics::{self, ExportMeter, MeteredBackend, MeteredPool, Metrics};
 use crate::pool_cmd::parse_size;
 
 /// `raidforge serve`.
@@ -88,6 +90,19 @@ pub struct ServeArgs {
     /// reconnections included, before it fails and the pool fails the member.
     #[arg(long, default_value_t = 30.0)]
     pub io_timeout: f64,
+    /// Serve metrics for Prometheus on this TCP address (e.g. 127.0.0.1:9109; port 0 picks a
+    /// free port, printed as `metrics on http://ADDR/metrics`): `GET /metrics` answers in
+    /// Prometheus text format 0.0.4, or OpenMetrics 1.0.0 when the client's Accept header asks
+    /// for it. Per pool: its state (`raidforge_pool_state`, a gauge per state: clean,
+    /// degraded, rebuilding, failed), failures tolerated now, rebuild progress (bytes done of
+    /// total) and rate,
+    /// hot spares, health events, deferred parity (lazy parity pools) and journal use
+    /// (journaled pools). Per member device: bytes read and written, I/Os, errors and a
+    /// latency histogram (a spare that takes a failed member's place is a new device; the
+    /// failed one stays listed as removed). Per export: requests, errors, bytes and a latency
+    /// histogram. Each family says what it is in its `# HELP` line.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 }
 
 /// Where health events go: the `--events` file and the `--on-event` program.
@@ -200,6 +215,8 @@ struct Served {
     path: PathBuf,
     ctl: PathBuf,
     pool: Arc<SharedPool>,
+    /// Its member devices' counters (with `--metrics`).
+    meters: Option<Arc<PoolMeters>>,
 }
 
 /// Binds a Unix socket at `path`, replacing a stale socket file (nobody listening) but never
@@ -264,6 +281,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
         bail!("--io-timeout must be a number of seconds above 0");
     }
     dev::nbd_member::set_io_timeout(Duration::from_secs_f64(a.io_timeout));
+    let metrics_listener = a.metrics.as_deref().map(bind_metrics).transpose()?;
     install_signal_handlers()?;
 
     // Open the pools (refusing one that another server has).
@@ -279,11 +297,15 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
                 break;
             }
         };
+        // With --metrics every member handle (replacements and spares included) counts its
+        // I/O.
+        let meters = a.metrics.as_ref().map(|_| PoolMeters::new());
+        let wrap = meters.as_ref().map(|m| m.wrap());
         let before = crate::pool_cmd::failed_before_open(path);
-        let opened = if a.force {
-            Pool::open_forced(path, None)
-        } else {
-            Pool::open(path)
+        let opened = match (a.force, wrap) {
+            (true, wrap) => Pool::open_forced(path, wrap),
+            (false, Some(wrap)) => Pool::open_wrapped(path, wrap),
+            (false, None) => Pool::open(path),
         }
         .with_context(|| format!("opening {}", path.display()))
         .and_then(|p| {
@@ -334,12 +356,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
             path: path.clone(),
             ctl,
             pool,
+            meters,
         });
     }
     // Pools opened before a failure are closed (marked clean again) below.
     let result = match open_error {
         Some(e) => Err(e),
-        None => serve(&a, &served, ctl_listeners),
+        None => serve(&a, &served, ctl_listeners, metrics_listener),
     };
     // Whatever happened: flush and record every pool's state, remove the control sockets.
     let mut closing_error = None;
@@ -364,15 +387,55 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn serve(a: &ServeArgs, served: &[Served], ctl_listeners: Vec<UnixListener>) -> anyhow::Result<()> {
+/// Binds `--metrics ADDR` (before any pool is opened: a bad or busy address is refused with
+/// nothing started), with the same warning as `--listen` for an address other machines reach.
+fn bind_metrics(addr: &str) -> anyhow::Result<TcpListener> {
+    let sa: SocketAddr = addr
+        .parse()
+        .with_context(|| format!("--metrics '{addr}' is not an address like 127.0.0.1:9109"))?;
+    if !sa.ip().is_loopback() {
+        eprintln!(
+            "raidforge serve: warning: --metrics {sa} is reachable from other machines and has \
+             no authentication: anyone who can connect can read the pools' health, member \
+             paths and traffic. Listen on 127.0.0.1 (and let the scraper tunnel), or restrict \
+             who reaches the port."
+        );
+    }
+    TcpListener::bind(sa).with_context(|| format!("binding {sa} (--metrics)"))
+}
+
+fn serve(
+    a: &ServeArgs,
+    served: &[Served],
+    ctl_listeners: Vec<UnixListener>,
+    metrics_listener: Option<TcpListener>,
+) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let log: Option<nbd::Logger> = a
         .verbose
         .then(|| Arc::new(|m: &str| eprintln!("raidforge serve: {m}")) as nbd::Logger);
+    let mut metered = Vec::new();
     let exports: Vec<Export> = served
         .iter()
         .map(|s| {
             let st = s.pool.status()?;
+            let mut backend = Arc::new(PoolBackend(Arc::clone(&s.pool))) as Arc<dyn Backend>;
+            if let Some(members) = &s.meters {
+                let export = Arc::new(ExportMeter::default());
+                backend = Arc::new(MeteredBackend {
+                    inner: backend,
+                    meter: Arc::clone(&export),
+                });
+                metered.push(MeteredPool {
+                    name: s.name.clone(),
+                    descriptor: s.path.clone(),
+                    layout: st.layout.clone(),
+                    uuid: st.uuid.clone(),
+                    pool: Arc::clone(&s.pool),
+                    members: Arc::clone(members),
+                    export,
+                });
+            }
             let mut info = ExportInfo::new(s.name.clone(), s.pool.capacity_bytes());
             info.description = format!("raidforge pool {} ({})", s.path.display(), st.layout);
             info.block = BlockSize {
@@ -380,10 +443,7 @@ fn serve(a: &ServeArgs, served: &[Served], ctl_listeners: Vec<UnixListener>) -> 
                 preferred: 4096,
                 maximum: a.max_request as u32,
             };
-            Ok(Export {
-                info,
-                backend: Arc::new(PoolBackend(Arc::clone(&s.pool))) as Arc<dyn Backend>,
-            })
+            Ok(Export { info, backend })
         })
         .collect::<Result<_, PoolError>>()?;
     let server = Server::with_flag(
@@ -431,6 +491,18 @@ fn serve(a: &ServeArgs, served: &[Served], ctl_listeners: Vec<UnixListener>) -> 
         unix_path = Some(path.clone());
         let srv = Arc::clone(&server);
         threads.push(std::thread::spawn(move || srv.serve_unix(l)));
+    }
+    if let Some(l) = metrics_listener {
+        println!("metrics on http://{}/metrics", l.local_addr()?);
+        let m = Arc::new(Metrics {
+            pools: metered,
+            server: Some(Arc::clone(&server)),
+        });
+        let render: metrics::http::Render = Arc::new(move |f| m.render(f));
+        let stop = Arc::clone(&stop);
+        threads.push(std::thread::spawn(move || {
+            metrics::http::serve(l, stop, render)
+        }));
     }
     for (s, l) in served.iter().zip(ctl_listeners) {
         let pool = Arc::clone(&s.pool);

@@ -158,26 +158,53 @@ impl Pool {
         (self.status_without_ido(), self.zones_rebuilt())
     }
 
+    /// The pool's state in one word (`status`'s `state`, and the state `raidforge serve
+    /// --metrics` reports): "failed" (data lost), "degraded" (members failed and cycles not
+    /// rebuilt, or their units lost until replaced), "rebuilding" (cycles not in the target layout) or "clean".
+    pub(crate) fn health(&self) -> &'static str {
+        if self.state.data_lost(&self.geo) {
+            "failed"
+        } else if !self.state.failed().is_empty()
+            && (!self.state.all_clean() || !self.state.awaiting_replacement().is_empty())
+        {
+            // Failed members not rebuilt elsewhere: cycles still to move, or (a rebuild that
+            // went on without them) their units lost until they are replaced.
+            "degraded"
+        } else if !self.state.all_clean() {
+            "rebuilding"
+        } else {
+            "clean"
+        }
+    }
+
+    /// The oldest layout generation any cycle is still in: a member replaced after it holds
+    /// nothing yet for that cycle (even when a later failure changed the target).
+    pub(crate) fn oldest_generation_in_use(&self) -> u32 {
+        (0..self.state.generations().len() as u32)
+            .find(|&g| self.state.cycles_in_generation(g) > 0)
+            .unwrap_or(0)
+    }
+
+    /// Member `d`'s state in one word: "failed", "rebuilding" (replaced after the generation
+    /// `oldest` some cycles are still in), "spare" (a layout's spare disk) or "active".
+    pub(crate) fn member_state(&self, d: Disk, oldest: u32) -> &'static str {
+        if self.state.failed().contains(&d) {
+            "failed"
+        } else if self.state.replaced_at(d) > oldest {
+            "rebuilding"
+        } else if self.geo.scheme().spare_disks().contains(&d) {
+            "spare"
+        } else {
+            "active"
+        }
+    }
+
     pub(super) fn status_without_ido(&self) -> Status {
         let failed = self.state.failed().to_vec();
-        // The oldest layout generation any cycle is still in: a member replaced after it holds
-        // nothing yet for that cycle (even when a later failure changed the target).
-        let oldest = (0..self.geo.cycles())
-            .map(|c| self.state.cycle_generation(c))
-            .min()
-            .unwrap_or(0);
+        let oldest = self.oldest_generation_in_use();
         let members = (0..self.members.handles.len())
             .map(|i| {
-                let d = i as Disk;
-                let st = if failed.contains(&d) {
-                    "failed"
-                } else if self.state.replaced_at(d) > oldest {
-                    "rebuilding"
-                } else if self.geo.scheme().spare_disks().contains(&d) {
-                    "spare"
-                } else {
-                    "active"
-                };
+                let st = self.member_state(i as Disk, oldest);
                 let md = &self.file.desc.members[i];
                 MemberStatus {
                     index: i,
@@ -205,21 +232,8 @@ impl Pool {
                 }
             })
             .collect();
-        let state = if self.state.data_lost(&self.geo) {
-            "failed"
-        } else if !failed.is_empty()
-            && (!self.state.all_clean() || !self.state.awaiting_replacement().is_empty())
-        {
-            // Failed members not rebuilt elsewhere: cycles still to move, or (a rebuild that
-            // went on without them) their units lost until they are replaced.
-            "degraded"
-        } else if !self.state.all_clean() {
-            "rebuilding"
-        } else {
-            "clean"
-        };
         Status {
-            state: state.into(),
+            state: self.health().into(),
             scheme: self.sb.kind.name().into(),
             layout: layout::to_text(self.sb.kind, &self.sb.params),
             uuid: self.file.desc.uuid.clone(),

@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub mod prom;
+
 /// A directory under the system temp dir, removed when the test passes (kept on a panic, to
 /// look at). Its path is short (Unix socket paths in it must stay under about 100 bytes).
 pub struct TempDir(pub PathBuf);

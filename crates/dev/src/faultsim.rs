@@ -1649,6 +1649,13 @@ impl Run {
         self.report.reopens += 1;
         match Pool::open_wrapped(&self.desc, make_wrap(&self.faults)) {
             Ok(p) => {
+                // A member the reopen left out (stale: it missed updates) costs redundancy
+                // like a failure until it is replaced and rebuilt.
+                if self.kind == RunKind::Mixed {
+                    for &d in p.state().failed() {
+                        self.atlas.charged.insert(d as usize);
+                    }
+                }
                 self.pool = Some(p);
                 if dirty && self.garbage && self.opts.protection.checksums {
                     self.scrub_after_crash();

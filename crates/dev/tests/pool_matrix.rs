@@ -951,7 +951,7 @@ fn raidplus_13_4() {
 
 /// Members that stop answering while the pool is open (their files are cut short, so every
 /// read of them fails): a read fails the member and is answered degraded, a rebuild that loses
-/// a second member part-way records what it did, asks for a replacement and then completes;
+/// a second member part-way goes on degraded and finishes (the second member replaced later);
 /// and a failed member whose file no longer holds a superblock does not keep the pool from
 /// opening.
 #[test]
@@ -992,10 +992,12 @@ fn members_failing_under_io() {
     assert_eq!(pool.status().failed, vec![1]);
     assert_eq!(pool.read(0, cap).unwrap(), model);
     pool.replace(1, &tmp.path().join("new1.img")).unwrap();
-    // Member 4 dies during the rebuild onto the replacement.
+    // Member 4 dies during the rebuild onto the replacement: the rebuild goes on degraded
+    // (issue 25), rebuilding member 1's units from the four members left.
     let cycles = pool.geometry().cycles();
     let mut batches = 0;
-    let e = pool
+    let mut cut_at = None;
+    let pr = pool
         .rebuild(
             &RebuildOpts {
                 parallel_cycles: 2,
@@ -1005,24 +1007,29 @@ fn members_failing_under_io() {
                 batches += 1;
                 if batches == 3 {
                     assert!(pr.cycles_done < cycles);
+                    cut_at = Some(pr.cycles_done);
                     cut(4);
                 }
             },
         )
-        .expect_err("RAID6 rebuilds in place: member 4 must be replaced");
+        .expect("RAID6 rebuilds member 1 with member 4 gone too");
     assert!(
-        matches!(
-            e,
-            PoolError::Core(CoreError::NeedsReplacement { member: 4 })
-        ),
-        "{e}"
+        cut_at.is_some_and(|c| c < cycles),
+        "member 4 died mid-rebuild"
     );
+    assert_eq!(pr.cycles_done, cycles);
     let st = pool.status();
     assert_eq!(st.failed, vec![4]);
+    assert_eq!(st.cycles_clean, cycles);
+    assert_eq!(st.fault_tolerance, 1, "member 1 is rebuilt");
     assert_eq!(pool.read(0, cap).unwrap(), model);
     drop(pool);
     let mut pool = Pool::open(&desc).unwrap();
     assert_eq!(pool.read(0, cap).unwrap(), model);
+    // With member 0 gone too, member 1's rebuilt units carry the reads.
+    pool.fail(0).unwrap();
+    assert_eq!(pool.read(0, cap).unwrap(), model);
+    pool.replace(0, &tmp.path().join("new0.img")).unwrap();
     pool.replace(4, &tmp.path().join("new4.img")).unwrap();
     pool.rebuild(&RebuildOpts::default(), |_| {}).unwrap();
     let st = pool.status();

@@ -670,6 +670,35 @@ impl ArrayState {
             .any(|(o, n)| o != n && self.member_available(o.disk, from))
     }
 
+    /// Whether moving the cycles not yet in generation `to` there writes anything: some
+    /// place of some cycle changes position or is unreadable where it is, and its place in
+    /// `to` lies on a member that is not failed. When not, the only units left to rebuild
+    /// are those of failed members (the rebuild needs a replacement first; see
+    /// `plan_rebuild_cycle`).
+    pub fn rebuild_writes_somewhere(&self, to: u32) -> bool {
+        let new = self.place_locs(to);
+        (0..self.generations.len() as u32)
+            .filter(|&g| g != to && self.cycles_in_gen[g as usize] > 0)
+            .any(|g| {
+                let old = self.place_locs(g);
+                old.iter().zip(new.iter()).any(|(o, n)| {
+                    !self.failed.contains(&n.disk) && (o != n || !self.member_available(o.disk, g))
+                })
+            })
+    }
+
+    /// The failed members on which the target generation still places units: a layout that
+    /// rebuilds in place (no spare room for them), so their units stay lost until they are
+    /// replaced. A rebuild toward the target finishes without them (degraded).
+    pub fn awaiting_replacement(&self) -> Vec<Disk> {
+        let locs = self.place_locs(self.target_generation());
+        self.failed
+            .iter()
+            .copied()
+            .filter(|d| locs.iter().any(|l| l.disk == *d))
+            .collect()
+    }
+
     /// Records that cycle `c` now lies in generation `to` (its rebuild plan toward `to` has been
     /// executed and its writes are durable).
     pub fn mark_rebuilt(&mut self, c: u64, to: u32) {

@@ -35,7 +35,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use layout::{Code, Role};
+use layout::{Code, Disk, Role};
 
 use crate::array::{ArrayState, Geometry, PlaceId, StripeId};
 use crate::plan::{Op, Plan, PlanKind, Slice};
@@ -593,18 +593,43 @@ pub fn plan_rebuild_cycle(
         });
         target_locs[p]
     };
-    // Into a staging generation, units of failed members are not written: they lie on their
-    // failed member there, unreadable (a relocated copy is dropped), and the next move
-    // relocates them.
-    let stays_lost = |p: PlaceId| target.staging && state.failed().contains(&new_loc(p).disk);
-    let moving: Vec<PlaceId> = (0..geo.places())
-        .filter(|&p| (!view.available(p) || view.loc(p) != new_loc(p)) && !stays_lost(p))
-        .collect();
-    for &p in &moving {
+    // Units whose place in the target lies on a failed member are not written: they stay
+    // lost there until the member is replaced, and the stripe's code carries them. Into a
+    // staging generation that is its purpose (a relocated copy is dropped and the next move
+    // relocates it); into any other, it is a rebuild that goes on degraded: a second member
+    // failing during a RAID6 rebuild onto a replacement leaves the replacement's units to
+    // rebuild (from the members left), and the second member's units wait for its own
+    // replacement. A cycle with nothing to write but units of failed members moves without
+    // writes (its layout is the same, a failed member's units are unreadable in both) while
+    // the rebuild toward `to` is under way: some cycle is in `to` already or has something to
+    // write. When none is (a failed member of an in-place layout and no replacement yet, or a
+    // second failure after the first rebuild ended), the rebuild asks for the replacement.
+    let mut moving: Vec<PlaceId> = Vec::new();
+    let mut lost_on: Option<Disk> = None;
+    for p in 0..geo.places() {
+        if view.available(p) && view.loc(p) == new_loc(p) {
+            continue;
+        }
         let l = new_loc(p);
         assert!(l.offset < geo.stride_rows(), "rebuilt unit past the stride");
         if state.failed().contains(&l.disk) {
-            return Err(CoreError::NeedsReplacement { member: l.disk });
+            // A copy readable elsewhere (relocated) is never dropped for a place on a failed
+            // member: the move waits for that member's replacement.
+            if view.available(p) && !target.staging {
+                return Err(CoreError::NeedsReplacement { member: l.disk });
+            }
+            lost_on.get_or_insert(l.disk);
+        } else {
+            moving.push(p);
+        }
+    }
+    if let Some(member) = lost_on {
+        if !target.staging
+            && moving.is_empty()
+            && state.cycles_in_generation(to) == 0
+            && !state.rebuild_writes_somewhere(to)
+        {
+            return Err(CoreError::NeedsReplacement { member });
         }
     }
     let mut b = Builder::new(0);

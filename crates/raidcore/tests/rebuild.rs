@@ -446,3 +446,121 @@ fn sequential_failures_then_replacements_never_overwrite_what_a_cycle_reads() {
         "only {relocated_twice} pairs relocated twice"
     );
 }
+
+/// A second member failing during a RAID6 rebuild onto a replacement: the rebuild goes on
+/// degraded and rebuilds the replacement from the members left. For every small RAID6 (4 to 7
+/// members), every rebuild target `a`, every second failure `b` and every point of the
+/// rebuild at which `b` fails (before the first cycle, after one, halfway, after the last):
+/// the rebuild finishes without a replacement for `b` (once it ended, `b` failing asks for its
+/// replacement), never touches `b`, writes the
+/// replacement's units byte for byte as a pool that never lost `b` holds them, and every read
+/// is right; then `b`'s replacement is rebuilt and the pool is whole again.
+#[test]
+fn a_second_failure_during_a_raid6_rebuild_continues_degraded_for_every_pair() {
+    let mut cases = 0;
+    for disks in 4..=7 {
+        for a in 0..disks as u32 {
+            for b in (0..disks as u32).filter(|&b| b != a) {
+                let cycles = 4;
+                for fail_after in [0, 1, cycles / 2, cycles] {
+                    let mut h = harness(SchemeKind::Raid6, d(disks), cycles);
+                    let seed = (disks * 1000) as u64 + (a * 100 + b * 10) as u64 + fail_after;
+                    h.run(&sequence(&h.geo, seed, 12));
+                    h.fail(a);
+                    h.replace(a);
+                    let mut sched =
+                        RebuildScheduler::new(RebuildOrder::Sequential, SpeedLimits::default());
+                    for _ in 0..fail_after {
+                        let plans = sched.next_plans(&h.geo, &h.state).unwrap();
+                        assert_eq!(plans.len(), 1);
+                        h.mem.run(&plans[0], &mut []).unwrap();
+                        sched.complete(&mut h.state, &plans[0]);
+                    }
+                    h.fail(b);
+                    // Foreground writes while degraded, before the rest of the rebuild.
+                    h.run(&sequence(&h.geo, seed + 1, 6));
+                    assert_eq!(h.state.awaiting_replacement(), vec![b]);
+                    let mut rounds = 0;
+                    loop {
+                        rounds += 1;
+                        assert!(rounds < 100, "rebuild stalled");
+                        let plans = match sched.next_plans(&h.geo, &h.state) {
+                            // `b` failed after the rebuild ended: nothing left to rebuild
+                            // but `b`'s units, which need its replacement.
+                            Err(raidcore::CoreError::NeedsReplacement { member })
+                                if fail_after == cycles =>
+                            {
+                                assert_eq!(member, b);
+                                break;
+                            }
+                            r => r.unwrap_or_else(|e| {
+                                panic!("raid6-{disks} a {a} b {b} after {fail_after}: {e}")
+                            }),
+                        };
+                        if plans.is_empty() {
+                            assert!(fail_after < cycles);
+                            break;
+                        }
+                        for p in &plans {
+                            p.assert_avoids(h.state.failed());
+                            assert!(p.writes.iter().all(|w| w.member == a));
+                            h.mem.run(p, &mut []).unwrap();
+                            sched.complete(&mut h.state, p);
+                        }
+                    }
+                    assert_eq!(h.state.all_clean(), fail_after < cycles);
+                    assert_eq!(h.state.failed(), &[b]);
+                    // The replacement holds what a pool that never lost `b` holds.
+                    let cb = h.geo.chunk_bytes() as usize;
+                    for c in 0..cycles {
+                        for st in &h.geo.healthy().stripes {
+                            for u in st.units.iter().filter(|u| u.disk == a) {
+                                let off = h.geo.member_offset(c, u.loc(), 0) as usize;
+                                let got =
+                                    &h.mem.members[a as usize].as_ref().unwrap()[off..off + cb];
+                                let want =
+                                    &h.shadow.members[a as usize].as_ref().unwrap()[off..off + cb];
+                                assert!(
+                                    got == want,
+                                    "raid6-{disks} a {a} b {b} after {fail_after}: cycle {c} \
+                                     unit {u:?} of the replacement is wrong"
+                                );
+                            }
+                        }
+                    }
+                    h.check_all_reads();
+                    h.check_consistent();
+                    // Tolerance: one more failure (any but `a`'s, which was rebuilt) is
+                    // survived, and reads are right without `a`'s neighbours' help.
+                    assert_eq!(h.state.fault_tolerance(&h.geo), 1);
+                    // `b` replaced: the pool is whole again.
+                    h.rebuild(RebuildOrder::Sequential);
+                    assert!(h.state.failed().is_empty());
+                    h.check_all_reads();
+                    h.compare_with_shadow();
+                    cases += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(cases, (12 + 20 + 30 + 42) * 4);
+}
+
+/// With nothing to write but units of failed members, the rebuild asks for a replacement
+/// (in-place layouts): the first failed member the cycle places units on.
+#[test]
+fn a_rebuild_with_only_failed_members_to_write_asks_for_a_replacement() {
+    let mut h = harness(SchemeKind::Raid6, d(5), 3);
+    h.run(&sequence(&h.geo, 41, 10));
+    h.fail(3);
+    h.fail(1);
+    assert_eq!(
+        plan_rebuild_cycle(&h.geo, &h.state, 0).unwrap_err(),
+        raidcore::CoreError::NeedsReplacement { member: 1 }
+    );
+    h.replace(3);
+    // Member 3's units are rebuilt; member 1's wait.
+    let plan = plan_rebuild_cycle(&h.geo, &h.state, 0).unwrap().unwrap();
+    assert!(plan.writes.iter().all(|w| w.member == 3) && !plan.writes.is_empty());
+    assert_eq!(h.state.awaiting_replacement(), vec![1]);
+}

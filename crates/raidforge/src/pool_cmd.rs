@@ -286,17 +286,37 @@ pub fn status(a: PoolArg) -> anyhow::Result<()> {
 }
 
 /// Opens a pool for I/O and says on stderr which members it had to fail because they were
-/// missing or unusable (status and its --json keep the reason).
+/// missing, unusable or stale (status and its --json keep the reason).
 fn open_telling(pool: &std::path::Path) -> anyhow::Result<Pool> {
-    let before: Vec<bool> = std::fs::read_to_string(pool)
+    let before = failed_before_open(pool);
+    let p = Pool::open(pool)?;
+    tell_failed_at_open(pool, &before, &p.status());
+    Ok(p)
+}
+
+/// Which members the descriptor at `pool` records failed (with a reason) before an open.
+pub(crate) fn failed_before_open(pool: &std::path::Path) -> Vec<bool> {
+    std::fs::read_to_string(pool)
         .ok()
         .and_then(|t| serde_json::from_str::<dev::pool::Descriptor>(&t).ok())
         .map(|d| d.members.iter().map(|m| m.failed_why.is_some()).collect())
-        .unwrap_or_default();
-    let p = Pool::open(pool)?;
-    for m in p.status().members {
+        .unwrap_or_default()
+}
+
+/// Says on stderr which members the open failed (not failed in `before`) and why.
+pub(crate) fn tell_failed_at_open(pool: &std::path::Path, before: &[bool], st: &dev::pool::Status) {
+    for m in &st.members {
         let known = before.get(m.index).copied().unwrap_or(false);
-        if let (Some(why), false) = (&m.failed_why, known) {
+        let Some(why) = m.failed_why.as_ref().filter(|_| !known) else {
+            continue;
+        };
+        if why.starts_with(dev::pool::STALE_WHY) {
+            // It missed updates: it cannot rejoin as it is.
+            eprintln!(
+                "raidforge: warning: member {} is left out ({why}); the pool runs degraded",
+                m.index
+            );
+        } else {
             eprintln!(
                 "raidforge: warning: member {} is failed ({why}); the pool runs degraded (if \
                  its file comes back unchanged, `raidforge re-add {} --member {}` lets it rejoin \
@@ -307,7 +327,6 @@ fn open_telling(pool: &std::path::Path) -> anyhow::Result<Pool> {
             );
         }
     }
-    Ok(p)
 }
 
 pub fn io(c: IoCommand) -> anyhow::Result<()> {

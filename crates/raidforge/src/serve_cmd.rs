@@ -301,13 +301,17 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
         // I/O.
         let meters = a.metrics.as_ref().map(|_| PoolMeters::new());
         let wrap = meters.as_ref().map(|m| m.wrap());
+        let before = crate::pool_cmd::failed_before_open(path);
         let opened = match (a.force, wrap) {
             (true, wrap) => Pool::open_forced(path, wrap),
             (false, Some(wrap)) => Pool::open_wrapped(path, wrap),
             (false, None) => Pool::open(path),
         }
         .with_context(|| format!("opening {}", path.display()))
-        .and_then(|p| Ok(SharedPool::new(p, mode)?));
+        .and_then(|p| {
+            crate::pool_cmd::tell_failed_at_open(path, &before, &p.status());
+            Ok(SharedPool::new(p, mode)?)
+        });
         let opened = opened.and_then(|p| {
             if !a.no_auto_heal {
                 p.enable_auto_heal(HealOpts {

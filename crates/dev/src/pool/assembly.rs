@@ -242,13 +242,13 @@ pub(super) enum Verdict {
     FailIt,
     /// Refused with what was wrong with it (the user assembles without it).
     Refuse,
-    /// Refused as stale: it missed updates.
+    /// Refused as stale: it missed updates, and the pool cannot run without it.
     RefuseStale,
 }
 
 /// The verdict on a listed member: what was seen of it, whether the newest record has it
 /// failed, whether that record says its slot was replaced, and whether the pool has room for
-/// one more failure (fewer failed members than the layout tolerates).
+/// losing it (every stripe stays readable without it, counting the members left out so far).
 ///
 /// - A replaced slot whose file is stale (or holds no valid superblock) is the disk replaced
 ///   away, or a replacement whose first superblock never became durable (a crash during
@@ -264,6 +264,11 @@ pub(super) enum Verdict {
 ///   fault-injection harness). Every persist flushes the data before writing any superblock,
 ///   and a member failed or replaced since would be failed in the newest record or hold no
 ///   superblock of this pool, so its data is as current as the others'.
+/// - Two or more generations behind and not failed in the newest record: it missed updates
+///   (writes it silently lost, or a crash again before it caught up), so its data may be
+///   stale. Like mdadm, which leaves out a member whose event count is behind: assembled
+///   without it (failed, and listed with why) when the pool can lose it, never read; refused
+///   otherwise, since the pool cannot run without data it cannot trust.
 pub(super) fn verdict(seen: Seen, failed: bool, replaced: bool, room: bool) -> Verdict {
     use Age::*;
     use Seen::*;
@@ -275,15 +280,20 @@ pub(super) fn verdict(seen: Seen, failed: bool, replaced: bool, room: bool) -> V
         (false, false, Missing) => FailIt,
         (false, false, Unusable | Torn(_)) => Refuse,
         (false, false, Valid(Current | OneBehind)) => Use,
+        (false, false, Valid(Older)) if room => FailIt,
         (false, false, Valid(Older)) => RefuseStale,
     }
 }
 
+/// How a member left out because it was stale is described (`failed_why` begins so).
+pub const STALE_WHY: &str = "stale when the pool was opened";
+
 /// The member handles a pool keeps (`None`: failed or missing).
 pub(super) type MemberHandles = Vec<Option<Arc<dyn Member>>>;
 
-/// Runs the verdict on every member in order (a failure recorded for one leaves less room
-/// for the next): the handles the pool keeps, the events with the failures assembly records.
+/// Runs the verdict on every member in order, members that are only stale last (a failure
+/// recorded for one leaves less room for the next): the handles the pool keeps, the events
+/// with the failures assembly records.
 pub(super) fn judge_members(
     opened: Vec<Probe>,
     best: &Superblock,
@@ -291,18 +301,22 @@ pub(super) fn judge_members(
     state: &mut ArrayState,
     desc: &mut Descriptor,
 ) -> Result<(MemberHandles, Vec<Event>)> {
-    let mut members = Vec::new();
+    let mut members: MemberHandles = vec![None; opened.len()];
     let mut events = best.events.clone();
-    for (i, probe) in opened.into_iter().enumerate() {
+    // Members that are merely stale are judged last: whether the pool can lose one depends
+    // on every member that is missing or unusable.
+    let mut order: Vec<(usize, Probe)> = opened.into_iter().enumerate().collect();
+    order.sort_by_key(|(_, p)| matches!(Seen::of(p, best.generation), Seen::Valid(Age::Older)));
+    for (i, probe) in order {
         let v = verdict(
             Seen::of(&probe, best.generation),
             state.failed().contains(&(i as Disk)),
             best.events.contains(&Event::Replace(i as u32)),
-            state.failed().len() < geo.scheme().tolerance(),
+            !state.failed().contains(&(i as Disk)) && state.survives_losing(geo, &[i as Disk]),
         );
         match (v, probe) {
-            (Verdict::StaysFailed, _) => members.push(None),
-            (Verdict::Use, Probe::Good(m, _)) => members.push(Some(m)),
+            (Verdict::StaysFailed, _) => {}
+            (Verdict::Use, Probe::Good(m, _)) => members[i] = Some(m),
             (Verdict::FailIt, probe) => {
                 let md = &mut desc.members[i];
                 md.failed_why = Some(match probe {
@@ -313,13 +327,20 @@ pub(super) fn judge_members(
                     Probe::Bad(e) | Probe::Torn(_, e) => {
                         format!("unusable when the pool was opened: {e}")
                     }
-                    Probe::Good(..) => "replaced, and its replacement missing or stale \
-                                        when the pool was opened"
-                        .into(),
+                    Probe::Good(..) if best.events.contains(&Event::Replace(i as u32)) => {
+                        "replaced, and its replacement missing or stale when the pool was \
+                         opened"
+                            .into()
+                    }
+                    Probe::Good(_, sb) => format!(
+                        "{STALE_WHY} (generation {} but the pool is at {}): it missed \
+                         updates, so it was left out; replace it (`raidforge replace`, or \
+                         a served pool's hot spare takes its place)",
+                        sb.generation, best.generation
+                    ),
                 });
                 state.fail(geo, i as Disk)?;
                 events.push(Event::Fail(i as u32));
-                members.push(None);
             }
             (Verdict::Refuse, Probe::Bad(e) | Probe::Torn(_, e)) => return Err(e),
             (Verdict::RefuseStale, Probe::Good(_, sb)) => {
@@ -327,8 +348,11 @@ pub(super) fn judge_members(
                     index: i,
                     path: desc.members[i].path.clone(),
                     reason: format!(
-                        "is stale (generation {} but the pool is at {}): it missed updates; \
-                         assemble the pool without it, then `raidforge replace` it",
+                        "is stale (generation {} but the pool is at {}): it missed updates, \
+                         and the other members cannot serve the pool without it (more \
+                         members are missing, stale or not rebuilt yet than the layout \
+                         tolerates); bring back the members that are missing, or restore \
+                         from a backup",
                         sb.generation, best.generation
                     ),
                 })
@@ -369,10 +393,23 @@ mod tests {
                         // a member is always used.
                         let current = matches!(s, Seen::Valid(Current | OneBehind));
                         assert_eq!(v == Verdict::Use, current, "{case}: {v:?}");
-                        // A member that is there is failed by assembly only when the record
-                        // replaced its slot, its contents are stale and the pool can lose it.
+                        // A member that is there is failed by assembly only when its
+                        // contents are stale and the pool can lose it: its slot was
+                        // replaced, or its valid superblock missed updates (mdadm leaves
+                        // out a member whose event count is behind).
                         if v == Verdict::FailIt && s != Seen::Missing {
-                            assert!(replaced && room && s.stale(), "{case}");
+                            assert!(room && s.stale(), "{case}");
+                            assert!(replaced || s == Seen::Valid(Older), "{case}");
+                        }
+                        // A stale member is never used: left out when the pool can lose
+                        // it, refused when it cannot.
+                        if s == Seen::Valid(Older) {
+                            let want = if room {
+                                Verdict::FailIt
+                            } else {
+                                Verdict::RefuseStale
+                            };
+                            assert_eq!(v, want, "{case}");
                         }
                         // A member that vanished is failed, never refused.
                         if s == Seen::Missing {
@@ -380,7 +417,10 @@ mod tests {
                         }
                         // What is refused says why in its own terms.
                         match v {
-                            Verdict::RefuseStale => assert_eq!(s, Seen::Valid(Older), "{case}"),
+                            Verdict::RefuseStale => {
+                                assert_eq!(s, Seen::Valid(Older), "{case}");
+                                assert!(!room, "{case}");
+                            }
                             Verdict::Refuse => {
                                 assert!(matches!(s, Seen::Unusable | Seen::Torn(_)), "{case}");
                                 assert!(!(replaced && room && s.stale()), "{case}");

@@ -36,6 +36,7 @@ mod site;
 mod spares;
 mod status;
 
+pub use assembly::STALE_WHY;
 pub use descriptor::{Descriptor, MemberDesc};
 pub use intent::ResyncReport;
 pub(crate) use intent::{IntentGuard, WriteIntent, INTENT_CLEAR_AFTER};
@@ -48,7 +49,9 @@ pub(crate) use persist::flush_each;
 pub use rebuild::{RebuildCursor, RebuildProgress};
 pub use status::{MemberStatus, Status, VerifyReport};
 
-use assembly::{judge_members, newest_superblock, probe_members, read_superblock, recorded_state};
+use assembly::{
+    judge_members, newest_superblock, probe_members, read_superblock, recorded_state, Probe,
+};
 use descriptor::{hex, unhex};
 use ido::{ido_records, RecordOnly};
 pub(crate) use io::{

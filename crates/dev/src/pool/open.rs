@@ -203,7 +203,15 @@ impl Pool {
         let (geo, kind, params) = recorded_geometry(&best, desc.direct || has_checksums)?;
         let mut state = recorded_state(&geo, &best)?;
         let mut desc = desc;
+        // A member one generation behind is used; its superblock is brought up to date at
+        // once, or a second crash during the next update would leave it two behind (stale).
+        let behind: Vec<usize> = (opened.iter().enumerate())
+            .filter(|(_, p)| matches!(p, Probe::Good(_, sb) if sb.generation < best.generation))
+            .map(|(i, _)| i)
+            .collect();
         let (members, events) = judge_members(opened, &best, &geo, &mut state, &mut desc)?;
+        // Only a member in use is brought up to date (a failed one is never written).
+        let behind = behind.iter().any(|&i| members[i].is_some());
         // The deferred-parity list: the newest valid record on any present member (a crash
         // with updates deferred leaves them listed there).
         let bpgl = newest_bpgl(&members, &uuid);
@@ -265,6 +273,7 @@ impl Pool {
         pool.apply_wrap(wrap);
         if access != Access::Peek {
             pool.settle_after_assembly(
+                behind,
                 best.events.len(),
                 torn_pages,
                 &dirty,
@@ -297,9 +306,11 @@ impl Pool {
     /// regions the write-intent bitmap marks (a pool without a journal), replays the write
     /// journal (what a crash may have left half done), vouches for checksum pages a crash
     /// tore, records the failures assembly found (the newest record had `recorded_events`
-    /// events), and flushes deferred parity when a member is missing.
+    /// events) or brings superblocks that are `behind` up to date, and flushes deferred
+    /// parity when a member is missing.
     fn settle_after_assembly(
         &mut self,
+        behind: bool,
         recorded_events: usize,
         torn_pages: BTreeSet<(u32, u64)>,
         dirty: &BTreeSet<u64>,
@@ -315,6 +326,13 @@ impl Pool {
         }
         if self.sb.events.len() != recorded_events {
             self.persist(ArrayStateTag::Degraded)?;
+        } else if behind {
+            // Open for I/O: in use, not clean (closing records clean).
+            let tag = match self.tag() {
+                ArrayStateTag::Clean => ArrayStateTag::Active,
+                t => t,
+            };
+            self.persist(tag)?;
         }
         // Assembled without a member, or with one replaced and not rebuilt yet, while
         // updates were deferred: those first (each listed stripe has one parity left). A

@@ -168,11 +168,15 @@ impl Pool {
 
     /// The pool's state in one word (`status`'s `state`, and the state `raidforge serve
     /// --metrics` reports): "failed" (data lost), "degraded" (members failed and cycles not
-    /// rebuilt), "rebuilding" (cycles not in the target layout) or "clean".
+    /// rebuilt, or their units lost until replaced), "rebuilding" (cycles not in the target layout) or "clean".
     pub(crate) fn health(&self) -> &'static str {
         if self.state.data_lost(&self.geo) {
             "failed"
-        } else if !self.state.failed().is_empty() && !self.state.all_clean() {
+        } else if !self.state.failed().is_empty()
+            && (!self.state.all_clean() || !self.state.awaiting_replacement().is_empty())
+        {
+            // Failed members not rebuilt elsewhere: cycles still to move, or (a rebuild that
+            // went on without them) their units lost until they are replaced.
             "degraded"
         } else if !self.state.all_clean() {
             "rebuilding"

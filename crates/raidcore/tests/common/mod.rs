@@ -259,7 +259,12 @@ impl Harness {
             match sched.next_plans(&self.geo, &self.state) {
                 Ok(plans) if plans.is_empty() => {
                     assert!(sched.is_finished(&self.state), "scheduler stalled");
-                    break;
+                    // A rebuild goes on without a failed member whose units the layout keeps
+                    // in place (they stay lost): it is replaced and rebuilt next.
+                    match self.state.awaiting_replacement().first() {
+                        Some(&d) => self.replace(d),
+                        None => break,
+                    }
                 }
                 Ok(plans) => {
                     assert!(plans.len() <= sched.max_in_flight());

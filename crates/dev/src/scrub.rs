@@ -525,8 +525,8 @@ impl Pool {
     ///   recomputed from the others (which their checksums vouch for) and written with new
     ///   checksums. (Served fault harness, seed 0x6b07f806: a power loss tore both copies of a
     ///   checksum sector of a member whose block a bit flip had damaged; the flip's stripe
-    ///   disagreed, so the whole cycle was left unvouched and 11 good blocks were reported
-    ///   lost.)
+    ///   disagreed, so the whole cycle was left unvouched and the good blocks under the torn
+    ///   entries were reported lost.)
     ///
     /// A stripe or row holding a block marked lost, or a mismatch outside the suspect pages,
     /// is left to the usual repair. Only for pages a crash may have torn: at rest, damage that

@@ -846,22 +846,45 @@ impl SharedPool {
         let Some(batch) = self.with_pool(|p| p.begin_rebuild_step(opts, cur))? else {
             return Ok(None);
         };
-        let only: Vec<Plan> = batch.iter().map(|(_, p)| p.clone()).collect();
-        let guard = self.lock_stripes(&only);
-        let outcome = match self.current_members(&only)? {
-            Some(members) => {
-                let mut empty: Vec<Vec<u8>> = only.iter().map(|_| Vec::new()).collect();
-                let mut users: Vec<&mut [u8]> =
-                    empty.iter_mut().map(|v| v.as_mut_slice()).collect();
-                run_plans(&only, &mut users, &self.view(&members))
-            }
-            // Something changed since planning: the cycles are planned again on the next
-            // pass (only current plans are marked).
-            None => Ok(()),
+        self.run_rebuild_batch(cur, &batch).map(Some)
+    }
+
+    /// Runs a batch planned by [`Pool::begin_rebuild_step`] under its stripe locks and
+    /// records its outcome.
+    fn run_rebuild_batch(
+        &self,
+        cur: &mut RebuildCursor,
+        batch: &[(u64, Plan)],
+    ) -> Result<RebuildProgress> {
+        let all: Vec<Plan> = batch.iter().map(|(_, p)| p.clone()).collect();
+        let guard = self.lock_stripes(&all);
+        // Under the pool mutex and the stripe locks: the cycles whose plans are still
+        // current run; the others are planned again on a later pass. Only the cycles that
+        // ran may be marked: currency is per plan (a plan that leaves a stale background
+        // parity alone goes stale when a flush drops an entry, the others do not), so a
+        // batch is not all current or all stale. Marking the current plans of a batch
+        // that did not run recorded cycles as rebuilt whose replacement was never written
+        // (served fault harness, seed 0x6b081cc9: a lazy RAID6's replacement read zeros
+        // where a client's data was, and parity built on it later spread the damage).
+        let (ran, members) = self.with_pool(|p| {
+            let ran: Vec<(u64, Plan)> = batch
+                .iter()
+                .filter(|(_, pl)| p.state.plan_is_current(pl))
+                .cloned()
+                .collect();
+            Ok((ran, p.members.handles.clone()))
+        })?;
+        let outcome = if ran.is_empty() {
+            Ok(())
+        } else {
+            let only: Vec<Plan> = ran.iter().map(|(_, p)| p.clone()).collect();
+            let mut empty: Vec<Vec<u8>> = only.iter().map(|_| Vec::new()).collect();
+            let mut users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
+            run_plans(&only, &mut users, &self.view(&members))
         };
-        let r = self.with_pool(|p| p.end_rebuild_batch(cur, &batch, outcome));
+        let r = self.with_pool(|p| p.end_rebuild_batch(cur, &ran, outcome));
         drop(guard);
-        r.map(Some)
+        r
     }
 
     /// Starts rebuilding in a background thread (if one is not running already): steps of
@@ -1541,6 +1564,93 @@ mod tests {
             assert!(back == model, "{mode:?}: data after two failures");
             sp.close().unwrap();
         }
+    }
+
+    /// A rebuild batch whose plans are not all current any more (a flush dropped listed
+    /// entries of some of its cycles after it was planned) runs and marks only the current
+    /// ones: the others are planned again. Marking the current plans of a batch that did not
+    /// run left cycles recorded as rebuilt with their replacement never written (served
+    /// fault harness, seed 0x6b081cc9).
+    #[test]
+    fn a_partly_stale_rebuild_batch_marks_only_what_it_wrote() {
+        let dir = Dir::new("stale-batch");
+        let mut pool = create(&dir.0, SchemeKind::Raid6, p(6), 6);
+        let cap = pool.capacity_bytes();
+        let per_cycle = pool.geometry().data_per_cycle() * pool.geometry().chunk_bytes();
+        assert!(pool.geometry().cycles() >= 6);
+        let mut model = bytes(7, cap as usize);
+        pool.write(0, &model).unwrap();
+        pool.set_parity(ParityPolicy::Lazy).unwrap();
+        let sp = SharedPool::new(pool, Concurrency::Stripes).unwrap();
+        // No flush but the one this test makes.
+        sp.stop_flusher.store(true, Ordering::SeqCst);
+        if let Some(h) = sp.flusher_thread.lock().unwrap().take() {
+            h.join().unwrap();
+        }
+        // Lazy writes list stripes in cycles 0 and 1 only.
+        for (i, at) in [100, per_cycle + 5000].into_iter().enumerate() {
+            let data = bytes(50 + i as u64, 6000);
+            sp.write(at, &data).unwrap();
+            model[at as usize..at as usize + data.len()].copy_from_slice(&data);
+        }
+        let listed: Vec<u64> = sp
+            .with_pool(|p| Ok(p.state.bpgl().stripes().map(|s| s.cycle).collect()))
+            .unwrap();
+        assert!(listed.contains(&0) && listed.contains(&1), "{listed:?}");
+        assert!(listed.iter().all(|&c| c < 2), "{listed:?}");
+        // Member 2 fails (nothing flushed) and is replaced by a blank one.
+        sp.with_pool(|p| p.fail_no_flush(2)).unwrap();
+        sp.replace(2, &dir.0.join("m2.new")).unwrap();
+        let opts = RebuildOpts {
+            parallel_cycles: 4,
+            ..RebuildOpts::default()
+        };
+        let mut cur = RebuildCursor::new();
+        let batch = sp
+            .with_pool(|p| p.begin_rebuild_step(&opts, &mut cur))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            batch.iter().map(|(c, _)| *c).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3]
+        );
+        // A flush drops the listed entries: the plans of cycles 0 and 1 (which left the
+        // stale parities alone) go stale; those of cycles 2 and 3 stay current.
+        assert!(sp.flush_step().unwrap() > 0);
+        let current: Vec<bool> = sp
+            .with_pool(|p| {
+                Ok(batch
+                    .iter()
+                    .map(|(_, pl)| p.state.plan_is_current(pl))
+                    .collect())
+            })
+            .unwrap();
+        assert_eq!(current, vec![false, false, true, true]);
+        sp.run_rebuild_batch(&mut cur, &batch).unwrap();
+        let target = sp.with_pool(|p| Ok(p.state.target_generation())).unwrap();
+        let gens: Vec<bool> = sp
+            .with_pool(|p| {
+                Ok((0..4)
+                    .map(|c| p.state.cycle_generation(c) == target)
+                    .collect())
+            })
+            .unwrap();
+        assert_eq!(
+            gens,
+            vec![false, false, true, true],
+            "only the cycles that ran"
+        );
+        // Every byte reads back: the cycles marked read member 2, the others reconstruct it.
+        let mut back = vec![0u8; cap as usize];
+        sp.read(0, &mut back).unwrap();
+        assert!(back == model, "data after the partly stale batch");
+        // The rest of the rebuild, then a second failure: still every byte.
+        while sp.rebuild_step(&opts, &mut cur).unwrap().is_some() {}
+        assert!(sp.with_pool(|p| Ok(p.state.all_clean())).unwrap());
+        sp.fail(4).unwrap();
+        sp.read(0, &mut back).unwrap();
+        assert!(back == model, "data after the rebuild and another failure");
+        sp.close().unwrap();
     }
 
     /// A member missing while stripes are listed, where nothing called `fail` to flush them (a

@@ -28,7 +28,7 @@
 //! without a journal) the undetected loss is counted as a *known gap*, which becomes a failure
 //! as soon as [`ENGINE_PROTECTION`] says the protection exists.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -701,12 +701,42 @@ pub struct Atlas {
     /// Members charged: failed, replaced and not rebuilt yet, with latent errors, or (with
     /// checksums) with silent damage.
     pub charged: BTreeSet<usize>,
+    /// For each charged member, the file its latest charge is on: the charge ends only
+    /// when the member is another file (replaced since) and rebuilt. A replacement made
+    /// before the fault does not count (served fault harness, seed 0x6b0848fe: a member
+    /// replaced and rebuilt, then given a misdirected write, was let off because it had
+    /// been replaced once; the final `verify` then met the damage the harness had not
+    /// expected).
+    pub charged_file: BTreeMap<usize, PathBuf>,
     /// A crash left unflushed writes behind with no journal: stripes they touched may hold
     /// parity that disagrees with the data, so no redundancy may be used any more.
     pub write_hole: bool,
 }
 
 impl Atlas {
+    /// Charges member `m`, whose current file is `path`.
+    pub fn charge(&mut self, m: usize, path: &Path) {
+        self.charged.insert(m);
+        self.charged_file.insert(m, path.to_path_buf());
+    }
+    /// With every cycle rebuilt and no member failed: the charges of members that are a
+    /// new file since their latest charge, with no latent errors and not fail-stopped,
+    /// end (`faults` holds each member's current file).
+    pub fn settle(&mut self, faults: &[Arc<MemberFaults>]) {
+        let ended: Vec<usize> = self
+            .charged
+            .iter()
+            .copied()
+            .filter(|&m| {
+                let f = &faults[m];
+                self.charged_file.get(&m) != Some(&f.path) && !f.has_lse() && !f.is_fail_stopped()
+            })
+            .collect();
+        for m in ended {
+            self.charged.remove(&m);
+            self.charged_file.remove(&m);
+        }
+    }
     /// Redundancy left: member faults the pool still survives.
     pub fn left(&self) -> usize {
         if self.write_hole {
@@ -1260,6 +1290,7 @@ pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
             protection: opts.protection,
             tolerance,
             charged: BTreeSet::new(),
+            charged_file: BTreeMap::new(),
             write_hole: false,
         },
         report,
@@ -1478,7 +1509,11 @@ impl Run {
         let Some(fault) = draw.draw(m) else {
             return;
         };
-        match fault.apply(&f, draw.counts) {
+        if self.atlas.charged.contains(&m) {
+            // The fault lands on this file: only a later replacement ends the charge.
+            self.atlas.charge(m, &f.path);
+        }
+        match fault.apply(&f, &mut self.report.faults) {
             Some(line) => self.log(format_args!("step {step}: member {m} {line}")),
             None => {
                 self.report.faults.admin_fail += 1;
@@ -1562,21 +1597,8 @@ impl Run {
             return;
         };
         if pool.state().all_clean() && pool.state().failed().is_empty() {
-            let replaced: Vec<usize> = self
-                .atlas
-                .charged
-                .iter()
-                .copied()
-                .filter(|&m| pool.state().replaced_at(m as u32) > 0)
-                .collect();
-            for m in replaced {
-                // A member replaced since the fault: fresh, unless faulted again since.
-                let f = self.faults.lock().unwrap()[m].clone();
-                let st = f.st.lock().unwrap();
-                if st.lse.is_empty() && !f.is_fail_stopped() {
-                    self.atlas.charged.remove(&m);
-                }
-            }
+            let faults = self.faults.lock().unwrap().clone();
+            self.atlas.settle(&faults);
         }
     }
 
@@ -1652,8 +1674,9 @@ impl Run {
                 // A member the reopen left out (stale: it missed updates) costs redundancy
                 // like a failure until it is replaced and rebuilt.
                 if self.kind == RunKind::Mixed {
+                    let faults = self.faults.lock().unwrap().clone();
                     for &d in p.state().failed() {
-                        self.atlas.charged.insert(d as usize);
+                        self.atlas.charge(d as usize, &faults[d as usize].path);
                     }
                 }
                 self.pool = Some(p);

@@ -35,7 +35,7 @@
 //! engine that acknowledges a write it could not make redundant or durable breaks it), and a
 //! flush fails once the members that are gone lose data (the layout's own verdict).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -823,6 +823,7 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
             protection,
             tolerance,
             charged: BTreeSet::new(),
+            charged_file: BTreeMap::new(),
             write_hole: false,
         },
         beyond_hit: BTreeSet::new(),
@@ -1164,6 +1165,10 @@ impl ServedRun {
         let Some(fault) = draw.draw(m) else {
             return;
         };
+        if self.atlas.charged.contains(&m) {
+            // The fault lands on this file: only a later replacement ends the charge.
+            self.atlas.charge(m, &f.path);
+        }
         // Before the fault lands: a write acknowledged from now on is judged against it.
         self.bump_epoch();
         match fault.apply(&f, &mut self.report.faults) {
@@ -1391,27 +1396,17 @@ impl ServedRun {
     /// latent errors, which stay charged until they are replaced).
     fn settle_atlas(&mut self) {
         let Some(inc) = &self.inc else { return };
-        let Ok((clean, failed, replaced)) = inc.sp.with_pool(|p| {
-            let st = p.state();
-            let replaced: Vec<usize> = (0..p.geometry().disks())
-                .filter(|&m| st.replaced_at(m as u32) > 0)
-                .collect();
-            Ok((st.all_clean(), st.failed().is_empty(), replaced))
-        }) else {
+        let Ok((clean, failed)) = inc
+            .sp
+            .with_pool(|p| Ok((p.state().all_clean(), p.state().failed().is_empty())))
+        else {
             return;
         };
         if !(clean && failed) {
             return;
         }
-        for m in replaced {
-            if !self.atlas.charged.contains(&m) {
-                continue;
-            }
-            let f = self.faults.lock().unwrap()[m].clone();
-            if !f.has_lse() && !f.is_fail_stopped() {
-                self.atlas.charged.remove(&m);
-            }
-        }
+        let faults = self.faults.lock().unwrap().clone();
+        self.atlas.settle(&faults);
     }
 
     fn crash_keeps_redundancy(&self) -> bool {

@@ -301,3 +301,43 @@ fn small_raid5(
     let pool = dev::pool::Pool::create(&desc, opts).unwrap();
     (dir, paths, desc, pool)
 }
+
+/// The atlas ends a member's charge only when the member is another file than the one its
+/// latest fault landed on (replaced since) and carries no latent errors: a replacement made
+/// before the fault does not end it (served campaign, seed 0x6b0848fe).
+#[test]
+fn a_charge_ends_only_with_a_replacement_made_after_the_fault() {
+    use dev::faultsim::{Atlas, CrashSwitch, MemberFaults};
+    use std::path::PathBuf;
+    use std::sync::Arc;
+    let crash = Arc::new(CrashSwitch::default());
+    let file = |name: &str| {
+        Arc::new(MemberFaults::new(
+            PathBuf::from(name),
+            Arc::clone(&crash),
+            (0, 1 << 20),
+        ))
+    };
+    let mut atlas = Atlas {
+        protection: ENGINE_PROTECTION,
+        tolerance: 1,
+        charged: Default::default(),
+        charged_file: Default::default(),
+        write_hole: false,
+    };
+    // Member 1 was replaced once (m1.r1) before its fault landed on that file.
+    let mut members = vec![file("m0.img"), file("m1.r1.img"), file("m2.img")];
+    atlas.charge(1, &members[1].path);
+    atlas.settle(&members);
+    assert!(atlas.charged.contains(&1), "a replacement before the fault");
+    // Replaced after the fault: the charge ends.
+    members[1] = file("m1.r2.img");
+    atlas.settle(&members);
+    assert!(atlas.charged.is_empty());
+    // A new file that carries latent errors stays charged.
+    atlas.charge(2, &members[2].path);
+    members[2] = file("m2.r1.img");
+    members[2].add_lse(4096, 8192, false);
+    atlas.settle(&members);
+    assert!(atlas.charged.contains(&2), "latent errors keep the charge");
+}

@@ -36,11 +36,13 @@ pub mod backend;
 pub mod client;
 pub mod proto;
 pub mod server;
+pub mod tls;
 pub mod transport;
 
 pub use backend::{Backend, MemBackend};
 pub use server::{
     BlockSize, Command, Event, ExportInfo, ProtocolError, Request, ServerConfig, ServerConn,
-    DEFAULT_MAX_PAYLOAD,
+    TlsPolicy, DEFAULT_MAX_PAYLOAD,
 };
+pub use tls::{TlsError, TlsServer, TlsStream};
 pub use transport::{Export, Logger, Server, ServerOptions, Stats, Stream};

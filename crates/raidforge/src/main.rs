@@ -14,6 +14,7 @@ mod demo;
 mod metrics;
 mod pool_cmd;
 mod serve_cmd;
+mod serve_tls;
 
 /// raidforge: a software RAID engine and disk-array simulator sharing one core.
 ///

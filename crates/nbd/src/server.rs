@@ -1094,6 +1094,98 @@ mod tests {
         assert!(c.take_output().is_empty());
     }
 
+    /// A connection past the client flags on a server with TLS policy `tls`.
+    fn negotiating_tls(tls: TlsPolicy) -> ServerConn {
+        let mut cfg = config();
+        cfg.tls = tls;
+        let mut c = ServerConn::new(cfg);
+        c.take_output();
+        c.receive(&(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES).to_be_bytes());
+        c
+    }
+
+    #[test]
+    fn starttls_required_refuses_everything_else_until_tls() {
+        let mut c = negotiating_tls(TlsPolicy::Required);
+        for (o, d) in [
+            (OPT_LIST, vec![]),
+            (OPT_STRUCTURED_REPLY, vec![]),
+            (OPT_INFO, go_data("a", &[])),
+            (OPT_GO, go_data("a", &[])),
+            (42, b"x".to_vec()),
+        ] {
+            c.receive(&opt(o, &d));
+            let r = replies(&c.take_output());
+            assert_eq!(r.len(), 1, "option {o}");
+            assert_eq!((r[0].0, r[0].1), (o, REP_ERR_TLS_REQD), "option {o}");
+        }
+        assert!(events(&mut c).is_empty());
+        // STARTTLS with data is invalid; without, acknowledged, and the transport is told.
+        c.receive(&opt(OPT_STARTTLS, b"x"));
+        assert_eq!(replies(&c.take_output())[0].1, REP_ERR_INVALID);
+        c.receive(&opt(OPT_STARTTLS, &[]));
+        assert_eq!(
+            replies(&c.take_output()),
+            vec![(OPT_STARTTLS, REP_ACK, vec![])]
+        );
+        assert_eq!(events(&mut c), vec![Event::StartTls]);
+        assert!(!c.tls_active());
+        c.tls_started();
+        assert!(c.tls_active());
+        // Inside TLS: a second STARTTLS is invalid, everything else works.
+        c.receive(&opt(OPT_STARTTLS, &[]));
+        assert_eq!(replies(&c.take_output())[0].1, REP_ERR_INVALID);
+        c.receive(&opt(OPT_GO, &go_data("b", &[])));
+        assert_eq!(replies(&c.take_output()).last().unwrap().1, REP_ACK);
+        assert_eq!(events(&mut c), vec![Event::Selected { export: 1 }]);
+    }
+
+    #[test]
+    fn starttls_required_export_name_and_abort() {
+        // EXPORT_NAME cannot be refused with a reply: the session ends.
+        let mut c = negotiating_tls(TlsPolicy::Required);
+        c.receive(&opt(OPT_EXPORT_NAME, b"a"));
+        assert!(c.take_output().is_empty());
+        assert_eq!(
+            events(&mut c),
+            vec![Event::Fatal(ProtocolError::ExportNameWithoutTls)]
+        );
+        // ABORT is allowed before TLS.
+        let mut c = negotiating_tls(TlsPolicy::Required);
+        c.receive(&opt(OPT_ABORT, &[]));
+        assert_eq!(replies(&c.take_output())[0].1, REP_ACK);
+        assert_eq!(events(&mut c), vec![Event::Disconnect]);
+    }
+
+    #[test]
+    fn starttls_optional_serves_plain_and_forgets_plain_negotiation() {
+        // A plain client is served.
+        let mut c = negotiating_tls(TlsPolicy::Optional);
+        c.receive(&opt(OPT_GO, &go_data("a", &[])));
+        assert_eq!(replies(&c.take_output()).last().unwrap().1, REP_ACK);
+        assert_eq!(events(&mut c), vec![Event::Selected { export: 0 }]);
+        // Structured replies negotiated before STARTTLS do not carry over into TLS.
+        let mut c = negotiating_tls(TlsPolicy::Optional);
+        c.receive(&opt(OPT_STRUCTURED_REPLY, &[]));
+        assert!(c.encoder().structured);
+        c.receive(&opt(OPT_STARTTLS, &[]));
+        assert_eq!(events(&mut c), vec![Event::StartTls]);
+        assert!(!c.encoder().structured);
+    }
+
+    #[test]
+    fn bytes_after_starttls_before_its_reply_end_the_session() {
+        let mut c = negotiating_tls(TlsPolicy::Required);
+        let mut b = opt(OPT_STARTTLS, &[]);
+        b.extend_from_slice(&[0x16, 0x03, 0x01]);
+        c.receive(&b);
+        assert_eq!(
+            events(&mut c),
+            vec![Event::Fatal(ProtocolError::DataAfterStartTls)]
+        );
+        assert!(c.is_closed());
+    }
+
     #[test]
     fn fatal_handshake_violations() {
         let mut c = ServerConn::new(config());

@@ -135,18 +135,20 @@ impl TlsServer {
                 ),
             )
         })?;
-        b.set_private_key(&pkey)?;
-        b.check_private_key().map_err(|_| {
-            bad(
-                "key file",
-                key,
-                format!(
-                    "is not the private key of the certificate in {}; give the key the \
+        // OpenSSL refuses a key that does not match the certificate already when it is set.
+        b.set_private_key(&pkey)
+            .and_then(|_| b.check_private_key())
+            .map_err(|_| {
+                bad(
+                    "key file",
+                    key,
+                    format!(
+                        "is not the private key of the certificate in {}; give the key the \
                      certificate was made for",
-                    cert.display()
-                ),
-            )
-        })?;
+                        cert.display()
+                    ),
+                )
+            })?;
         if let Some(ca) = ca {
             let cas = load_certs("CA file", ca)?;
             let mut store = X509StoreBuilder::new()?;
@@ -518,5 +520,52 @@ impl<S: Stream> Stream for TlsStream<S> {
         unsafe {
             libc::shutdown(self.fd, libc::SHUT_RDWR);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn psk_file(name: &str, text: &str) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("nbd-tls-{}-{name}.psk", std::process::id()));
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn psk_files_in_psktool_format() {
+        let key = "00112233445566778899aabbccddeeff";
+        let p = psk_file("ok", &format!("# keys\nalice:{key}\n\nbob:{key}ff\n"));
+        let keys = load_psk_file(&p).unwrap();
+        assert_eq!(keys.len(), 2);
+        assert_eq!(keys[0].0, "alice");
+        assert_eq!(keys[0].1[..3], [0x00, 0x11, 0x22]);
+        assert_eq!(keys[1].1.len(), 17);
+        for (name, text, needle) in [
+            (
+                "nocolon",
+                format!("alice{key}\n"),
+                "line 1 is not IDENTITY:HEXKEY",
+            ),
+            ("short", "alice:0011\n".to_string(), "line 1"),
+            ("odd", format!("a:{key}\nb:{key}0\n"), "line 2"),
+            ("nothex", format!("a:{}zz\n", &key[2..]), "line 1"),
+            ("empty", "# nothing\n".to_string(), "holds no key"),
+        ] {
+            let p = psk_file(name, &text);
+            let e = load_psk_file(&p).unwrap_err().to_string();
+            assert!(
+                e.contains(needle) && e.contains(&*p.to_string_lossy()),
+                "{name}: {e}"
+            );
+            let _ = std::fs::remove_file(p);
+        }
+        let e = TlsServer::psk(Path::new("/nonexistent/k.psk")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("cannot read PSK file /nonexistent/k.psk"),
+            "{e}"
+        );
     }
 }

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use openssl::error::ErrorStack;
 use openssl::pkey::PKey;
 use openssl::ssl::{
-    ErrorCode, HandshakeError, Ssl, SslAcceptor, SslContext, SslContextBuilder, SslMethod, SslMode,
-    SslOptions, SslStream, SslVerifyMode, SslVersion,
+    ErrorCode, HandshakeError, Ssl, SslAcceptor, SslConnector, SslContext, SslContextBuilder,
+    SslMethod, SslMode, SslOptions, SslStream, SslVerifyMode, SslVersion,
 };
 use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::X509;
@@ -246,7 +246,7 @@ fn handshake_reason(e: &openssl::ssl::Error) -> String {
     }
     match e.io_error() {
         Some(io) => io.to_string(),
-        None => "the client closed the connection".to_string(),
+        None => "the other side closed the connection (a wrong key or certificate?)".to_string(),
     }
 }
 
@@ -523,6 +523,128 @@ impl<S: Stream> Stream for TlsStream<S> {
     }
 }
 
+/// The client side of TLS for one connection (see [`crate::client::Target`]).
+pub struct ClientTls {
+    connector: SslConnector,
+    /// The server's name or address to check its certificate against (TCP with X.509).
+    host: Option<String>,
+}
+
+/// Client credentials from an `nbds://` URI's query; `host` is the server's name or address
+/// (checked against its certificate; `None` on Unix sockets, where the CA check is all).
+pub fn client_config(auth: &crate::client::TlsAuth, host: Option<&str>) -> io::Result<ClientTls> {
+    use crate::client::TlsAuth;
+    let invalid = |e: TlsError| io::Error::new(io::ErrorKind::InvalidInput, e.to_string());
+    let ossl = |e: ErrorStack| io::Error::other(format!("setting up TLS: {e}"));
+    let mut b = SslConnector::builder(SslMethod::tls_client()).map_err(ossl)?;
+    b.set_min_proto_version(Some(SslVersion::TLS1_2))
+        .map_err(ossl)?;
+    b.set_options(SslOptions::IGNORE_UNEXPECTED_EOF | SslOptions::NO_RENEGOTIATION);
+    let mut host = host.map(str::to_string);
+    match auth {
+        TlsAuth::Certificates(dir) => {
+            if let Some(dir) = dir {
+                let dir = Path::new(dir);
+                let cas = load_certs("CA file", &dir.join("ca-cert.pem")).map_err(invalid)?;
+                let mut store = X509StoreBuilder::new().map_err(ossl)?;
+                for c in cas {
+                    store.add_cert(c).map_err(ossl)?;
+                }
+                b.set_verify_cert_store(store.build()).map_err(ossl)?;
+                let cert = dir.join("client-cert.pem");
+                if cert.exists() {
+                    let chain = load_certs("client certificate file", &cert).map_err(invalid)?;
+                    b.set_certificate(&chain[0]).map_err(ossl)?;
+                    for c in &chain[1..] {
+                        b.add_extra_chain_cert(c.clone()).map_err(ossl)?;
+                    }
+                    let key = dir.join("client-key.pem");
+                    let pem = read_file("client key file", &key).map_err(invalid)?;
+                    let pkey = PKey::private_key_from_pem(&pem).map_err(|e| {
+                        invalid(bad(
+                            "client key file",
+                            &key,
+                            format!("is not a PEM key ({})", reason(&e)),
+                        ))
+                    })?;
+                    b.set_private_key(&pkey).map_err(|_| {
+                        invalid(bad(
+                            "client key file",
+                            &key,
+                            "does not belong to client-cert.pem",
+                        ))
+                    })?;
+                }
+            }
+            b.set_verify(SslVerifyMode::PEER);
+        }
+        TlsAuth::Psk { file, username } => {
+            let keys = load_psk_file(Path::new(file)).map_err(invalid)?;
+            let key = keys
+                .into_iter()
+                .find(|(id, _)| id == username)
+                .map(|(_, k)| k)
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("PSK file {file} holds no key for the identity {username:?}"),
+                    )
+                })?;
+            let identity = username.clone().into_bytes();
+            b.set_cipher_list(
+                "ECDHE-PSK-CHACHA20-POLY1305:DHE-PSK-AES256-GCM-SHA384:DHE-PSK-AES128-GCM-SHA256:\
+                 DHE-PSK-CHACHA20-POLY1305",
+            )
+            .map_err(ossl)?;
+            b.set_psk_client_callback(move |_ssl, _hint, id_out, key_out| {
+                if identity.len() >= id_out.len() || key.len() > key_out.len() {
+                    return Ok(0);
+                }
+                id_out[..identity.len()].copy_from_slice(&identity);
+                id_out[identity.len()] = 0;
+                key_out[..key.len()].copy_from_slice(&key);
+                Ok(key.len())
+            });
+            // The key authenticates the server; there is no certificate to check.
+            b.set_verify(SslVerifyMode::NONE);
+            host = None;
+        }
+    }
+    Ok(ClientTls {
+        connector: b.build(),
+        host,
+    })
+}
+
+impl ClientTls {
+    /// Runs the client side of the handshake on `s` (after the server acknowledged STARTTLS).
+    pub fn connect<S: Read + Write>(self, s: S) -> io::Result<SslStream<S>> {
+        let mut cfg = self
+            .connector
+            .configure()
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let name = match &self.host {
+            Some(h) => h.as_str(),
+            None => {
+                cfg.set_verify_hostname(false);
+                cfg.set_use_server_name_indication(false);
+                "localhost"
+            }
+        };
+        cfg.connect(name, s).map_err(|e| {
+            let why = match &e {
+                HandshakeError::Failure(mid) => handshake_reason(mid.error()),
+                HandshakeError::WouldBlock(_) => "no answer in time".to_string(),
+                HandshakeError::SetupFailure(e) => reason(e),
+            };
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("TLS handshake with the NBD server failed: {why}"),
+            )
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -567,5 +689,126 @@ mod tests {
                 .starts_with("cannot read PSK file /nonexistent/k.psk"),
             "{e}"
         );
+    }
+
+    /// Our client and our server over a Unix socket with a PSK: data round trip, a wrong key,
+    /// a plain client under "required", a TLS client against a server without TLS.
+    #[test]
+    fn psk_client_and_server_over_a_unix_socket() {
+        use crate::client::{Address, Client, Target};
+        use crate::{Export, ExportInfo, MemBackend, Server, ServerOptions};
+        let dir = std::env::temp_dir().join(format!("nbd-tls-sock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+        let keys = psk_file("server", &format!("alice:{key}\n"));
+        let wrong = psk_file("wrong", &format!("alice:{}\n", key.replace('0', "1")));
+        let serve = |name: &str, tls: Option<TlsServer>| {
+            let sock = dir.join(name);
+            let _ = std::fs::remove_file(&sock);
+            let l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+            let export = Export {
+                info: ExportInfo::new("m", 1 << 20),
+                backend: Arc::new(MemBackend::new(1 << 20)),
+            };
+            let opts = ServerOptions {
+                tls_required: tls.is_some(),
+                tls,
+                ..ServerOptions::default()
+            };
+            let s = Server::new(vec![export], opts);
+            let s2 = s.clone();
+            let h = std::thread::spawn(move || s2.serve_unix(l).unwrap());
+            (s, h, sock)
+        };
+        let (srv, h, sock) = serve("tls.sock", Some(TlsServer::psk(&keys).unwrap()));
+        let uri = |user: &str, f: &Path| {
+            format!(
+                "nbds+unix://{user}@/m?socket={}&tls-psk-file={}",
+                sock.display(),
+                f.display()
+            )
+        };
+        let t = Target::parse(&uri("alice", &keys)).unwrap();
+        let timeout = Some(Duration::from_secs(10));
+        let mut c = Client::connect_target(&t, timeout).unwrap();
+        assert_eq!(c.size(), 1 << 20);
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
+        c.write_at(&data, 4096, false).unwrap();
+        c.flush().unwrap();
+        let mut got = vec![0u8; data.len()];
+        c.read_at(&mut got, 4096).unwrap();
+        assert!(got == data);
+        drop(c);
+        let e = Client::connect_target(&Target::parse(&uri("alice", &wrong)).unwrap(), timeout)
+            .err()
+            .expect("a wrong key is refused");
+        assert!(e.to_string().contains("TLS handshake"), "{e}");
+        let plain = Address::Unix {
+            socket: sock.display().to_string(),
+            export: "m".into(),
+        };
+        let e = Client::connect_with_timeout(&plain, timeout)
+            .err()
+            .expect("a plain client is refused");
+        assert!(e.to_string().contains("requires TLS"), "{e}");
+        srv.stop();
+        h.join().unwrap();
+        // A server without TLS: the TLS client does not go on in plain text.
+        let (srv, h, sock2) = serve("plain.sock", None);
+        let t = Target::parse(&format!(
+            "nbds+unix://alice@/m?socket={}&tls-psk-file={}",
+            sock2.display(),
+            keys.display()
+        ))
+        .unwrap();
+        let e = Client::connect_target(&t, timeout)
+            .err()
+            .expect("no TLS, no session");
+        assert!(e.to_string().contains("does not offer TLS"), "{e}");
+        srv.stop();
+        h.join().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn tls_uris_parse_or_say_what_is_wrong() {
+        use crate::client::{Address, Target, TlsAuth};
+        let t = Target::parse("nbds://alice@10.0.0.1:10810/exp?tls-psk-file=/k.psk").unwrap();
+        assert_eq!(
+            t.addr,
+            Address::Tcp {
+                host: "10.0.0.1".into(),
+                port: 10810,
+                export: "exp".into()
+            }
+        );
+        assert_eq!(
+            t.tls,
+            Some(TlsAuth::Psk {
+                file: "/k.psk".into(),
+                username: "alice".into()
+            })
+        );
+        let t = Target::parse("nbds+unix:///e?socket=/s.sock&tls-certificates=/pki").unwrap();
+        assert_eq!(
+            t.addr,
+            Address::Unix {
+                socket: "/s.sock".into(),
+                export: "e".into()
+            }
+        );
+        assert_eq!(t.tls, Some(TlsAuth::Certificates(Some("/pki".into()))));
+        let t = Target::parse("nbds://h/?tls-psk-file=/k&tls-username=bob").unwrap();
+        assert!(matches!(t.tls, Some(TlsAuth::Psk { ref username, .. }) if username == "bob"));
+        assert_eq!(Target::parse("nbd://h/x").unwrap().tls, None);
+        for bad in [
+            "nbds://h/x?tls-psk-file=/k",
+            "nbds://h/x?tls-psk-file=/k&tls-certificates=/d",
+            "nbds+unix:///x",
+        ] {
+            let e = Target::parse(bad).unwrap_err();
+            assert!(e.contains("not an NBD address"), "{bad}: {e}");
+        }
+        assert!(crate::client::is_uri("nbds://h/") && crate::client::is_uri("nbds+unix:///"));
     }
 }

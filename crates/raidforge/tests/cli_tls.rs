@@ -699,3 +699,152 @@ fn non_loopback_listener_warns_unless_tls_is_required() {
         .iter()
         .any(|l| l.contains("warning: --listen")));
 }
+
+// ---------- members over TLS ----------
+
+/// An nbdkit serving a memory disk over TLS; killed when dropped.
+struct Nbdkit(Child);
+
+impl Drop for Nbdkit {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn nbdkit(nbdkit: &Path, listen: &[String], tls: &[String]) -> Nbdkit {
+    let child = Command::new(nbdkit)
+        .args(["--exit-with-parent", "-f", "--tls=require"])
+        .args(tls)
+        .args(listen)
+        .args(["memory", "8M"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nbdkit");
+    Nbdkit(child)
+}
+
+/// Waits until something listens at the Unix socket or TCP address.
+fn wait_listening(unix: Option<&Path>, tcp: Option<&str>) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let up = match (unix, tcp) {
+            (Some(p), _) => std::os::unix::net::UnixStream::connect(p).is_ok(),
+            (_, Some(a)) => TcpStream::connect(a).is_ok(),
+            _ => unreachable!(),
+        };
+        if up {
+            return;
+        }
+        assert!(Instant::now() < deadline, "nbdkit did not start listening");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn pool_of_nbds_members_served_by_nbdkit_with_psk_and_x509() {
+    let (Some(openssl), Some(nbdkit_bin)) = (tool("openssl"), tool("nbdkit")) else {
+        return;
+    };
+    let dir = TempDir::new("tls", "members");
+    let pki = dir.join("pki");
+    make_pki(&openssl, &pki);
+    let keys = dir.join("keys.psk");
+    make_psk(&openssl, &keys, "alice");
+    let wrong = dir.join("wrong.psk");
+    make_psk(&openssl, &wrong, "alice");
+    // Two members with a PSK on Unix sockets, one with X.509 on TCP (the server's
+    // certificate is checked against the CA and 127.0.0.1; nbdkit checks ours).
+    let mut servers = Vec::new();
+    let mut members = Vec::new();
+    for i in 0..2 {
+        let sock = dir.join(&format!("k{i}.sock"));
+        servers.push(nbdkit(
+            &nbdkit_bin,
+            &["-U".into(), sock.display().to_string()],
+            &[format!("--tls-psk={}", keys.display())],
+        ));
+        wait_listening(Some(&sock), None);
+        members.push(format!(
+            "nbds+unix://alice@/?socket={}&tls-psk-file={}",
+            sock.display(),
+            keys.display()
+        ));
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    servers.push(nbdkit(
+        &nbdkit_bin,
+        &[
+            "-i".into(),
+            "127.0.0.1".into(),
+            "-p".into(),
+            port.to_string(),
+        ],
+        &[
+            format!("--tls-certificates={}", pki.display()),
+            "--tls-verify-peer".into(),
+        ],
+    ));
+    wait_listening(None, Some(&format!("127.0.0.1:{port}")));
+    members.push(format!(
+        "nbds://127.0.0.1:{port}/?tls-certificates={}",
+        pki.display()
+    ));
+
+    // A wrong key, and a server certificate from a CA we do not trust, are refused, naming
+    // the member, in one line.
+    let other = dir.join("other");
+    make_pki(&openssl, &other);
+    let mut wrong_key = members.clone();
+    wrong_key[0] = wrong_key[0].replace(&*keys.display().to_string(), &wrong.display().to_string());
+    let mut wrong_ca = members.clone();
+    wrong_ca[2] = wrong_ca[2].replace(&*pki.display().to_string(), &other.display().to_string());
+    for (bad, which) in [(wrong_key, "member 0"), (wrong_ca, "member 2")] {
+        let pool_bad = dir.join("bad.json").display().to_string();
+        let mut args = vec![
+            "create".to_string(),
+            pool_bad,
+            "--scheme".into(),
+            "raid5".into(),
+        ];
+        args.extend(["--disks".into(), "3".into()]);
+        for m in &bad {
+            args.extend(["--member".into(), m.clone()]);
+        }
+        args.extend(["--size".into(), "4M".into(), "--chunk".into(), "16K".into()]);
+        let out = common::raidforge(dir.path(), &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(
+            err.contains(which) && err.contains("TLS handshake"),
+            "{err}"
+        );
+    }
+
+    // The pool over the three TLS members: data written are read back byte for byte.
+    let mut args = vec![
+        "create".to_string(),
+        "p.json".into(),
+        "--scheme".into(),
+        "raid5".into(),
+    ];
+    args.extend(["--disks".into(), "3".into()]);
+    for m in &members {
+        args.extend(["--member".into(), m.clone()]);
+    }
+    args.extend(["--size".into(), "4M".into(), "--chunk".into(), "16K".into()]);
+    common::ok(dir.path(), &args);
+    let data = pattern(0x5e1, (1 << 20) + 777);
+    common::write(dir.path(), "p.json", 12345, &data);
+    assert!(common::read(dir.path(), "p.json", 12345, data.len() as u64) == data);
+    let st = common::status(dir.path(), "p.json");
+    assert_eq!(st["state"], "clean", "{st}");
+    drop(servers);
+}

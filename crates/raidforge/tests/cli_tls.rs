@@ -260,6 +260,29 @@ fn head(path: &Path, len: usize) -> Vec<u8> {
     v
 }
 
+/// `--image-opts` for QEMU reaching export `p` of `srv` with the TLS object `tls0`.
+fn qemu_opts(srv: &Served) -> String {
+    format!(
+        "driver=nbd,host=127.0.0.1,port={},export=p,tls-creds=tls0",
+        srv.port()
+    )
+}
+
+/// qemu-img reads the whole export through TLS object `obj` into the raw file `out`.
+fn qemu_img_read(qemu_img: &Path, obj: &str, srv: &Served, out: &Path) {
+    let opts = qemu_opts(srv);
+    let args = [
+        "convert",
+        "-O",
+        "raw",
+        "--object",
+        obj,
+        "--image-opts",
+        &opts,
+    ];
+    run_ok(Command::new(qemu_img).args(args).arg(out));
+}
+
 // ---------- X.509 ----------
 
 #[test]
@@ -322,24 +345,8 @@ fn x509_nbdinfo_nbdcopy_qemu_and_plain_clients_refused() {
         "tls-creds-x509,id=tls0,endpoint=client,dir={}",
         pki.display()
     );
-    let opts = format!(
-        "driver=nbd,host=127.0.0.1,port={},export=p,tls-creds=tls0",
-        srv.port()
-    );
     let back = dir.join("back.raw");
-    run_ok(
-        Command::new(&qemu_img)
-            .args([
-                "convert",
-                "-O",
-                "raw",
-                "--object",
-                &obj,
-                "--image-opts",
-                &opts,
-            ])
-            .arg(&back),
-    );
+    qemu_img_read(&qemu_img, &obj, &srv, &back);
     assert_eq!(std::fs::metadata(&back).unwrap().len(), capacity);
     assert!(
         head(&back, data.len()) == data,
@@ -352,7 +359,7 @@ fn x509_nbdinfo_nbdcopy_qemu_and_plain_clients_refused() {
         "--object",
         &obj,
         "--image-opts",
-        &opts,
+        &qemu_opts(&srv),
         "-c",
         &format!("write -P 0xa5 {tail} 192k"),
     ]));
@@ -460,24 +467,8 @@ fn psk_nbdcopy_nbdinfo_qemu_and_wrong_keys_refused() {
         "tls-creds-psk,id=tls0,endpoint=client,dir={},username=alice",
         keys.parent().unwrap().display()
     );
-    let opts = format!(
-        "driver=nbd,host=127.0.0.1,port={},export=p,tls-creds=tls0",
-        srv.port()
-    );
     let back2 = dir.join("back2.raw");
-    run_ok(
-        Command::new(&qemu_img)
-            .args([
-                "convert",
-                "-O",
-                "raw",
-                "--object",
-                &obj,
-                "--image-opts",
-                &opts,
-            ])
-            .arg(&back2),
-    );
+    qemu_img_read(&qemu_img, &obj, &srv, &back2);
     assert!(
         head(&back2, data.len()) == data,
         "qemu-img read back other bytes"

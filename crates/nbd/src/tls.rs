@@ -751,8 +751,19 @@ mod tests {
             .err()
             .expect("a plain client is refused");
         assert!(e.to_string().contains("requires TLS"), "{e}");
+        // Stopping the server ends a TLS session that sits idle (the reader polls the
+        // shutdown flag without holding the session), rather than waiting for the client.
+        let idle =
+            Client::connect_target(&Target::parse(&uri("alice", &keys)).unwrap(), timeout).unwrap();
         srv.stop();
-        h.join().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(h.join().is_ok()));
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(30)),
+            Ok(true),
+            "the server did not finish with an idle TLS client connected"
+        );
+        drop(idle);
         // A server without TLS: the TLS client does not go on in plain text.
         let (srv, h, sock2) = serve("plain.sock", None);
         let t = Target::parse(&format!(

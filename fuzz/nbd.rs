@@ -373,6 +373,10 @@ pub fn check_bytewise(config: &ServerConfig, stream: &[u8], eof: bool) -> Result
                         ));
                     }
                 }
+                // The generated configurations run without TLS (STARTTLS is refused).
+                Event::StartTls => {
+                    return Err(format!("byte {i}: StartTls on a server without TLS"));
+                }
                 Event::Disconnect | Event::Fatal(_) => {
                     closed = true;
                     if !c.is_closed() {
@@ -435,6 +439,7 @@ pub fn check_stream(rng: &mut Rng, config: &ServerConfig, stream: &[u8]) -> Case
         None => "open".into(),
         Some(Event::Selected { .. }) | Some(Event::Request(_)) => "transmitting".into(),
         Some(Event::Disconnect) => "disconnect".into(),
+        Some(Event::StartTls) => "starttls".into(),
         Some(Event::Fatal(ProtocolError::Truncated(what))) => format!("truncated:{what}"),
         Some(Event::Fatal(e)) => format!(
             "fatal:{}",

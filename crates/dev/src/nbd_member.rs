@@ -1,5 +1,7 @@
-//! A member that is an NBD export (`nbd://HOST[:PORT]/EXPORT`, `nbd+unix:///EXPORT?socket=PATH`),
-//! so that a pool can span machines and tests can put real faults under a pool (nbdkit's
+//! A member that is an NBD export (`nbd://HOST[:PORT]/EXPORT`, `nbd+unix:///EXPORT?socket=PATH`,
+//! and over TLS `nbds://[NAME@]HOST[:PORT]/EXPORT?tls-certificates=DIR` or
+//! `...?tls-psk-file=FILE`, libnbd's spelling; see [`nbd::client::Target`]), so that a pool
+//! can span machines and tests can put real faults under a pool (nbdkit's
 //! `error` and `delay` filters).
 //!
 //! Requests go over a small set of connections (one per concurrent caller, kept for reuse) made
@@ -11,15 +13,15 @@
 //! server *replies* with (EIO from a dying disk) is returned at once: that is the member's
 //! answer, not the network's.
 //!
-//! Not done: TLS (`nbds://`), and locking against a second raidforge process using the same
-//! export (a file member's `flock` has no NBD equivalent).
+//! Not done: locking against a second raidforge process using the same export (a file
+//! member's `flock` has no NBD equivalent).
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use nbd::client::{Address, Client};
+use nbd::client::{Client, Target};
 
 use crate::Member;
 
@@ -44,7 +46,7 @@ pub fn is_nbd_path(p: &std::path::Path) -> bool {
 /// An NBD export as a member.
 pub struct NbdMember {
     uri: String,
-    addr: Address,
+    addr: Target,
     size: u64,
     timeout: Duration,
     idle: Mutex<Vec<Client>>,
@@ -54,9 +56,9 @@ impl NbdMember {
     /// Connects to the export named by `uri` (its size is the member's).
     pub fn open(uri: &str) -> io::Result<NbdMember> {
         let addr =
-            Address::parse(uri).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            Target::parse(uri).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let timeout = io_timeout();
-        let c = Client::connect_with_timeout(&addr, Some(timeout)).map_err(|e| {
+        let c = Client::connect_target(&addr, Some(timeout)).map_err(|e| {
             io::Error::new(e.kind(), format!("connecting to the NBD member {uri}: {e}"))
         })?;
         if c.read_only() {
@@ -83,7 +85,7 @@ impl NbdMember {
             let taken = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
             let mut c = match taken {
                 Some(c) => c,
-                None => match Client::connect_with_timeout(&self.addr, Some(self.timeout)) {
+                None => match Client::connect_target(&self.addr, Some(self.timeout)) {
                     Ok(c) => c,
                     Err(e) => {
                         last = Some(e);

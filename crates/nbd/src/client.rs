@@ -8,7 +8,13 @@
 //!
 //! Addresses are NBD URIs: `nbd://HOST[:PORT]/EXPORT` (TCP, port 10809 by default) or
 //! `nbd+unix:///EXPORT?socket=PATH` (Unix socket). An empty export name is the server's
-//! default export.
+//! default export. [`Target`] adds the TLS forms, as libnbd spells them:
+//! `nbds://[NAME@]HOST[:PORT]/EXPORT` and `nbds+unix://[NAME@]/EXPORT?socket=PATH`, with
+//! `tls-certificates=DIR` (the CA in `DIR/ca-cert.pem` checks the server; `client-cert.pem`
+//! and `client-key.pem`, when there, identify the client; without `DIR` the system's CAs check
+//! the server) or `tls-psk-file=FILE` (a pre-shared key for identity NAME, or
+//! `tls-username=NAME`, from a `psktool` file). The client negotiates `NBD_OPT_STARTTLS`
+//! before anything else and refuses to go on without TLS.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -34,9 +40,95 @@ pub enum Address {
     Unix { socket: String, export: String },
 }
 
-/// Whether `s` looks like an NBD URI (rather than a file path).
+/// Whether `s` looks like an NBD URI (rather than a file path), TLS forms included.
 pub fn is_uri(s: &str) -> bool {
-    s.starts_with("nbd://") || s.starts_with("nbd+unix://")
+    ["nbd://", "nbd+unix://", "nbds://", "nbds+unix://"]
+        .iter()
+        .any(|p| s.starts_with(p))
+}
+
+/// How a TLS connection authenticates (from an `nbds://` URI's query).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TlsAuth {
+    /// X.509: `tls-certificates=DIR` (libnbd's layout), or the system's CAs when `None`.
+    Certificates(Option<String>),
+    /// A pre-shared key: the `psktool` file and the identity whose key it holds.
+    Psk { file: String, username: String },
+}
+
+/// An NBD URI: where the export is, and TLS settings for the `nbds` forms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub addr: Address,
+    pub tls: Option<TlsAuth>,
+}
+
+impl Target {
+    /// Parses `nbd://`, `nbd+unix://`, `nbds://` and `nbds+unix://` URIs (see the module
+    /// documentation).
+    pub fn parse(uri: &str) -> Result<Target, String> {
+        let (scheme, rest) = if let Some(r) = uri.strip_prefix("nbds://") {
+            ("nbd://", r)
+        } else if let Some(r) = uri.strip_prefix("nbds+unix://") {
+            ("nbd+unix://", r)
+        } else {
+            return Ok(Target {
+                addr: Address::parse(uri)?,
+                tls: None,
+            });
+        };
+        let bad = |why: &str| {
+            format!(
+                "{uri:?} is not an NBD address ({why}): use nbds://[NAME@]HOST[:PORT]/EXPORT or \
+                 nbds+unix://[NAME@]/EXPORT?socket=PATH, with ?tls-certificates=DIR or \
+                 ?tls-psk-file=FILE"
+            )
+        };
+        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+        // NAME@ before the host (or before the path for Unix sockets).
+        let (authority, tail) = path.split_once('/').unwrap_or((path, ""));
+        let (user, authority) = match authority.rsplit_once('@') {
+            Some((u, a)) => (Some(u.to_string()), a),
+            None => (None, authority),
+        };
+        let mut certificates = None;
+        let mut psk_file = None;
+        let mut username = user;
+        let mut passed = Vec::new();
+        for kv in query.split('&').filter(|kv| !kv.is_empty()) {
+            if let Some(v) = kv.strip_prefix("tls-certificates=") {
+                certificates = Some(v.to_string());
+            } else if let Some(v) = kv.strip_prefix("tls-psk-file=") {
+                psk_file = Some(v.to_string());
+            } else if let Some(v) = kv.strip_prefix("tls-username=") {
+                username = Some(v.to_string());
+            } else {
+                passed.push(kv);
+            }
+        }
+        let mut plain = format!("{scheme}{authority}/{tail}");
+        if !passed.is_empty() {
+            plain.push('?');
+            plain.push_str(&passed.join("&"));
+        }
+        let addr = Address::parse(&plain).map_err(|_| bad("see above"))?;
+        let auth = match (certificates, psk_file) {
+            (Some(_), Some(_)) => {
+                return Err(bad("give tls-certificates or tls-psk-file, not both"))
+            }
+            (c, None) => TlsAuth::Certificates(c),
+            (None, Some(file)) => TlsAuth::Psk {
+                file,
+                username: username
+                    .filter(|u| !u.is_empty())
+                    .ok_or_else(|| bad("a PSK needs the identity: nbds://NAME@HOST/..."))?,
+            },
+        };
+        Ok(Target {
+            addr,
+            tls: Some(auth),
+        })
+    }
 }
 
 impl Address {
@@ -132,7 +224,29 @@ impl Client {
     /// a server that does not answer in time gives an error (`TimedOut`/`WouldBlock`) and a
     /// broken connection instead of a wait without end.
     pub fn connect_with_timeout(addr: &Address, timeout: Option<Duration>) -> io::Result<Client> {
-        let (stream, export): (Box<dyn Stream>, &str) = match addr {
+        let (stream, export) = Client::open(addr, timeout)?;
+        Client::handshake(stream, export, None)
+    }
+
+    /// Connects to `target` (TLS for the `nbds` forms) with every read and write bounded by
+    /// `timeout`.
+    pub fn connect_target(target: &Target, timeout: Option<Duration>) -> io::Result<Client> {
+        let (stream, export) = Client::open(&target.addr, timeout)?;
+        let tls = match &target.tls {
+            None => None,
+            Some(auth) => {
+                let host = match &target.addr {
+                    Address::Tcp { host, .. } => Some(host.as_str()),
+                    Address::Unix { .. } => None,
+                };
+                Some(crate::tls::client_config(auth, host)?)
+            }
+        };
+        Client::handshake(stream, export, tls)
+    }
+
+    fn open(addr: &Address, timeout: Option<Duration>) -> io::Result<(Box<dyn Stream>, &str)> {
+        Ok(match addr {
             Address::Tcp { host, port, export } => {
                 let s = TcpStream::connect((host.as_str(), *port))?;
                 s.set_nodelay(true)?;
@@ -146,11 +260,14 @@ impl Client {
                 s.set_write_timeout(timeout)?;
                 (Box::new(s), export)
             }
-        };
-        Client::handshake(stream, export)
+        })
     }
 
-    fn handshake(mut s: Box<dyn Stream>, export: &str) -> io::Result<Client> {
+    fn handshake(
+        mut s: Box<dyn Stream>,
+        export: &str,
+        tls: Option<crate::tls::ClientTls>,
+    ) -> io::Result<Client> {
         if read_u64(&mut *s)? != NBDMAGIC || read_u64(&mut *s)? != IHAVEOPT {
             return Err(proto_err("not an NBD server (no newstyle greeting)"));
         }
@@ -164,8 +281,36 @@ impl Client {
         if server_flags & FLAG_NO_ZEROES != 0 {
             cflags |= FLAG_C_NO_ZEROES;
         }
+        s.write_all(&cflags.to_be_bytes())?;
+        if let Some(tls) = tls {
+            // NBD_OPT_STARTTLS first; nothing else is said in plain text.
+            let mut o = Vec::new();
+            o.extend_from_slice(&IHAVEOPT.to_be_bytes());
+            o.extend_from_slice(&OPT_STARTTLS.to_be_bytes());
+            o.extend_from_slice(&0u32.to_be_bytes());
+            s.write_all(&o)?;
+            if read_u64(&mut *s)? != REP_MAGIC || read_u32(&mut *s)? != OPT_STARTTLS {
+                return Err(proto_err("malformed reply to NBD_OPT_STARTTLS"));
+            }
+            let kind = read_u32(&mut *s)?;
+            let len = read_u32(&mut *s)? as usize;
+            if len > MAX_STRING_BYTES + 64 {
+                return Err(proto_err("malformed reply to NBD_OPT_STARTTLS"));
+            }
+            let mut body = vec![0u8; len];
+            s.read_exact(&mut body)?;
+            if kind != REP_ACK {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!(
+                        "the NBD server does not offer TLS ({})",
+                        String::from_utf8_lossy(&body)
+                    ),
+                ));
+            }
+            s = Box::new(tls.connect(s)?);
+        }
         let mut out = Vec::new();
-        out.extend_from_slice(&cflags.to_be_bytes());
         // NBD_OPT_GO: export name, no information requests.
         let mut data = Vec::new();
         data.extend_from_slice(&(export.len() as u32).to_be_bytes());
@@ -205,11 +350,17 @@ impl Client {
                         REP_ERR_UNKNOWN => "no such export",
                         REP_ERR_POLICY => "refused by the server's policy",
                         REP_ERR_SHUTDOWN => "the server is shutting down",
+                        REP_ERR_TLS_REQD => "the server requires TLS (an nbds:// URI)",
                         _ => "the server refused it",
+                    };
+                    let msg = if msg.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({msg})")
                     };
                     return Err(io::Error::new(
                         io::ErrorKind::NotFound,
-                        format!("export {export:?}: {what} ({msg})"),
+                        format!("export {export:?}: {what}{msg}"),
                     ));
                 }
                 _ => {}

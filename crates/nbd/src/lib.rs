@@ -5,8 +5,8 @@
 //!   served by another process (the engine's remote surrogate pool).
 //! - [`server`]: the server side of one connection as a sans-I/O state machine
 //!   ([`ServerConn`]): bytes in, events and bytes out. It implements the fixed newstyle
-//!   handshake (options `EXPORT_NAME`, `GO`, `INFO`, `LIST`, `ABORT`, `STRUCTURED_REPLY`;
-//!   anything else is answered `NBD_REP_ERR_UNSUP`), advertises block size constraints and a
+//!   handshake (options `EXPORT_NAME`, `GO`, `INFO`, `LIST`, `ABORT`, `STRUCTURED_REPLY`, and
+//!   `STARTTLS` when TLS is configured; anything else is answered `NBD_REP_ERR_UNSUP`), advertises block size constraints and a
 //!   maximum payload through `NBD_INFO_BLOCK_SIZE`, and validates every transmission request
 //!   (`READ`, `WRITE`, `FLUSH`, `TRIM`, `WRITE_ZEROES`, `DISC`; flags `FUA`, `NO_HOLE`, `DF`)
 //!   before the transport sees it.
@@ -14,6 +14,9 @@
 //! - [`transport`]: [`Server`], threads serving the state machine on TCP and Unix sockets: one
 //!   reader per connection, a small worker pool per connection, replies written under a mutex
 //!   as they complete (out of order, matched by handle), many connections at once.
+//! - [`tls`]: STARTTLS over OpenSSL: server credentials (X.509 with optional client
+//!   certificates, or nbdkit-style PSK files) and [`TlsStream`], a TLS session the transport
+//!   serves like a socket.
 //!
 //! ## Durability
 //!
@@ -36,11 +39,13 @@ pub mod backend;
 pub mod client;
 pub mod proto;
 pub mod server;
+pub mod tls;
 pub mod transport;
 
 pub use backend::{Backend, MemBackend};
 pub use server::{
     BlockSize, Command, Event, ExportInfo, ProtocolError, Request, ServerConfig, ServerConn,
-    DEFAULT_MAX_PAYLOAD,
+    TlsPolicy, DEFAULT_MAX_PAYLOAD,
 };
+pub use tls::{TlsError, TlsServer, TlsStream};
 pub use transport::{Export, Logger, Server, ServerOptions, Stats, Stream};

@@ -110,6 +110,24 @@ pub struct ServerConfig {
     pub exports: Vec<ExportInfo>,
     /// The export an empty name selects (the "default export"), if any.
     pub default_export: Option<usize>,
+    /// Whether `NBD_OPT_STARTTLS` is offered, and whether it is required.
+    pub tls: TlsPolicy,
+}
+
+/// What a server does with TLS (`NBD_OPT_STARTTLS`), as in nbdkit's and qemu-nbd's
+/// `--tls=off|on|require`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TlsPolicy {
+    /// STARTTLS is refused as unsupported (`NBD_REP_ERR_UNSUP`).
+    #[default]
+    Off,
+    /// Clients may upgrade with STARTTLS or stay in plain text (the protocol's "selective
+    /// TLS" with every export open to both).
+    Optional,
+    /// Every option but STARTTLS and ABORT is refused with `NBD_REP_ERR_TLS_REQD` until TLS
+    /// is up, and `NBD_OPT_EXPORT_NAME` (which has no error reply) ends the session (the
+    /// protocol's "forced TLS").
+    Required,
 }
 
 impl ServerConfig {
@@ -119,6 +137,7 @@ impl ServerConfig {
         ServerConfig {
             exports,
             default_export,
+            tls: TlsPolicy::Off,
         }
     }
 
@@ -189,6 +208,14 @@ pub enum ProtocolError {
     /// The client closed the connection in the middle of a message.
     #[error("client closed the connection in the middle of a message ({0})")]
     Truncated(&'static str),
+    /// `NBD_OPT_EXPORT_NAME` before TLS on a server that requires TLS (the option has no
+    /// error reply, so the session ends).
+    #[error("NBD_OPT_EXPORT_NAME before STARTTLS, and this server requires TLS")]
+    ExportNameWithoutTls,
+    /// Bytes sent after `NBD_OPT_STARTTLS` before its reply (they would be taken as the TLS
+    /// handshake).
+    #[error("data sent after NBD_OPT_STARTTLS without waiting for its reply")]
+    DataAfterStartTls,
 }
 
 /// What the transport must do next.
@@ -204,6 +231,10 @@ pub enum Event {
     Disconnect,
     /// The client violated the protocol: close the socket now (hard disconnect).
     Fatal(ProtocolError),
+    /// STARTTLS was acknowledged: once the acknowledgement is sent, run the server side of a
+    /// TLS handshake on the socket, call [`ServerConn::tls_started`] and go on feeding it
+    /// what TLS decrypts (the negotiation continues inside TLS).
+    StartTls,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -251,6 +282,10 @@ pub struct ServerConn {
     structured: bool,
     export: Option<usize>,
     shutting_down: bool,
+    /// STARTTLS was acknowledged, the handshake has not yet been done.
+    tls_pending: bool,
+    /// The session runs inside TLS.
+    tls_active: bool,
 }
 
 impl ServerConn {
@@ -270,6 +305,8 @@ impl ServerConn {
             structured: false,
             export: None,
             shutting_down: false,
+            tls_pending: false,
+            tls_active: false,
         }
     }
 
@@ -299,6 +336,17 @@ impl ServerConn {
     /// True once the transmission phase has begun.
     pub fn in_transmission(&self) -> bool {
         self.export.is_some() && self.state != State::Closed
+    }
+
+    /// The transport finished the TLS handshake that [`Event::StartTls`] asked for.
+    pub fn tls_started(&mut self) {
+        self.tls_pending = false;
+        self.tls_active = true;
+    }
+
+    /// True once the session runs inside TLS.
+    pub fn tls_active(&self) -> bool {
+        self.tls_active
     }
 
     /// True when nothing more will be accepted.
@@ -398,6 +446,12 @@ impl ServerConn {
             }
             let avail = self.inbuf.len() - pos;
             if avail == 0 {
+                break;
+            }
+            if self.tls_pending {
+                // The client must wait for the STARTTLS reply before its TLS handshake.
+                self.events.retain(|e| *e != Event::StartTls);
+                self.close(Event::Fatal(ProtocolError::DataAfterStartTls));
                 break;
             }
             // Streaming states take what is buffered.
@@ -503,6 +557,19 @@ impl ServerConn {
             }
             return self.opt_reply(option, REP_ERR_SHUTDOWN, b"server is shutting down");
         }
+        if option == OPT_STARTTLS {
+            return self.on_starttls(data);
+        }
+        if self.config.tls == TlsPolicy::Required && !self.tls_active && option != OPT_ABORT {
+            if option == OPT_EXPORT_NAME {
+                return self.close(Event::Fatal(ProtocolError::ExportNameWithoutTls));
+            }
+            return self.opt_reply(
+                option,
+                REP_ERR_TLS_REQD,
+                b"this server requires TLS: negotiate STARTTLS first (an nbds:// URI)",
+            );
+        }
         match option {
             OPT_EXPORT_NAME => {
                 let name = String::from_utf8_lossy(data).into_owned();
@@ -556,6 +623,28 @@ impl ServerConn {
                 self.opt_reply(option, REP_ERR_UNSUP, msg.as_bytes());
             }
         }
+    }
+
+    fn on_starttls(&mut self, data: &[u8]) {
+        let option = OPT_STARTTLS;
+        if self.config.tls == TlsPolicy::Off {
+            return self.opt_reply(
+                option,
+                REP_ERR_UNSUP,
+                b"option 5 (STARTTLS) is not supported: this server runs without TLS",
+            );
+        }
+        if !data.is_empty() {
+            return self.opt_reply(option, REP_ERR_INVALID, b"STARTTLS takes no data");
+        }
+        if self.tls_active {
+            return self.opt_reply(option, REP_ERR_INVALID, b"TLS is already active");
+        }
+        self.opt_reply(option, REP_ACK, &[]);
+        // Nothing negotiated in plain text carries over into TLS.
+        self.structured = false;
+        self.tls_pending = true;
+        self.events.push_back(Event::StartTls);
     }
 
     fn on_info(&mut self, option: u32, data: &[u8]) {
@@ -1003,6 +1092,98 @@ mod tests {
         // Nothing is read after the end.
         c.receive(&opt(OPT_LIST, &[]));
         assert!(c.take_output().is_empty());
+    }
+
+    /// A connection past the client flags on a server with TLS policy `tls`.
+    fn negotiating_tls(tls: TlsPolicy) -> ServerConn {
+        let mut cfg = config();
+        cfg.tls = tls;
+        let mut c = ServerConn::new(cfg);
+        c.take_output();
+        c.receive(&(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES).to_be_bytes());
+        c
+    }
+
+    #[test]
+    fn starttls_required_refuses_everything_else_until_tls() {
+        let mut c = negotiating_tls(TlsPolicy::Required);
+        for (o, d) in [
+            (OPT_LIST, vec![]),
+            (OPT_STRUCTURED_REPLY, vec![]),
+            (OPT_INFO, go_data("a", &[])),
+            (OPT_GO, go_data("a", &[])),
+            (42, b"x".to_vec()),
+        ] {
+            c.receive(&opt(o, &d));
+            let r = replies(&c.take_output());
+            assert_eq!(r.len(), 1, "option {o}");
+            assert_eq!((r[0].0, r[0].1), (o, REP_ERR_TLS_REQD), "option {o}");
+        }
+        assert!(events(&mut c).is_empty());
+        // STARTTLS with data is invalid; without, acknowledged, and the transport is told.
+        c.receive(&opt(OPT_STARTTLS, b"x"));
+        assert_eq!(replies(&c.take_output())[0].1, REP_ERR_INVALID);
+        c.receive(&opt(OPT_STARTTLS, &[]));
+        assert_eq!(
+            replies(&c.take_output()),
+            vec![(OPT_STARTTLS, REP_ACK, vec![])]
+        );
+        assert_eq!(events(&mut c), vec![Event::StartTls]);
+        assert!(!c.tls_active());
+        c.tls_started();
+        assert!(c.tls_active());
+        // Inside TLS: a second STARTTLS is invalid, everything else works.
+        c.receive(&opt(OPT_STARTTLS, &[]));
+        assert_eq!(replies(&c.take_output())[0].1, REP_ERR_INVALID);
+        c.receive(&opt(OPT_GO, &go_data("b", &[])));
+        assert_eq!(replies(&c.take_output()).last().unwrap().1, REP_ACK);
+        assert_eq!(events(&mut c), vec![Event::Selected { export: 1 }]);
+    }
+
+    #[test]
+    fn starttls_required_export_name_and_abort() {
+        // EXPORT_NAME cannot be refused with a reply: the session ends.
+        let mut c = negotiating_tls(TlsPolicy::Required);
+        c.receive(&opt(OPT_EXPORT_NAME, b"a"));
+        assert!(c.take_output().is_empty());
+        assert_eq!(
+            events(&mut c),
+            vec![Event::Fatal(ProtocolError::ExportNameWithoutTls)]
+        );
+        // ABORT is allowed before TLS.
+        let mut c = negotiating_tls(TlsPolicy::Required);
+        c.receive(&opt(OPT_ABORT, &[]));
+        assert_eq!(replies(&c.take_output())[0].1, REP_ACK);
+        assert_eq!(events(&mut c), vec![Event::Disconnect]);
+    }
+
+    #[test]
+    fn starttls_optional_serves_plain_and_forgets_plain_negotiation() {
+        // A plain client is served.
+        let mut c = negotiating_tls(TlsPolicy::Optional);
+        c.receive(&opt(OPT_GO, &go_data("a", &[])));
+        assert_eq!(replies(&c.take_output()).last().unwrap().1, REP_ACK);
+        assert_eq!(events(&mut c), vec![Event::Selected { export: 0 }]);
+        // Structured replies negotiated before STARTTLS do not carry over into TLS.
+        let mut c = negotiating_tls(TlsPolicy::Optional);
+        c.receive(&opt(OPT_STRUCTURED_REPLY, &[]));
+        assert!(c.encoder().structured);
+        c.receive(&opt(OPT_STARTTLS, &[]));
+        assert_eq!(events(&mut c), vec![Event::StartTls]);
+        assert!(!c.encoder().structured);
+    }
+
+    #[test]
+    fn bytes_after_starttls_before_its_reply_end_the_session() {
+        let mut c = negotiating_tls(TlsPolicy::Required);
+        let mut b = opt(OPT_STARTTLS, &[]);
+        b.extend_from_slice(&[0x16, 0x03, 0x01]);
+        c.receive(&b);
+        assert_eq!(
+            events(&mut c),
+            vec![Event::Fatal(ProtocolError::DataAfterStartTls)]
+        );
+        assert!(c.is_closed());
     }
 
     #[test]

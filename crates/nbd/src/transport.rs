@@ -13,6 +13,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -22,7 +23,8 @@ use std::time::{Duration, Instant};
 
 use crate::backend::Backend;
 use crate::proto::{errno_of, ReplyEncoder, EIO};
-use crate::server::{Command, Event, ExportInfo, Request, ServerConfig, ServerConn};
+use crate::server::{Command, Event, ExportInfo, Request, ServerConfig, ServerConn, TlsPolicy};
+use crate::tls::TlsServer;
 
 /// One export: what the protocol advertises and what serves it.
 #[derive(Clone)]
@@ -48,6 +50,12 @@ pub struct ServerOptions {
     pub write_timeout: Duration,
     /// Where log lines go (nowhere when `None`).
     pub log: Option<Logger>,
+    /// TLS credentials: with them, clients may upgrade a connection with `NBD_OPT_STARTTLS`
+    /// (on TCP and Unix sockets alike, as nbdkit does); without, STARTTLS is refused.
+    pub tls: Option<TlsServer>,
+    /// With [`ServerOptions::tls`]: refuse every option but STARTTLS until TLS is up
+    /// (`NBD_REP_ERR_TLS_REQD`), instead of serving plain-text clients too.
+    pub tls_required: bool,
 }
 
 impl Default for ServerOptions {
@@ -61,12 +69,16 @@ impl Default for ServerOptions {
             poll_interval: Duration::from_millis(100),
             write_timeout: Duration::from_secs(30),
             log: None,
+            tls: None,
+            tls_required: false,
         }
     }
 }
 
-/// A socket the server can serve a connection on.
-pub trait Stream: Read + Write + Send + 'static {
+/// A socket the server can serve a connection on: a TCP or Unix socket, or a TLS session on
+/// one ([`crate::tls::TlsStream`]). The transport is generic over it, so the plain-text paths
+/// are compiled for their socket type with nothing in between.
+pub trait Stream: Read + Write + AsRawFd + Send + 'static {
     /// A second handle on the same socket (the writer half).
     fn try_clone_stream(&self) -> io::Result<Self>
     where
@@ -143,7 +155,12 @@ impl Server {
         opts: ServerOptions,
         shutdown: Arc<AtomicBool>,
     ) -> Arc<Server> {
-        let config = ServerConfig::new(exports.iter().map(|e| e.info.clone()).collect());
+        let mut config = ServerConfig::new(exports.iter().map(|e| e.info.clone()).collect());
+        config.tls = match (&opts.tls, opts.tls_required) {
+            (None, _) => TlsPolicy::Off,
+            (Some(_), false) => TlsPolicy::Optional,
+            (Some(_), true) => TlsPolicy::Required,
+        };
         Arc::new(Server {
             exports,
             config,
@@ -229,21 +246,46 @@ impl Server {
         Ok(())
     }
 
-    /// Serves one connection to its end (the calling thread reads; workers execute).
+    /// Serves one connection to its end (the calling thread reads; workers execute). After
+    /// STARTTLS, the same connection goes on inside TLS.
     pub fn serve_connection<S: Stream>(self: &Arc<Self>, stream: S, peer: &str) {
         self.stats.connections.fetch_add(1, Ordering::Relaxed);
         self.stats.open.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = self.run_connection(stream, peer) {
+        let conn = ServerConn::new(self.config.clone());
+        let result = match self.run_connection(stream, conn, peer) {
+            Ok(Some((stream, mut conn))) => match &self.opts.tls {
+                Some(tls) => match tls.accept(stream, self.opts.write_timeout, &|| self.stopping())
+                {
+                    Ok(tls_stream) => {
+                        self.log(&format!("{peer}: TLS session established"));
+                        conn.tls_started();
+                        // A second STARTTLS is refused by the state machine.
+                        self.run_connection(tls_stream, conn, peer).map(|_| ())
+                    }
+                    Err(e) => Err(e),
+                },
+                None => unreachable!("STARTTLS is acknowledged only with TLS configured"),
+            },
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
             self.log(&format!("{peer}: {e}"));
         }
         self.stats.open.fetch_sub(1, Ordering::Relaxed);
     }
 
-    fn run_connection<S: Stream>(self: &Arc<Self>, mut reader: S, peer: &str) -> io::Result<()> {
+    /// Runs `conn` on `reader` until the session ends (`None`) or the client asked for TLS
+    /// (the socket and the negotiation state are handed back, nothing else in flight).
+    fn run_connection<S: Stream>(
+        self: &Arc<Self>,
+        mut reader: S,
+        mut conn: ServerConn,
+        peer: &str,
+    ) -> io::Result<Option<(S, ServerConn)>> {
         let writer = Arc::new(Mutex::new(reader.try_clone_stream()?));
         reader.set_read_timeout_to(Some(self.opts.poll_interval))?;
         reader.set_write_timeout_to(Some(self.opts.write_timeout))?;
-        let mut conn = ServerConn::new(self.config.clone());
         let mut workers: Option<Workers> = None;
         let mut buf = vec![0u8; 256 << 10];
         let send = |bytes: Vec<u8>| -> io::Result<()> {
@@ -254,7 +296,7 @@ impl Server {
             w.write_all(&bytes)?;
             w.flush()
         };
-        let result = (|| -> io::Result<()> {
+        let result = (|| -> io::Result<bool> {
             send(conn.take_output())?;
             let mut shutdown_seen: Option<Instant> = None;
             loop {
@@ -263,14 +305,14 @@ impl Server {
                     conn.begin_shutdown();
                     if !conn.in_transmission() {
                         // Still negotiating: nothing in flight, just go.
-                        return Ok(());
+                        return Ok(false);
                     }
                 }
                 if let Some(t) = shutdown_seen {
                     // Requests already received are executed (below, when the workers are
                     // dropped); stop reading new ones after a short grace period.
                     if t.elapsed() > self.opts.poll_interval * 2 {
-                        return Ok(());
+                        return Ok(false);
                     }
                 }
                 match reader.read(&mut buf) {
@@ -308,20 +350,27 @@ impl Server {
                             Some(w) => w.submit(r),
                             None => unreachable!("requests follow the export selection"),
                         },
-                        Event::Disconnect => return Ok(()),
+                        Event::Disconnect => return Ok(false),
                         Event::Fatal(e) => {
                             self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
                             self.log(&format!("{peer}: protocol error, disconnecting: {e}"));
-                            return Ok(());
+                            return Ok(false);
                         }
+                        // The acknowledgement went out above; the handshake follows.
+                        Event::StartTls => return Ok(true),
                     }
                 }
             }
         })();
         // Finish what was received (replies go out if the socket still works), then close.
         drop(workers);
+        if let Ok(true) = result {
+            // No workers ran (still negotiating): the writer handle is the only other one.
+            drop(writer);
+            return Ok(Some((reader, conn)));
+        }
         reader.shutdown_both();
-        result
+        result.map(|_| None)
     }
 }
 

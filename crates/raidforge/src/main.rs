@@ -14,6 +14,7 @@ mod demo;
 mod metrics;
 mod pool_cmd;
 mod serve_cmd;
+mod serve_tls;
 
 /// raidforge: a software RAID engine and disk-array simulator sharing one core.
 ///
@@ -152,10 +153,15 @@ enum Command {
     /// Serve pools as NBD exports (TCP and/or Unix socket), with a control socket POOL.ctl
     /// through which status, fail, replace, rebuild and verify reach the running server.
     /// With --metrics ADDR, Prometheus scrapes the pools' health and traffic at
-    /// http://ADDR/metrics.
+    /// http://ADDR/metrics. With --tls require and a certificate (or a PSK file), clients must
+    /// use TLS (nbds:// URIs, qemu's tls-creds objects).
     ///
     /// Example: raidforge serve p.json --socket /tmp/p.sock (then: nbdinfo
     /// 'nbd+unix:///p?socket=/tmp/p.sock'; raidforge fail p.json --member 1)
+    ///
+    /// Example: raidforge serve p.json --listen 0.0.0.0:10809 --tls require --tls-psk keys.psk
+    /// (keys.psk from `psktool -u alice -p keys.psk`; then: nbdinfo
+    /// 'nbds://alice@HOST/p?tls-psk-file=keys.psk')
     Serve(serve_cmd::ServeArgs),
     /// Build RAID5, RAID+ and S2-RAID pools of emulated disks, fail a member of each, rebuild,
     /// verify every byte, and print rebuild times side by side. About a minute; no arguments.

@@ -103,6 +103,26 @@ pub struct ServeArgs {
     /// histogram. Each family says what it is in its `# HELP` line.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// TLS on NBD connections (NBD's STARTTLS, what `nbds://` URIs and qemu's `tls-creds`
+    /// use), on --listen and --socket alike: `off` (plain text only), `on` (each client
+    /// chooses), `require` (a client that does not start TLS is refused with NBD's
+    /// TLS-required error). `on` and `require` need --tls-cert with --tls-key, or --tls-psk.
+    #[arg(long, value_enum, default_value = "off")]
+    pub tls: crate::serve_tls::TlsMode,
+    /// The server's X.509 certificate (PEM; intermediate certificates may follow it).
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM, unencrypted).
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// CA certificates (PEM): clients must present a certificate signed by one of them
+    /// (without it, clients are not asked for a certificate).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// Authenticate clients by pre-shared key instead of certificates: lines `IDENTITY:HEXKEY`
+    /// (nbdkit's format, made by GnuTLS's `psktool -u NAME -p FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub tls_psk: Option<PathBuf>,
 }
 
 /// Where health events go: the `--events` file and the `--on-event` program.
@@ -281,6 +301,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
         bail!("--io-timeout must be a number of seconds above 0");
     }
     dev::nbd_member::set_io_timeout(Duration::from_secs_f64(a.io_timeout));
+    let tls = crate::serve_tls::server(&a)?;
     let metrics_listener = a.metrics.as_deref().map(bind_metrics).transpose()?;
     install_signal_handlers()?;
 
@@ -362,7 +383,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
     // Pools opened before a failure are closed (marked clean again) below.
     let result = match open_error {
         Some(e) => Err(e),
-        None => serve(&a, &served, ctl_listeners, metrics_listener),
+        None => serve(&a, &served, ctl_listeners, metrics_listener, tls),
     };
     // Whatever happened: flush and record every pool's state, remove the control sockets.
     let mut closing_error = None;
@@ -409,6 +430,7 @@ fn serve(
     served: &[Served],
     ctl_listeners: Vec<UnixListener>,
     metrics_listener: Option<TcpListener>,
+    tls: Option<nbd::TlsServer>,
 ) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let log: Option<nbd::Logger> = a
@@ -451,6 +473,8 @@ fn serve(
         ServerOptions {
             workers_per_connection: a.workers.max(1),
             log: log.clone(),
+            tls_required: a.tls == crate::serve_tls::TlsMode::Require,
+            tls,
             ..ServerOptions::default()
         },
         Arc::clone(&stop),
@@ -471,17 +495,17 @@ fn serve(
         let sa: SocketAddr = addr
             .parse()
             .with_context(|| format!("--listen '{addr}' is not an address like 127.0.0.1:10809"))?;
-        if !sa.ip().is_loopback() {
-            eprintln!(
-                "raidforge serve: warning: --listen {sa} is reachable from other machines and \
-                 NBD runs in plain text without authentication: anyone who can connect can read \
-                 and overwrite the pools. Listen on 127.0.0.1 (and tunnel), or use a Unix socket \
-                 (--socket, owner-only)."
-            );
+        if let Some(w) = crate::serve_tls::listen_warning(sa, a.tls) {
+            eprintln!("{w}");
         }
         let l = TcpListener::bind(sa).with_context(|| format!("binding {sa}"))?;
         let bound = l.local_addr()?;
-        println!("listening on nbd://{bound}/");
+        let scheme = if a.tls == crate::serve_tls::TlsMode::Off {
+            "nbd"
+        } else {
+            "nbds"
+        };
+        println!("listening on {scheme}://{bound}/");
         let srv = Arc::clone(&server);
         threads.push(std::thread::spawn(move || srv.serve_tcp(l)));
     }

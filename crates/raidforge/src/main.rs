@@ -13,7 +13,9 @@ mod control;
 mod demo;
 mod metrics;
 mod pool_cmd;
+mod sd_notify;
 mod serve_cmd;
+mod serve_config;
 
 /// raidforge: a software RAID engine and disk-array simulator sharing one core.
 ///
@@ -152,7 +154,8 @@ enum Command {
     /// Serve pools as NBD exports (TCP and/or Unix socket), with a control socket POOL.ctl
     /// through which status, fail, replace, rebuild and verify reach the running server.
     /// With --metrics ADDR, Prometheus scrapes the pools' health and traffic at
-    /// http://ADDR/metrics.
+    /// http://ADDR/metrics. As a service: `serve --config FILE` (TOML) under systemd
+    /// (contrib/systemd/raidforge@.service; READY=1 is sent once every export listens).
     ///
     /// Example: raidforge serve p.json --socket /tmp/p.sock (then: nbdinfo
     /// 'nbd+unix:///p?socket=/tmp/p.sock'; raidforge fail p.json --member 1)
@@ -203,15 +206,17 @@ fn allow_negative(cmd: clap::Command) -> clap::Command {
         .mut_subcommands(allow_negative)
 }
 
-fn parse_args() -> Cli {
+/// The parsed command line, and clap's matches (which tell an option typed from a default).
+fn parse_args() -> (Cli, clap::ArgMatches) {
     use clap::{CommandFactory, FromArgMatches};
     let matches = allow_negative(Cli::command()).get_matches();
-    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    (cli, matches)
 }
 
 fn main() -> ExitCode {
     restore_default_sigpipe();
-    let cli = parse_args();
+    let (cli, matches) = parse_args();
     let result = match cli.command {
         Command::Layout(c) => layout_cmd::run(c),
         Command::Bench(c) => bench_cmd::run(c),
@@ -241,7 +246,9 @@ fn main() -> ExitCode {
         Command::Add { pool, spare, json } => pool_cmd::add_spare(pool, spare, json),
         Command::Wipe { members } => pool_cmd::wipe(members),
         Command::Rebuild(a) => pool_cmd::rebuild(a),
-        Command::Serve(a) => serve_cmd::run(a),
+        Command::Serve(a) => {
+            serve_config::resolve(a, matches.subcommand_matches("serve")).and_then(serve_cmd::run)
+        }
         Command::Verify(a) => match pool_cmd::verify(a) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::from(1),

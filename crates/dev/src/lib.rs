@@ -58,6 +58,13 @@ pub trait Member: Send + Sync {
     fn completes_in_memory(&self) -> bool {
         false
     }
+    /// Why the device behind this member is no longer there, if it is not: its file or
+    /// device node vanished or names another file now, its NBD server cannot be reached. Asked
+    /// when an I/O error fails the member, so that the failure says so (`Pool::DISAPPEARED_WHY`,
+    /// the served pool's `DeviceDisappeared` event). Wrappers pass it on.
+    fn gone(&self) -> Option<String> {
+        None
+    }
     /// Fills `bufs`, in order, from consecutive bytes starting at `offset`: what
     /// `read_at` of each in turn does, in one system call where the member can (`preadv`).
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
@@ -162,6 +169,35 @@ impl FileMember {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// [`Member::gone`]: the path no longer names the file or device this member has open
+    /// (removed, or replaced by another), or a block device that now has no capacity (a
+    /// detached loop device, a disk whose medium is gone).
+    fn vanished(&self) -> Option<String> {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let open = self.file.metadata().ok()?;
+        match std::fs::metadata(&self.path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Some(format!("{} is gone", self.path.display()))
+            }
+            Err(_) => return None,
+            Ok(now) if (now.dev(), now.ino()) != (open.dev(), open.ino()) => {
+                return Some(format!(
+                    "{} names another file or device now",
+                    self.path.display()
+                ))
+            }
+            Ok(_) => {}
+        }
+        if open.file_type().is_block_device() {
+            use std::io::Seek;
+            let size = (&self.file).seek(io::SeekFrom::End(0)).ok()?;
+            if size == 0 {
+                return Some(format!("{} has no capacity now", self.path.display()));
+            }
+        }
+        None
     }
 
     /// Takes an exclusive advisory lock (`flock`) on the file or device without waiting, so
@@ -279,6 +315,9 @@ impl Member for FileMember {
     }
     fn size_bytes(&self) -> u64 {
         self.size_bytes
+    }
+    fn gone(&self) -> Option<String> {
+        self.vanished()
     }
     fn describe(&self) -> String {
         self.path.display().to_string()
@@ -532,6 +571,9 @@ impl<M: Member> Member for Emulated<M> {
     fn size_bytes(&self) -> u64 {
         self.inner.size_bytes()
     }
+    fn gone(&self) -> Option<String> {
+        self.inner.gone()
+    }
     fn describe(&self) -> String {
         format!(
             "{} (emulated {:.0} MB/s, {:.2} ms)",
@@ -632,6 +674,9 @@ impl<M: Member> Member for Faulty<M> {
     fn size_bytes(&self) -> u64 {
         self.inner.size_bytes()
     }
+    fn gone(&self) -> Option<String> {
+        self.inner.gone()
+    }
     fn describe(&self) -> String {
         self.inner.describe()
     }
@@ -652,6 +697,9 @@ impl Member for Box<dyn Member> {
     }
     fn size_bytes(&self) -> u64 {
         (**self).size_bytes()
+    }
+    fn gone(&self) -> Option<String> {
+        (**self).gone()
     }
     fn describe(&self) -> String {
         (**self).describe()
@@ -676,6 +724,9 @@ impl Member for std::sync::Arc<dyn Member> {
     }
     fn size_bytes(&self) -> u64 {
         (**self).size_bytes()
+    }
+    fn gone(&self) -> Option<String> {
+        (**self).gone()
     }
     fn describe(&self) -> String {
         (**self).describe()

@@ -782,6 +782,33 @@ mod tests {
         let _ = std::fs::remove_file(&path);
     }
 
+    /// A file member is gone when its path names nothing or another file, not while the path
+    /// still names the file it has open; wrappers pass it on.
+    #[test]
+    fn a_file_member_is_gone_when_its_path_no_longer_names_its_file() {
+        let dir = std::env::temp_dir().join(format!("rf-gone-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.img");
+        let _ = std::fs::remove_file(&path);
+        let opts = OpenOpts {
+            direct: false,
+            create_bytes: Some(1 << 16),
+        };
+        let m: std::sync::Arc<dyn Member> =
+            std::sync::Arc::new(Faulty::new(FileMember::open(&path, opts).unwrap()));
+        assert_eq!(m.gone(), None);
+        std::fs::rename(&path, dir.join("moved.img")).unwrap();
+        let g = m.gone().expect("gone once renamed away");
+        assert!(g.contains("m.img is gone"), "{g}");
+        std::fs::write(&path, b"another file").unwrap();
+        let g = m.gone().expect("gone while the path names another file");
+        assert!(g.contains("names another file"), "{g}");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::rename(dir.join("moved.img"), &path).unwrap();
+        assert_eq!(m.gone(), None, "back in place");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A wrapper without its own vectored read goes through its `read_at` per segment, so
     /// injected faults still apply to the segment they cover.
     #[test]

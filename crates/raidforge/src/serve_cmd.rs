@@ -345,8 +345,8 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
             Ok(SharedPool::new(p, mode)?)
         });
         let index = served.len();
-        let opened = opened.and_then(|p| {
-            add_spares(&p, path, a.spares.iter().filter(|(i, _)| *i == index))?;
+        let setup = |p: &Arc<SharedPool>| -> anyhow::Result<()> {
+            add_spares(p, path, a.spares.iter().filter(|(i, _)| *i == index))?;
             if !a.no_auto_heal {
                 p.enable_auto_heal(HealOpts {
                     rebuild_delay: Duration::from_secs_f64(a.rebuild_delay),
@@ -364,7 +364,15 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
                     sink: event_sink(&a, path)?,
                 });
             }
-            Ok(p)
+            Ok(())
+        };
+        // A pool whose set-up failed is closed again (marked clean), not left active.
+        let opened = opened.and_then(|p| match setup(&p) {
+            Ok(()) => Ok(p),
+            Err(e) => {
+                let _ = p.close();
+                Err(e)
+            }
         });
         if let Ok(p) = &opened {
             p.ido().set_tracking(!a.no_zone_tracking);

@@ -221,6 +221,15 @@ spares = ["spare.img"]
         &rx,
         &["empty.toml", "missing field `pool`"],
     );
+    // A spare that cannot be added: refused, the pool opened for it closed again.
+    std::fs::write(
+        dir.join("nospare.toml"),
+        "socket = \"nbd.sock\"\n[[pool]]\npath = \"p.json\"\nspares = [\"nope.img\"]\n",
+    )
+    .unwrap();
+    refused_start(dir, "nospare.toml", &[], &rx, &["nope.img", "p.json"]);
+    let st = common::status(dir, "p.json");
+    assert_eq!(st["state"], "clean", "{st}");
     refused_start(
         dir,
         "serve.toml",

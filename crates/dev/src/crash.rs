@@ -236,6 +236,9 @@ impl Member for CrashMember {
         self.inner.size_bytes()
     }
 
+    fn gone(&self) -> Option<String> {
+        self.inner.gone()
+    }
     fn describe(&self) -> String {
         format!("crash-simulated {}", self.inner.describe())
     }

@@ -418,7 +418,7 @@ impl FaultMember {
     pub fn new(inner: Arc<dyn Member>, f: Arc<MemberFaults>) -> FaultMember {
         FaultMember { inner, f }
     }
-    fn gone(&self) -> io::Result<()> {
+    fn check_fail_stop(&self) -> io::Result<()> {
         if self.f.is_fail_stopped() {
             return Err(io::Error::other(format!(
                 "injected fail-stop: {} is gone",
@@ -431,7 +431,7 @@ impl FaultMember {
 
 impl Member for FaultMember {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.gone()?;
+        self.check_fail_stop()?;
         let (slow, lse) = {
             let st = self.f.st.lock().unwrap();
             let end = offset + buf.len() as u64;
@@ -455,7 +455,7 @@ impl Member for FaultMember {
         self.inner.read_at(buf, offset)
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.gone()?;
+        self.check_fail_stop()?;
         if self.f.crash.on_write() {
             return Ok(());
         }
@@ -526,7 +526,7 @@ impl Member for FaultMember {
         Ok(())
     }
     fn flush(&self) -> io::Result<()> {
-        self.gone()?;
+        self.check_fail_stop()?;
         if self.f.crash.is_dead() {
             // Nothing reaches the medium once the process is dead.
             return Ok(());
@@ -539,6 +539,9 @@ impl Member for FaultMember {
     }
     fn size_bytes(&self) -> u64 {
         self.inner.size_bytes()
+    }
+    fn gone(&self) -> Option<String> {
+        self.inner.gone()
     }
     fn describe(&self) -> String {
         self.inner.describe()

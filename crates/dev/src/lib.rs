@@ -58,6 +58,13 @@ pub trait Member: Send + Sync {
     fn completes_in_memory(&self) -> bool {
         false
     }
+    /// Why the device behind this member is no longer there, if it is not: its file or
+    /// device node vanished or names another file now, its NBD server cannot be reached. Asked
+    /// when an I/O error fails the member, so that the failure says so (`Pool::DISAPPEARED_WHY`,
+    /// the served pool's `DeviceDisappeared` event). Wrappers pass it on.
+    fn gone(&self) -> Option<String> {
+        None
+    }
     /// Fills `bufs`, in order, from consecutive bytes starting at `offset`: what
     /// `read_at` of each in turn does, in one system call where the member can (`preadv`).
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
@@ -162,6 +169,35 @@ impl FileMember {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// [`Member::gone`]: the path no longer names the file or device this member has open
+    /// (removed, or replaced by another), or a block device that now has no capacity (a
+    /// detached loop device, a disk whose medium is gone).
+    fn vanished(&self) -> Option<String> {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let open = self.file.metadata().ok()?;
+        match std::fs::metadata(&self.path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Some(format!("{} is gone", self.path.display()))
+            }
+            Err(_) => return None,
+            Ok(now) if (now.dev(), now.ino()) != (open.dev(), open.ino()) => {
+                return Some(format!(
+                    "{} names another file or device now",
+                    self.path.display()
+                ))
+            }
+            Ok(_) => {}
+        }
+        if open.file_type().is_block_device() {
+            use std::io::Seek;
+            let size = (&self.file).seek(io::SeekFrom::End(0)).ok()?;
+            if size == 0 {
+                return Some(format!("{} has no capacity now", self.path.display()));
+            }
+        }
+        None
     }
 
     /// Takes an exclusive advisory lock (`flock`) on the file or device without waiting, so
@@ -279,6 +315,9 @@ impl Member for FileMember {
     }
     fn size_bytes(&self) -> u64 {
         self.size_bytes
+    }
+    fn gone(&self) -> Option<String> {
+        self.vanished()
     }
     fn describe(&self) -> String {
         self.path.display().to_string()
@@ -532,6 +571,9 @@ impl<M: Member> Member for Emulated<M> {
     fn size_bytes(&self) -> u64 {
         self.inner.size_bytes()
     }
+    fn gone(&self) -> Option<String> {
+        self.inner.gone()
+    }
     fn describe(&self) -> String {
         format!(
             "{} (emulated {:.0} MB/s, {:.2} ms)",
@@ -632,6 +674,9 @@ impl<M: Member> Member for Faulty<M> {
     fn size_bytes(&self) -> u64 {
         self.inner.size_bytes()
     }
+    fn gone(&self) -> Option<String> {
+        self.inner.gone()
+    }
     fn describe(&self) -> String {
         self.inner.describe()
     }
@@ -652,6 +697,9 @@ impl Member for Box<dyn Member> {
     }
     fn size_bytes(&self) -> u64 {
         (**self).size_bytes()
+    }
+    fn gone(&self) -> Option<String> {
+        (**self).gone()
     }
     fn describe(&self) -> String {
         (**self).describe()
@@ -676,6 +724,9 @@ impl Member for std::sync::Arc<dyn Member> {
     }
     fn size_bytes(&self) -> u64 {
         (**self).size_bytes()
+    }
+    fn gone(&self) -> Option<String> {
+        (**self).gone()
     }
     fn describe(&self) -> String {
         (**self).describe()
@@ -729,6 +780,33 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
         drop(m);
         let _ = std::fs::remove_file(&path);
+    }
+
+    /// A file member is gone when its path names nothing or another file, not while the path
+    /// still names the file it has open; wrappers pass it on.
+    #[test]
+    fn a_file_member_is_gone_when_its_path_no_longer_names_its_file() {
+        let dir = std::env::temp_dir().join(format!("rf-gone-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.img");
+        let _ = std::fs::remove_file(&path);
+        let opts = OpenOpts {
+            direct: false,
+            create_bytes: Some(1 << 16),
+        };
+        let m: std::sync::Arc<dyn Member> =
+            std::sync::Arc::new(Faulty::new(FileMember::open(&path, opts).unwrap()));
+        assert_eq!(m.gone(), None);
+        std::fs::rename(&path, dir.join("moved.img")).unwrap();
+        let g = m.gone().expect("gone once renamed away");
+        assert!(g.contains("m.img is gone"), "{g}");
+        std::fs::write(&path, b"another file").unwrap();
+        let g = m.gone().expect("gone while the path names another file");
+        assert!(g.contains("names another file"), "{g}");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::rename(dir.join("moved.img"), &path).unwrap();
+        assert_eq!(m.gone(), None, "back in place");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A wrapper without its own vectored read goes through its `read_at` per segment, so

@@ -164,6 +164,9 @@ impl Member for MeteredMember {
     fn size_bytes(&self) -> u64 {
         self.inner.size_bytes()
     }
+    fn gone(&self) -> Option<String> {
+        self.inner.gone()
+    }
     fn describe(&self) -> String {
         self.inner.describe()
     }

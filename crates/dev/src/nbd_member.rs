@@ -50,6 +50,9 @@ pub struct NbdMember {
     size: u64,
     timeout: Duration,
     idle: Mutex<Vec<Client>>,
+    /// Set when a request gave up because no connection could be made again within the
+    /// timeout (the server is gone); cleared by a request that gets through.
+    gone: Mutex<Option<String>>,
 }
 
 impl NbdMember {
@@ -73,6 +76,7 @@ impl NbdMember {
             size: c.size(),
             timeout,
             idle: Mutex::new(vec![c]),
+            gone: Mutex::new(None),
         })
     }
 
@@ -81,7 +85,10 @@ impl NbdMember {
     fn with_client(&self, mut f: impl FnMut(&mut Client) -> io::Result<()>) -> io::Result<()> {
         let start = Instant::now();
         let mut last: Option<io::Error>;
+        // The last attempt was a connection that could not be made.
+        let mut unreachable;
         loop {
+            unreachable = false;
             let taken = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
             let mut c = match taken {
                 Some(c) => c,
@@ -89,6 +96,7 @@ impl NbdMember {
                     Ok(c) => c,
                     Err(e) => {
                         last = Some(e);
+                        unreachable = true;
                         if start.elapsed() >= self.timeout {
                             break;
                         }
@@ -100,6 +108,7 @@ impl NbdMember {
             let r = f(&mut c);
             if !c.is_broken() {
                 self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(c);
+                *self.gone.lock().unwrap_or_else(|e| e.into_inner()) = None;
                 return r;
             }
             last = r.err();
@@ -108,6 +117,12 @@ impl NbdMember {
             }
         }
         let why = last.map(|e| e.to_string()).unwrap_or_default();
+        if unreachable {
+            *self.gone.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
+                "the NBD server of {} could not be reached again within {:?} ({why})",
+                self.uri, self.timeout
+            ));
+        }
         Err(io::Error::new(
             io::ErrorKind::TimedOut,
             format!(
@@ -130,6 +145,9 @@ impl Member for NbdMember {
     }
     fn size_bytes(&self) -> u64 {
         self.size
+    }
+    fn gone(&self) -> Option<String> {
+        self.gone.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
     fn describe(&self) -> String {
         self.uri.clone()
@@ -172,8 +190,18 @@ mod tests {
         let mut got = vec![0u8; 4096];
         m.read_at(&mut got, 8192).unwrap();
         assert_eq!(got, vec![7u8; 4096]);
+        assert_eq!(m.gone(), None);
         s2.stop();
         h2.join().unwrap();
+        // Gone for good: the request fails after the timeout and the member says why.
+        let _ = std::fs::remove_file(&sock);
+        let m = NbdMember {
+            timeout: Duration::from_millis(300),
+            ..m
+        };
+        assert!(m.read_at(&mut got, 0).is_err());
+        let gone = m.gone().expect("gone after the server went away");
+        assert!(gone.contains("could not be reached again"), "{gone}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -13,7 +13,9 @@ mod control;
 mod demo;
 mod metrics;
 mod pool_cmd;
+mod sd_notify;
 mod serve_cmd;
+mod serve_config;
 mod serve_tls;
 
 /// raidforge: a software RAID engine and disk-array simulator sharing one core.
@@ -154,7 +156,9 @@ enum Command {
     /// through which status, fail, replace, rebuild and verify reach the running server.
     /// With --metrics ADDR, Prometheus scrapes the pools' health and traffic at
     /// http://ADDR/metrics. With --tls require and a certificate (or a PSK file), clients must
-    /// use TLS (nbds:// URIs, qemu's tls-creds objects).
+    /// use TLS (nbds:// URIs, qemu's tls-creds objects). As a service: `serve --config FILE`
+    /// (TOML) under systemd (contrib/systemd/raidforge@.service; READY=1 is sent once every
+    /// export listens).
     ///
     /// Example: raidforge serve p.json --socket /tmp/p.sock (then: nbdinfo
     /// 'nbd+unix:///p?socket=/tmp/p.sock'; raidforge fail p.json --member 1)
@@ -209,15 +213,17 @@ fn allow_negative(cmd: clap::Command) -> clap::Command {
         .mut_subcommands(allow_negative)
 }
 
-fn parse_args() -> Cli {
+/// The parsed command line, and clap's matches (which tell an option typed from a default).
+fn parse_args() -> (Cli, clap::ArgMatches) {
     use clap::{CommandFactory, FromArgMatches};
     let matches = allow_negative(Cli::command()).get_matches();
-    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    (cli, matches)
 }
 
 fn main() -> ExitCode {
     restore_default_sigpipe();
-    let cli = parse_args();
+    let (cli, matches) = parse_args();
     let result = match cli.command {
         Command::Layout(c) => layout_cmd::run(c),
         Command::Bench(c) => bench_cmd::run(c),
@@ -247,7 +253,9 @@ fn main() -> ExitCode {
         Command::Add { pool, spare, json } => pool_cmd::add_spare(pool, spare, json),
         Command::Wipe { members } => pool_cmd::wipe(members),
         Command::Rebuild(a) => pool_cmd::rebuild(a),
-        Command::Serve(a) => serve_cmd::run(a),
+        Command::Serve(a) => {
+            serve_config::resolve(a, matches.subcommand_matches("serve")).and_then(serve_cmd::run)
+        }
         Command::Verify(a) => match pool_cmd::verify(a) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::from(1),

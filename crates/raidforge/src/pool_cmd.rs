@@ -272,6 +272,16 @@ pub fn assemble(
     for note in p.md_notes() {
         eprintln!("raidforge: note: {note}");
     }
+    // A member left out because it missed updates: one line each (status lists it too).
+    for m in &p.status().members {
+        if let Some(why) = (m.failed_why.as_ref()).filter(|w| w.starts_with(dev::pool::STALE_WHY)) {
+            eprintln!(
+                "raidforge: warning: member {} ({}) is left out: {why}; the pool runs degraded",
+                m.index,
+                m.path.display()
+            );
+        }
+    }
     print_status(&p, json)?;
     p.close()?;
     Ok(())

@@ -30,8 +30,21 @@ use crate::pool_cmd::parse_size;
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Pool descriptor files; each is served as one export.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "config")]
     pub pools: Vec<PathBuf>,
+    /// Take every setting from this TOML file instead of the command line (for a service:
+    /// `contrib/systemd/raidforge@.service`). Its keys are the long options' names (`listen =
+    /// "127.0.0.1:10809"`, `rebuild-delay = 3`, `max-request = "32M"`, `no-auto-heal = true`),
+    /// and each pool is a `[[pool]]` table (`path`, optionally `export` and `spares`: hot spares
+    /// added at start unless the pool lists them already). Relative paths are taken from the
+    /// file's directory. Other options given with --config are refused: the file says
+    /// everything, so what runs is what it says. An unknown key is an error naming it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Hot spares to add at start, per pool (pool index, path): from `--config` only (on the
+    /// command line, `raidforge add POOL --spare PATH` before serving).
+    #[arg(skip)]
+    pub spares: Vec<(usize, PathBuf)>,
     /// Serve on this TCP address, e.g. 127.0.0.1:10809 (port 0 picks a free port; the
     /// address is printed).
     #[arg(long)]
@@ -76,9 +89,18 @@ pub struct ServeArgs {
     /// (default 0: at once, as MD does with a spare).
     #[arg(long, default_value_t = 0.0)]
     pub rebuild_delay: f64,
-    /// Append health events as JSON lines to this file (Fail, DegradedArray, SpareActive,
-    /// RebuildStarted, RebuildFinished, RebuildStopped, NoSpare, SpareRefused), each with
-    /// the time, pool, member and what happened.
+    /// Speed of the rebuilds the server starts by itself while clients do I/O, bytes per
+    /// second (like MD's sync_speed_min; `raidforge rebuild --speed-min` explains it), e.g.
+    /// 10M (2^20 bytes/s) or 10MB/s (10^6).
+    #[arg(long, value_parser = raidforge::pool_args::parse_speed, value_name = "SPEED")]
+    pub rebuild_speed_min: Option<raidforge::pool_args::Speed>,
+    /// Upper bound on the speed of the rebuilds the server starts by itself, bytes written per
+    /// second, e.g. 200M (2^20 bytes/s) or 200MB/s (10^6).
+    #[arg(long, value_parser = raidforge::pool_args::parse_speed, value_name = "SPEED")]
+    pub rebuild_speed_max: Option<raidforge::pool_args::Speed>,
+    /// Append health events as JSON lines to this file (Fail, DeviceDisappeared, StaleMember,
+    /// DegradedArray, SpareActive, RebuildStarted, RebuildFinished, RebuildStopped, NoSpare,
+    /// SpareRefused), each with the time, pool, member and what happened.
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
     /// Run this command (with `sh -c`) for every health event, like `mdadm --monitor
@@ -125,6 +147,13 @@ pub struct ServeArgs {
     pub tls_psk: Option<PathBuf>,
 }
 
+/// The export name of pool `i` at `path` when none is given: the descriptor's file stem.
+pub(crate) fn default_export_name(i: usize, path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| format!("pool{i}"))
+}
+
 /// Where health events go: the `--events` file and the `--on-event` program.
 fn event_sink(a: &ServeArgs, pool: &Path) -> anyhow::Result<Option<dev::serve_support::EventSink>> {
     if a.events.is_none() && a.on_event.is_none() {
@@ -150,6 +179,7 @@ fn event_sink(a: &ServeArgs, pool: &Path) -> anyhow::Result<Option<dev::serve_su
                 e.event,
                 e.detail
             );
+            crate::sd_notify::status(&format!("{}: {}: {}", pool.display(), e.event, e.detail));
             if let Some(f) = &file {
                 let mut line = json!({
                     "time_unix_ms": e.time_unix_ms,
@@ -182,6 +212,8 @@ fn event_sink(a: &ServeArgs, pool: &Path) -> anyhow::Result<Option<dev::serve_su
                     )
                     .env("RAIDFORGE_DETAIL", &e.detail)
                     .env("RAIDFORGE_TIME_MS", e.time_unix_ms.to_string())
+                    // systemd's socket is for the server, not for what it runs.
+                    .env_remove("NOTIFY_SOCKET")
                     .stdin(std::process::Stdio::null())
                     .spawn();
                 match spawned {
@@ -282,11 +314,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            a.exports.get(i).cloned().unwrap_or_else(|| {
-                p.file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| format!("pool{i}"))
-            })
+            a.exports
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| default_export_name(i, p))
         })
         .collect();
     for (i, n) in names.iter().enumerate() {
@@ -300,6 +331,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
     if !(a.io_timeout > 0.0 && a.io_timeout.is_finite()) {
         bail!("--io-timeout must be a number of seconds above 0");
     }
+    raidforge::pool_args::check_speeds(a.rebuild_speed_min.as_ref(), a.rebuild_speed_max.as_ref())?;
     dev::nbd_member::set_io_timeout(Duration::from_secs_f64(a.io_timeout));
     let tls = crate::serve_tls::server(&a)?;
     let metrics_listener = a.metrics.as_deref().map(bind_metrics).transpose()?;
@@ -333,15 +365,35 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
             crate::pool_cmd::tell_failed_at_open(path, &before, &p.status());
             Ok(SharedPool::new(p, mode)?)
         });
-        let opened = opened.and_then(|p| {
+        let index = served.len();
+        let setup = |p: &Arc<SharedPool>| -> anyhow::Result<()> {
+            add_spares(p, path, a.spares.iter().filter(|(i, _)| *i == index))?;
             if !a.no_auto_heal {
                 p.enable_auto_heal(HealOpts {
                     rebuild_delay: Duration::from_secs_f64(a.rebuild_delay),
+                    rebuild: RebuildOpts {
+                        speed_min_bytes_per_sec: a
+                            .rebuild_speed_min
+                            .as_ref()
+                            .map(|s| s.bytes_per_sec),
+                        speed_max_bytes_per_sec: a
+                            .rebuild_speed_max
+                            .as_ref()
+                            .map(|s| s.bytes_per_sec),
+                        ..RebuildOpts::default()
+                    },
                     sink: event_sink(&a, path)?,
-                    ..HealOpts::default()
                 });
             }
-            Ok(p)
+            Ok(())
+        };
+        // A pool whose set-up failed is closed again (marked clean), not left active.
+        let opened = opened.and_then(|p| match setup(&p) {
+            Ok(()) => Ok(p),
+            Err(e) => {
+                let _ = p.close();
+                Err(e)
+            }
         });
         if let Ok(p) = &opened {
             p.ido().set_tracking(!a.no_zone_tracking);
@@ -404,6 +456,46 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
     result?;
     if let Some(e) = closing_error {
         return Err(e.into());
+    }
+    Ok(())
+}
+
+/// Adds the hot spares `--config` lists for the pool at `path`, skipping those it lists
+/// already and, with a note, one that took a failed member's place since (it is a member now).
+fn add_spares<'a>(
+    p: &SharedPool,
+    path: &Path,
+    spares: impl Iterator<Item = &'a (usize, PathBuf)>,
+) -> anyhow::Result<()> {
+    let id = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    for (_, spare) in spares {
+        let st = p.status()?;
+        let want = id(spare);
+        if st.spares.iter().any(|s| id(s) == want) {
+            continue;
+        }
+        if let Some(m) = st.members.iter().find(|m| id(&m.path) == want) {
+            eprintln!(
+                "raidforge serve: note: {}: spare {} is member {} now (it took a failed \
+                 member's place); remove it from the config's spares",
+                path.display(),
+                spare.display(),
+                m.index
+            );
+            continue;
+        }
+        p.add_spare(spare).with_context(|| {
+            format!(
+                "adding the spare {} to {} (listed in the config)",
+                spare.display(),
+                path.display()
+            )
+        })?;
+        eprintln!(
+            "raidforge serve: {}: spare {} added",
+            path.display(),
+            spare.display()
+        );
     }
     Ok(())
 }
@@ -537,6 +629,16 @@ fn serve(
             Ok(())
         }));
     }
+    // Every export listens (its sockets are bound: a client connecting now is queued until
+    // the serving thread accepts it): tell systemd (`Type=notify`), then the terminal.
+    crate::sd_notify::notify(&format!(
+        "READY=1\nSTATUS=serving {}",
+        served
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
     println!("ready");
     let _ = std::io::stdout().flush();
 
@@ -544,6 +646,7 @@ fn serve(
         std::thread::sleep(Duration::from_millis(50));
     }
     eprintln!("raidforge serve: shutting down");
+    crate::sd_notify::notify("STOPPING=1\nSTATUS=shutting down: flushing and closing the pools");
     stop.store(true, Ordering::SeqCst);
     let mut first_err = None;
     for t in threads {

@@ -346,6 +346,61 @@ fn a_stale_member_is_left_out_and_told() {
     w.check(dir, "p.json");
 }
 
+/// `raidforge assemble` over members one of which is stale by generations: the pool is
+/// assembled degraded without it, and stderr says so in one line naming the member (and only
+/// for it).
+#[test]
+fn assemble_warns_of_each_member_left_out_as_stale() {
+    let t = TempDir::new("cli-pool", "asm-stale");
+    let dir = t.path();
+    create(
+        dir,
+        "p.json",
+        "m",
+        &["--scheme", "raid6", "--disks", "5"],
+        5,
+    );
+    let mut w = Written(Vec::new());
+    w.write(dir, "p.json", 0, pattern(7, 300_000));
+    let old = std::fs::read(dir.join("m3.img")).unwrap();
+    for k in 0..3 {
+        w.write(dir, "p.json", 50_000 * k, pattern(8 + k, 200_000));
+    }
+    std::fs::write(dir.join("m3.img"), old).unwrap();
+    let mut args = vec!["assemble".to_string(), "r.json".to_string()];
+    for i in 0..5 {
+        args.extend(["--member".to_string(), format!("m{i}.img")]);
+    }
+    args.push("--json".into());
+    let out = common::raidforge(dir, &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].starts_with("raidforge: warning: member 3 (")
+            && warnings[0].contains("m3.img) is left out: stale when the pool was opened"),
+        "{err}"
+    );
+    let st: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(st["state"], "degraded");
+    assert_eq!(member_states(&st)[3], "failed");
+    assert!(st["members"][3]["failed_why"]
+        .as_str()
+        .unwrap()
+        .starts_with("stale when the pool was opened"));
+    w.check(dir, "r.json");
+    // Assembled again: member 3 is still left out and said so; no other member is.
+    let out = common::raidforge(dir, &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("warning")).count(),
+        1,
+        "{err}"
+    );
+}
+
 #[test]
 fn bad_input_is_refused_with_one_line_and_no_data_touched() {
     let t = TempDir::new("cli-pool", "bad");

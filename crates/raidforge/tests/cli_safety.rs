@@ -361,7 +361,8 @@ fn a_member_failed_for_a_missing_file_is_reported_with_its_reason() {
     assert!(st["members"][0].get("failed_why").is_none(), "{st}");
     let text = ok(dir, &["status", "p.json"]);
     assert!(
-        text.contains("m1 failed: file") && text.contains("m3 failed: failed by"),
+        text.contains("m1 failed: its device disappeared: file")
+            && text.contains("m3 failed: failed by"),
         "{text}"
     );
 }

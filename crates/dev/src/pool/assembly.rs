@@ -288,6 +288,12 @@ pub(super) fn verdict(seen: Seen, failed: bool, replaced: bool, room: bool) -> V
 /// How a member left out because it was stale is described (`failed_why` begins so).
 pub const STALE_WHY: &str = "stale when the pool was opened";
 
+/// How a member whose device is no longer there is described (`failed_why` begins so): its
+/// file was missing when the pool was opened, or an I/O error failed it and its path no longer
+/// names what the pool had open, or its NBD server could not be reached again in time
+/// ([`crate::Member::gone`]).
+pub const DISAPPEARED_WHY: &str = "its device disappeared";
+
 /// The member handles a pool keeps (`None`: failed or missing).
 pub(super) type MemberHandles = Vec<Option<Arc<dyn Member>>>;
 
@@ -321,7 +327,7 @@ pub(super) fn judge_members(
                 let md = &mut desc.members[i];
                 md.failed_why = Some(match probe {
                     Probe::Missing => format!(
-                        "file {} missing when the pool was opened",
+                        "{DISAPPEARED_WHY}: file {} missing when the pool was opened",
                         md.path.display()
                     ),
                     Probe::Bad(e) | Probe::Torn(_, e) => {

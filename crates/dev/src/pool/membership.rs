@@ -110,6 +110,12 @@ impl Pool {
         Ok(())
     }
 
+    /// The members this open left out (missing, unusable or stale at assembly; their
+    /// `failed_why` in [`Pool::status`] says which).
+    pub fn left_out_at_open(&self) -> &[usize] {
+        &self.members.left_out
+    }
+
     /// Replaces member `i`'s handle with `f(handle)`, for fault injection (wrap it in
     /// [`crate::Faulty`]); nothing on disk changes. No-op for a failed member.
     pub fn wrap_member(&mut self, i: usize, f: impl FnOnce(Arc<dyn Member>) -> Arc<dyn Member>) {
@@ -130,12 +136,13 @@ impl Pool {
 
     pub(crate) fn fail_members(&mut self, which: &[u32]) -> Result<()> {
         for &d in which {
-            if self.members.handles[d as usize].is_some() {
-                self.members.handles[d as usize] = None;
+            if let Some(h) = self.members.handles[d as usize].take() {
                 self.state.fail(&self.geo, d)?;
                 self.sb.events.push(Event::Fail(d));
-                self.file.desc.members[d as usize].failed_why =
-                    Some("I/O error (a read or write of it failed)".into());
+                self.file.desc.members[d as usize].failed_why = Some(failure_why(
+                    &*h,
+                    "I/O error (a read or write of it failed)".into(),
+                ));
             }
         }
         let tag = self.tag();
@@ -499,4 +506,13 @@ pub fn wipe_member(path: &Path) -> Result<[u8; 16]> {
     }
     m.flush().map_err(io)?;
     Ok(sb.uuid)
+}
+
+/// Why an I/O error failed member `m`: [`DISAPPEARED_WHY`] when its device is no longer there
+/// ([`Member::gone`]), `otherwise` if it is.
+pub(crate) fn failure_why(m: &dyn Member, otherwise: String) -> String {
+    match m.gone() {
+        Some(g) => format!("{DISAPPEARED_WHY}: {g} ({otherwise})"),
+        None => otherwise,
+    }
 }

@@ -36,7 +36,7 @@ mod site;
 mod spares;
 mod status;
 
-pub use assembly::STALE_WHY;
+pub use assembly::{DISAPPEARED_WHY, STALE_WHY};
 pub use descriptor::{Descriptor, MemberDesc};
 pub use intent::ResyncReport;
 pub(crate) use intent::{IntentGuard, WriteIntent, INTENT_CLEAR_AFTER};
@@ -239,6 +239,8 @@ pub(crate) struct MemberSet {
     pub(crate) counters: Vec<Counters>,
     /// Wraps members opened later (replacements); see [`MemberWrap`].
     pub(crate) wrap: Option<MemberWrap>,
+    /// Members this open left out (failed at assembly: missing, unusable or stale).
+    pub(crate) left_out: Vec<usize>,
 }
 
 /// The parity policy and the persisted deferred-parity list (BPGL).
@@ -261,6 +263,7 @@ impl MemberSet {
             handles,
             counters,
             wrap: None,
+            left_out: Vec::new(),
         }
     }
 }

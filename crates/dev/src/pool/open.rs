@@ -209,7 +209,12 @@ impl Pool {
             .filter(|(_, p)| matches!(p, Probe::Good(_, sb) if sb.generation < best.generation))
             .map(|(i, _)| i)
             .collect();
+        let failed_before = state.failed().to_vec();
         let (members, events) = judge_members(opened, &best, &geo, &mut state, &mut desc)?;
+        let left_out: Vec<usize> = (state.failed().iter())
+            .filter(|d| !failed_before.contains(d))
+            .map(|&d| d as usize)
+            .collect();
         // Only a member in use is brought up to date (a failed one is never written).
         let behind = behind.iter().any(|&i| members[i].is_some());
         // The deferred-parity list: the newest valid record on any present member (a crash
@@ -270,6 +275,7 @@ impl Pool {
             ido: Arc::new(ido),
             md: None,
         };
+        pool.members.left_out = left_out;
         pool.apply_wrap(wrap);
         if access != Access::Peek {
             pool.settle_after_assembly(

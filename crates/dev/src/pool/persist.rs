@@ -213,10 +213,13 @@ impl Pool {
     /// persists). Whether the pool then has lost data is for the caller to report.
     pub(crate) fn fail_dead_members(&mut self, dead: &[(usize, std::io::Error)]) -> Result<()> {
         for (i, e) in dead {
-            if self.members.handles[*i].take().is_some() {
+            if let Some(h) = self.members.handles[*i].take() {
                 self.state.fail(&self.geo, *i as Disk)?;
                 self.sb.events.push(Event::Fail(*i as u32));
-                self.file.desc.members[*i].failed_why = Some(format!("I/O error: {e}"));
+                self.file.desc.members[*i].failed_why = Some(super::membership::failure_why(
+                    &*h,
+                    format!("I/O error: {e}"),
+                ));
             }
         }
         Ok(())

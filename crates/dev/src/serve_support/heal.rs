@@ -3,18 +3,32 @@
 //!
 //! A thread ([`SharedPool::enable_auto_heal`]) looks at the pool every [`HEAL_TICK`]:
 //!
+//! - at its first look, each member the pool's open left out gives `StaleMember` (it missed
+//!   updates: [`crate::pool::STALE_WHY`]), `DeviceDisappeared` (its file was missing:
+//!   [`crate::pool::DISAPPEARED_WHY`]) or `Fail` (unusable), then `DegradedArray`; members
+//!   failed before this open give no event but `DegradedArray`;
 //! - members that failed since the last look (an I/O error failed them, or `raidforge fail`)
-//!   give a `Fail` event, and the first failure of a healthy pool a `DegradedArray` event;
+//!   give a `Fail` event with the reason, followed by `DeviceDisappeared` when the member's
+//!   device is no longer there (its path names nothing or another file, or its NBD server
+//!   could not be reached again within the I/O timeout), and the first failure of a healthy
+//!   pool a `DegradedArray` event;
 //! - once a failed member has been failed for the rebuild delay (default: at once) and no
 //!   rebuild runs, the first usable hot spare takes its place ([`Pool::activate_spare`],
 //!   `SpareActive`), and the rebuild starts in the background with the configured options
 //!   (`RebuildStarted`, with the reason). Layouts with spare space (RAID+ and other
-//!   declustered layouts) need no spare: their rebuild starts as soon as it can;
+//!   declustered layouts) need no spare: their rebuild starts as soon as it can. With no
+//!   spare left and nothing to rebuild into, `NoSpare` (once per set of failed members);
 //! - a rebuild that the pool needs and that can start is started too: after a restart that
-//!   interrupted one (the superblocks record its progress, so it resumes where it was), or
-//!   after it stopped because a second member failed (then, with a spare, the second member
-//!   is replaced and the rebuild goes on);
-//! - a rebuild that ends gives `RebuildFinished` (or `RebuildStopped` with its error).
+//!   interrupted one (the superblocks record its progress, so it resumes where it was);
+//! - a member that fails while a rebuild runs does not stop it where the layout still has
+//!   redundancy for it (`raidcore::plan_rebuild_cycle`: RAID6 losing a second member while
+//!   the first is rebuilt onto a spare): the rebuild goes on degraded, the second member's
+//!   units left lost until it is replaced, and the healer, seeing the new failure (`Fail`),
+//!   gives it the next spare once that rebuild has ended (`NoSpare` if there is none);
+//! - a rebuild that ends gives `RebuildFinished`; one that ends with an error (its planning
+//!   fails, the pool lost data, survivor blocks keep reading wrong) gives `RebuildStopped`
+//!   with the error, and the healer does not start it again until the failed members or the
+//!   spares change.
 //!
 //! Every event goes to the sink given at enable time (`raidforge serve --events FILE` appends
 //! JSON lines, `--on-event CMD` runs a program) and is counted in [`HealStatus`], which
@@ -33,8 +47,8 @@ pub const HEAL_TICK: Duration = Duration::from_millis(100);
 pub struct HealthEvent {
     /// Milliseconds since the Unix epoch.
     pub time_unix_ms: u64,
-    /// `Fail`, `DegradedArray`, `SpareActive`, `SpareRefused`, `RebuildStarted`,
-    /// `RebuildFinished`, `RebuildStopped`, `NoSpare`.
+    /// `Fail`, `DeviceDisappeared`, `StaleMember`, `DegradedArray`, `SpareActive`,
+    /// `SpareRefused`, `RebuildStarted`, `RebuildFinished`, `RebuildStopped`, `NoSpare`.
     pub event: String,
     /// The member concerned, when one is.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -117,6 +131,10 @@ fn now_unix_ms() -> u64 {
 /// What the healer sees of the pool.
 struct Look {
     failed: Vec<Disk>,
+    /// Why each member failed (`failed_why`), by member.
+    why: Vec<Option<String>>,
+    /// The members the pool's open left out.
+    left_out: Vec<usize>,
     spares: usize,
     /// The pool has cycles to rebuild and planning the first one succeeds.
     rebuild_ready: bool,
@@ -197,6 +215,10 @@ impl SharedPool {
         self.with_pool(|p| {
             Ok(Look {
                 failed: p.state.failed().to_vec(),
+                why: (p.file.desc.members.iter())
+                    .map(|m| m.failed_why.clone())
+                    .collect(),
+                left_out: p.left_out_at_open().to_vec(),
                 spares: p.spares().len(),
                 // `all_clean` first: no scan of the cycles under the mutex when healthy.
                 rebuild_ready: !p.state.all_clean() && p.rebuild_can_start().unwrap_or(false),
@@ -239,15 +261,45 @@ impl SharedPool {
             )
         };
         let (new, degraded_now) = new_failures;
-        if !first_look {
+        let why = |d: usize| look.why.get(d).cloned().flatten().unwrap_or_default();
+        if first_look {
+            // What the open left out, and why.
+            for &d in &look.left_out {
+                let why = why(d);
+                let event = if why.starts_with(crate::pool::STALE_WHY) {
+                    "StaleMember"
+                } else if why.starts_with(crate::pool::DISAPPEARED_WHY) {
+                    "DeviceDisappeared"
+                } else {
+                    "Fail"
+                };
+                self.event(
+                    &opts,
+                    event,
+                    Some(d),
+                    None,
+                    format!("member {d} left out when the pool was opened: {why}"),
+                );
+            }
+        } else {
             for &d in &new {
+                let why = why(d as usize);
                 self.event(
                     &opts,
                     "Fail",
                     Some(d as usize),
                     None,
-                    format!("member {d} failed"),
+                    format!("member {d} failed: {why}"),
                 );
+                if why.starts_with(crate::pool::DISAPPEARED_WHY) {
+                    self.event(
+                        &opts,
+                        "DeviceDisappeared",
+                        Some(d as usize),
+                        None,
+                        format!("member {d}: {why}"),
+                    );
+                }
             }
         }
         if degraded_now {

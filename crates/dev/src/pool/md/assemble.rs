@@ -249,6 +249,8 @@ impl Pool {
                 handles,
                 counters: (0..n).map(|_| Counters::default()).collect(),
                 wrap: None,
+                // MD's members left out are told by `md_notes`.
+                left_out: Vec::new(),
             },
             policy: WritePolicy::Md,
             lazy: LazyParity {

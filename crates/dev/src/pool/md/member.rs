@@ -167,6 +167,9 @@ impl Member for MdMember {
         self.base + self.rows * self.chunk
     }
 
+    fn gone(&self) -> Option<String> {
+        self.inner.gone()
+    }
     fn describe(&self) -> String {
         self.inner.describe()
     }

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use dev::pool::{CreateOpts, Metadata, Pool, RebuildOpts};
 use layout::{Params, SchemeKind};
 use raidcore::md::{
-    md_checksum, MdRole, MdSuperblock, FEATURE_CLUSTERED, FEATURE_RECOVERY_OFFSET, RESYNC_CLEAN,
-    ROLE_FAULTY, ROLE_SPARE,
+    md_checksum, MdRole, MdSuperblock, FEATURE_CLUSTERED, FEATURE_RECOVERY_OFFSET,
+    FEATURE_REPLACEMENT, RESYNC_CLEAN, ROLE_FAULTY, ROLE_SPARE,
 };
 
 struct TempDir(PathBuf);
@@ -377,6 +377,60 @@ fn refusals_write_nothing() {
                     .collect()
             }),
             "clustered",
+        ),
+        (
+            // The kernel sets the bit on the member that replaces another (mdadm --replace)
+            // until the copy is done.
+            "replacement",
+            Box::new(move |d| {
+                (0..3)
+                    .map(|i| {
+                        let mut sb = la(i);
+                        if i == 2 {
+                            sb = patched(&sb, |s| s.feature_map |= FEATURE_REPLACEMENT);
+                        }
+                        member_from(d, &format!("r{i}.img"), &sb)
+                    })
+                    .collect()
+            }),
+            "replacement in progress",
+        ),
+        (
+            // RAID0 uses each member's whole data size: members of different sizes make
+            // several zones.
+            "raid0-zones",
+            Box::new(|d| {
+                (0..3)
+                    .map(|i| {
+                        let mut sb = fixture_sb(&format!("raid0-{i}"));
+                        if i == 0 {
+                            sb = patched(&sb, |s| s.data_size -= 128);
+                        }
+                        member_from(d, &format!("z{i}.img"), &sb)
+                    })
+                    .collect()
+            }),
+            "different sizes",
+        ),
+        (
+            // A member holding a v1.2 superblock and, at the start, a v1.1 one (of another
+            // array): which is it a member of?
+            "two-versions",
+            Box::new(move |d| {
+                use std::os::unix::fs::FileExt;
+                let ms: Vec<PathBuf> = (0..3)
+                    .map(|i| member_from(d, &format!("v{i}.img"), &la(i)))
+                    .collect();
+                let v11 = fixture_sb("raid1-v1.1-0");
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&ms[0])
+                    .unwrap()
+                    .write_all_at(&v11, 0)
+                    .unwrap();
+                ms
+            }),
+            "ambiguous",
         ),
         (
             "mixed",

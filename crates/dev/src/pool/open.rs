@@ -110,7 +110,11 @@ impl Pool {
             let sb = read_superblock(&*m).map_err(|reason| PoolError::Member {
                 index: i,
                 path: p.clone(),
-                reason: format!("{reason} (leave it out to assemble the pool without it)"),
+                // Not raidforge's, but MD's magic is there: what is wrong with it as an MD
+                // member (two versions at once, a damaged superblock).
+                reason: md::md_trouble(&*m).unwrap_or_else(|| {
+                    format!("{reason} (leave it out to assemble the pool without it)")
+                }),
             })?;
             found.push((sb, p.clone()));
         }

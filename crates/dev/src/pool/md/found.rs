@@ -60,6 +60,24 @@ pub(crate) fn read_md_superblock(
     }
 }
 
+/// Why a member that shows Linux MD's magic where one of the versions puts its superblock
+/// cannot be read as an MD member (superblocks of two versions, a damaged one): None when it
+/// holds one valid MD superblock, or no MD magic at all. Assembly tells this instead of "no
+/// raidforge superblock" when the member is not raidforge's either.
+pub(crate) fn md_trouble(m: &dyn Member) -> Option<String> {
+    let reason = read_md_superblock(m).err()?;
+    let dev_sectors = m.size_bytes() / 512;
+    let magic = MdVersion::ALL.iter().any(|v| {
+        let mut b = vec![0u8; MD_SB_BLOCK_BYTES];
+        v.super_offset(dev_sectors).is_some_and(|so| {
+            so * 512 + MD_SB_BLOCK_BYTES as u64 <= m.size_bytes()
+                && m.read_at(&mut b, so * 512).is_ok()
+                && b[..4] == raidcore::md::MD_MAGIC.to_le_bytes()
+        })
+    });
+    magic.then_some(reason)
+}
+
 /// True when `p` holds a Linux MD v1.x superblock.
 pub(crate) fn is_md_member(p: &Path) -> bool {
     FileMember::open(p, OpenOpts::default())

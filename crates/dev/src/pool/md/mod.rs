@@ -52,7 +52,7 @@ mod member;
 mod persist;
 mod replace;
 
-pub(crate) use found::{is_md_member, read_md_superblock, MdFound};
+pub(crate) use found::{is_md_member, md_trouble, read_md_superblock, MdFound};
 pub use geometry::mdadm_data_offset;
 
 use super::*;

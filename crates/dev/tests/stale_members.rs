@@ -291,3 +291,35 @@ fn a_second_failure_during_the_healers_raid6_rebuild_continues_degraded() {
     assert!(read_all(&sp, model.len()) == model);
     sp.abandon();
 }
+
+/// Issue 25: the healer's rebuilds use the policy it is given (`serve --rebuild-policy`):
+/// here `pro`, recorded in the pool's IDO status, where MD's plain rebuild leaves `pr`.
+#[test]
+fn the_healers_rebuild_uses_the_policy_it_is_given() {
+    let dir = Dir::new("policy");
+    let (pool, model) = raid6_of_5(&dir, 6);
+    let mut pool = pool;
+    let spare = spare_file(&dir);
+    pool.add_spare(&spare).unwrap();
+    let sp = SharedPool::new(pool, Concurrency::Stripes).unwrap();
+    assert_eq!(sp.status().unwrap().ido.unwrap().policy, "pr");
+    sp.enable_auto_heal(HealOpts {
+        policy: Some(dev::ido::RebuildPolicy::Pro),
+        ..HealOpts::default()
+    });
+    sp.fail(2).unwrap();
+    wait_for("the healer's rebuild", Duration::from_secs(60), &sp, || {
+        let h = sp.heal_status().unwrap();
+        h.events.contains_key("RebuildFinished") || h.events.contains_key("RebuildStopped")
+    });
+    let h = sp.heal_status().unwrap();
+    assert_eq!(h.events.get("RebuildFinished"), Some(&1), "{h:?}");
+    let st = sp.status().unwrap();
+    assert!(
+        st.failed.is_empty() && st.cycles_clean == st.cycles,
+        "{st:?}"
+    );
+    assert_eq!(st.ido.unwrap().policy, "pro");
+    assert!(read_all(&sp, model.len()) == model);
+    sp.close().unwrap();
+}

@@ -98,6 +98,12 @@ pub struct ServeArgs {
     /// second, e.g. 200M (2^20 bytes/s) or 200MB/s (10^6).
     #[arg(long, value_parser = raidforge::pool_args::parse_speed, value_name = "SPEED")]
     pub rebuild_speed_max: Option<raidforge::pool_args::Speed>,
+    /// The rebuild policy of the rebuilds the server starts by itself: pr (MD's order,
+    /// tracked), pro (popular zones first), workout, vdf or ido (the last three redirect
+    /// writes to the surrogate pool recorded at creation). Default: MD's plain rebuild. A
+    /// policy rebuild a restart interrupted resumes with its own policy.
+    #[arg(long, value_parser = dev::ido::parse_policy, value_name = "POLICY")]
+    pub rebuild_policy: Option<dev::ido::RebuildPolicy>,
     /// Append health events as JSON lines to this file (Fail, DeviceDisappeared, StaleMember,
     /// DegradedArray, SpareActive, RebuildStarted, RebuildFinished, RebuildStopped, NoSpare,
     /// SpareRefused), each with the time, pool, member and what happened.
@@ -382,6 +388,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
                             .map(|s| s.bytes_per_sec),
                         ..RebuildOpts::default()
                     },
+                    policy: a.rebuild_policy,
                     sink: event_sink(&a, path)?,
                 });
             }

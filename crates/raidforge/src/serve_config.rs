@@ -58,6 +58,7 @@ struct ServeConfig {
     rebuild_delay: Option<f64>,
     rebuild_speed_min: Option<Amount>,
     rebuild_speed_max: Option<Amount>,
+    rebuild_policy: Option<String>,
     events: Option<PathBuf>,
     on_event: Option<String>,
     io_timeout: Option<f64>,
@@ -199,6 +200,10 @@ impl ServeConfig {
         if let Some(v) = self.rebuild_speed_max {
             a.rebuild_speed_max = Some(speed("rebuild-speed-max", v)?);
         }
+        if let Some(v) = self.rebuild_policy {
+            a.rebuild_policy =
+                Some(dev::ido::parse_policy(&v).map_err(|e| anyhow!("rebuild-policy: {e}"))?);
+        }
         a.events = self.events.map(|p| from(base, p)).or(a.events.take());
         a.on_event = self.on_event.or(a.on_event.take());
         if let Some(t) = self.io_timeout {
@@ -289,6 +294,7 @@ no-auto-heal = false
 rebuild-delay = 2
 rebuild-speed-max = "50M"
 rebuild-speed-min = 1000000
+rebuild-policy = "pro"
 io-timeout = 1.5
 events = "/var/log/ev.jsonl"
 on-event = "logger x"
@@ -329,6 +335,7 @@ export = "bee"
         assert_eq!((a.rebuild_delay, a.io_timeout), (2.0, 1.5));
         assert_eq!(a.rebuild_speed_max.unwrap().bytes_per_sec, 50 << 20);
         assert_eq!(a.rebuild_speed_min.unwrap().bytes_per_sec, 1_000_000);
+        assert_eq!(a.rebuild_policy, Some(dev::ido::RebuildPolicy::Pro));
         assert_eq!(a.events, Some(PathBuf::from("/var/log/ev.jsonl")));
         assert_eq!(a.on_event.as_deref(), Some("logger x"));
         assert_eq!(a.metrics.as_deref(), Some("127.0.0.1:9109"));

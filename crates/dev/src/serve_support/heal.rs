@@ -70,6 +70,9 @@ pub struct HealOpts {
     pub rebuild_delay: Duration,
     /// The rebuild's options (batch size, speed limits).
     pub rebuild: RebuildOpts,
+    /// The rebuild policy of automatic rebuilds (`serve --rebuild-policy`): `None` is MD's
+    /// plain rebuild. A policy rebuild that a restart interrupted resumes with its own.
+    pub policy: Option<crate::ido::RebuildPolicy>,
     /// Where events go (besides the counts in [`HealStatus`]).
     pub sink: Option<EventSink>,
 }
@@ -79,6 +82,7 @@ impl Default for HealOpts {
         HealOpts {
             rebuild_delay: Duration::ZERO,
             rebuild: RebuildOpts::default(),
+            policy: None,
             sink: None,
         }
     }
@@ -462,7 +466,11 @@ impl SharedPool {
             }
         };
         let Some(reason) = reason else { return };
-        match self.start_rebuild(opts.rebuild.clone()) {
+        // An interrupted policy rebuild resumes with its own policy (naming another is refused).
+        let policy = opts
+            .policy
+            .filter(|_| self.ido.phase() == crate::ido::Phase::Normal);
+        match self.start_rebuild_with(opts.rebuild.clone(), policy, None) {
             Ok(_) => {
                 {
                     let mut h = self.healer.lock().unwrap_or_else(|e| e.into_inner());

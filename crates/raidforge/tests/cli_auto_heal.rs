@@ -25,10 +25,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::events::{self, kinds};
 use common::prom::{self, Page};
 use common::{json, pattern, TempDir};
 use nbd::client::{Address, Client};
-use serde_json::Value;
 
 /// A client tool; .ci/run installs them for CI.
 fn tool(name: &str) -> Option<PathBuf> {
@@ -63,37 +63,6 @@ fn check_all(c: &mut Client, want: &[u8], what: &str) {
         c.read_at(&mut got[..w.len()], off)
             .unwrap_or_else(|e| panic!("{what}: reading at {off}: {e}"));
         assert!(got[..w.len()] == *w, "{what}: bytes at {off} differ");
-    }
-}
-
-/// Event kinds in the `--events` file, in order.
-fn events(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("event line {l:?}: {e}")))
-        .collect()
-}
-
-fn kinds(ev: &[Value]) -> Vec<String> {
-    ev.iter()
-        .map(|e| e["event"].as_str().unwrap().to_string())
-        .collect()
-}
-
-fn wait_for_event(path: &Path, kind: &str, count: usize, what: &str) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let ev = events(path);
-        if kinds(&ev).iter().filter(|k| *k == kind).count() >= count {
-            return ev;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: no {kind} event #{count} within 120 s; events so far: {:?}",
-            kinds(&ev)
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -373,7 +342,11 @@ fn raid6_over_nbdkit_members_fails_two_members_rebuilds_onto_the_spare_without_a
     }
     c.flush().unwrap();
     check_all(&mut c, &data, "healthy");
-    assert!(events(&ev_file).is_empty(), "{:?}", events(&ev_file));
+    assert!(
+        events::read(&ev_file).is_empty(),
+        "{:?}",
+        events::read(&ev_file)
+    );
 
     // Healthy: every member active with no error, the export's traffic counted exactly.
     if let Some(m) = scraper.parse(&scraper.fetch(), "healthy") {
@@ -415,13 +388,13 @@ fn raid6_over_nbdkit_members_fails_two_members_rebuilds_onto_the_spare_without_a
     std::fs::write(dir.join("inject1"), b"").unwrap();
     check_all(&mut c, &data, "member 1 failing");
     // Degraded, for the 3 s of --rebuild-delay: scraped now, read below.
-    wait_for_event(&ev_file, "DegradedArray", 1, "first failure");
+    events::wait_for(&ev_file, "DegradedArray", 1, "first failure");
     let degraded_page = scraper.fetch();
     let degraded_scraped_ms = now_unix_ms();
     let uri = format!("nbd+unix:///?socket={}", nbd_sock.display());
     let fio_region = 8u64 << 20;
     fio_verify(&fio, &uri, 0, fio_region, 7);
-    let ev = wait_for_event(&ev_file, "RebuildFinished", 1, "first failure");
+    let ev = events::wait_for(&ev_file, "RebuildFinished", 1, "first failure");
     assert_eq!(
         kinds(&ev),
         [
@@ -541,7 +514,7 @@ fn raid6_over_nbdkit_members_fails_two_members_rebuilds_onto_the_spare_without_a
     // Member 3 fails too: no spare is left, the pool serves degraded.
     std::fs::write(dir.join("inject3"), b"").unwrap();
     check_all(&mut c, &data, "member 3 failing");
-    let ev = wait_for_event(&ev_file, "NoSpare", 1, "second failure");
+    let ev = events::wait_for(&ev_file, "NoSpare", 1, "second failure");
     assert_eq!(
         kinds(&ev)[5..],
         ["Fail", "DegradedArray", "NoSpare"],

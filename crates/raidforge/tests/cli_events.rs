@@ -17,9 +17,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::events::{self, seq};
 use common::{create_small, ok, pattern, read, write, TempDir};
 use nbd::client::{Address, Client};
-use serde_json::Value;
 
 /// Processes killed when the test ends.
 struct Kids(Vec<Child>);
@@ -30,43 +30,6 @@ impl Drop for Kids {
             let _ = c.kill();
             let _ = c.wait();
         }
-    }
-}
-
-fn events(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("event line {l:?}: {e}")))
-        .collect()
-}
-
-/// (event, member) of each event so far.
-fn seq(ev: &[Value]) -> Vec<(String, Option<u64>)> {
-    ev.iter()
-        .map(|e| {
-            (
-                e["event"].as_str().unwrap().to_string(),
-                e["member"].as_u64(),
-            )
-        })
-        .collect()
-}
-
-/// Waits until the events file holds `kind`; returns every event.
-fn wait_for(path: &Path, kind: &str) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let ev = events(path);
-        if ev.iter().any(|e| e["event"] == kind) {
-            return ev;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no {kind} event within 120 s; events so far: {:?}",
-            seq(&ev)
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -149,7 +112,7 @@ fn members_left_out_at_open_are_told_as_stale_and_disappeared() {
         dir,
         &["p.json", "--socket", "p.sock", "--events", "events.jsonl"],
     );
-    let ev = wait_for(&ev_file, "NoSpare");
+    let ev = events::wait_for(&ev_file, "NoSpare", 1, "events");
     assert_eq!(
         seq(&ev),
         [
@@ -174,13 +137,13 @@ fn members_left_out_at_open_are_told_as_stale_and_disappeared() {
     check_export(&dir.join("p.sock"), &want[..300_000], "after the rebuild");
     stop(c);
     // The next start leaves nobody out: no new event (member 3 stays failed, told before).
-    let n = events(&ev_file).len();
+    let n = events::read(&ev_file).len();
     let c = serve(
         dir,
         &["p.json", "--socket", "p.sock", "--events", "events.jsonl"],
     );
     std::thread::sleep(Duration::from_millis(500));
-    let ev = events(&ev_file);
+    let ev = events::read(&ev_file);
     assert!(
         ev[n..]
             .iter()
@@ -260,7 +223,11 @@ fn an_nbd_member_whose_server_is_gone_is_told_as_disappeared() {
     let data = pattern(3, cap);
     client.write_at(&data[..cap / 2], 0, false).unwrap();
     client.flush().unwrap();
-    assert!(events(&ev_file).is_empty(), "{:?}", seq(&events(&ev_file)));
+    assert!(
+        events::read(&ev_file).is_empty(),
+        "{:?}",
+        seq(&events::read(&ev_file))
+    );
 
     // Member 2's server dies; the next write reaches it, cannot reconnect within 1 s.
     let mut gone = kids.0.remove(2);
@@ -270,7 +237,7 @@ fn an_nbd_member_whose_server_is_gone_is_told_as_disappeared() {
         .write_at(&data[cap / 2..], (cap / 2) as u64, false)
         .unwrap();
     client.flush().unwrap();
-    let ev = wait_for(&ev_file, "RebuildFinished");
+    let ev = events::wait_for(&ev_file, "RebuildFinished", 1, "events");
     assert_eq!(
         seq(&ev),
         [

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub mod events;
 pub mod prom;
 
 /// A directory under the system temp dir, removed when the test passes (kept on a panic, to

@@ -88,20 +88,8 @@ impl Served {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start raidforge serve");
-        let (tx, rx) = mpsc::channel();
-        let out = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let (etx, erx) = mpsc::channel();
-        let err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                let _ = etx.send(line);
-            }
-        });
+        let rx = common::line_channel(child.stdout.take().unwrap());
+        let erx = common::line_channel(child.stderr.take().unwrap());
         let mut tcp_addr = None;
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {

@@ -12,7 +12,7 @@
 //! directory and are killed when their test ends. A missing tool fails the test under CI
 //! (env CI set) and skips it with a note otherwise.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -152,20 +152,8 @@ impl Served {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start raidforge serve");
-        let (tx, rx) = mpsc::channel();
-        let out = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let (etx, erx) = mpsc::channel();
-        let err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                let _ = etx.send(line);
-            }
-        });
+        let rx = common::line_channel(child.stdout.take().unwrap());
+        let erx = common::line_channel(child.stderr.take().unwrap());
         let deadline = Instant::now() + Duration::from_secs(20);
         let mut listening = None;
         loop {

@@ -330,3 +330,17 @@ pub fn assert_untouched(before: &BTreeMap<String, Vec<u8>>, dir: &Path, what: &s
         );
     }
 }
+
+/// The lines `r` gives (a child's stdout or stderr), read on a thread of their own so that
+/// the child never blocks on a full pipe; the channel ends with the stream.
+pub fn line_channel(r: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(r).lines().map_while(Result::ok) {
+            // Nobody listening any more is fine: the pipe is still drained.
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}

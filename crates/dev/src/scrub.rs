@@ -414,11 +414,52 @@ impl Pool {
                     }
                 }
             }
+            // On a pool with a journal a repair is a logged write like any other. It rewrites
+            // places in place, and a crash before those writes are durable may leave a sector
+            // torn (random bytes where the redundancy's answer was going) that nothing would
+            // find again; the record replays it whole when the pool opens. (Written in place
+            // only, a torn repair read back wrong with nothing to say so, and so did every
+            // reconstruction that used it: served fault harness, seed 0x6b081cc9.)
+            let logged = match self.wh.journal.clone() {
+                Some(j) => {
+                    let entries: Vec<(u32, u64, &[u8])> = plan
+                        .writes
+                        .iter()
+                        .map(|w| {
+                            let b: &[u8] = &bufs[w.data.buf][w.data.off..w.data.end()];
+                            (w.member, w.offset_bytes, b)
+                        })
+                        .collect();
+                    match log_repair(&j, &self.members.handles, &entries) {
+                        Ok(seqs) => Some((j, seqs)),
+                        Err(e) => {
+                            let failed = j.take_failed_members();
+                            if failed.is_empty() {
+                                return Err(PoolError::Io(e.to_string()));
+                            }
+                            self.fail_members(&failed)?;
+                            continue;
+                        }
+                    }
+                }
+                None => None,
+            };
             let committed = crate::exec::commit(
                 std::slice::from_ref(&plan),
                 std::slice::from_ref(&bufs),
                 &self.members_view(),
             );
+            if let Some((j, seqs)) = logged {
+                for seq in seqs {
+                    j.done(seq);
+                }
+                // A journal member that failed (the record went to the next one instead).
+                let failed = j.take_failed_members();
+                if !failed.is_empty() {
+                    self.fail_members(&failed)?;
+                    continue;
+                }
+            }
             if let Err(e) = committed {
                 self.fail_members(&e.failed_members())?;
                 continue;
@@ -1036,4 +1077,46 @@ impl Pool {
             Err(_) => Ok(false),
         }
     }
+}
+
+/// Appends a repair's writes (member, offset in the data area, final bytes) to the journal,
+/// split into records the ring takes, and returns their sequence numbers (each to be passed to
+/// [`crate::journal::Journal::done`] once the in-place writes ran). A repair's writes need not
+/// land together: each holds what its place should hold, so any subset replayed is right. On
+/// an error the records already appended are marked done (their contents are right whether
+/// or not they are written again) and the error is returned.
+fn log_repair(
+    j: &crate::journal::Journal,
+    members: &[Option<std::sync::Arc<dyn crate::Member>>],
+    entries: &[(u32, u64, &[u8])],
+) -> std::result::Result<Vec<u64>, crate::journal::JournalIoError> {
+    let piece = j.piece_bytes() as usize;
+    let max = j.max_record_bytes();
+    let mut pieces: Vec<(u32, u64, &[u8])> = Vec::new();
+    for &(m, off, bytes) in entries {
+        for (k, b) in bytes.chunks(piece).enumerate() {
+            pieces.push((m, off + (k * piece) as u64, b));
+        }
+    }
+    let mut seqs = Vec::new();
+    let mut rest = &pieces[..];
+    while !rest.is_empty() {
+        let mut n = 1;
+        while n < rest.len()
+            && raidcore::journal::record_len(rest[..=n].iter().map(|e| e.2.len())) <= max
+        {
+            n += 1;
+        }
+        match j.append(members, &rest[..n]) {
+            Ok(seq) => seqs.push(seq),
+            Err(e) => {
+                for seq in seqs {
+                    j.done(seq);
+                }
+                return Err(e);
+            }
+        }
+        rest = &rest[n..];
+    }
+    Ok(seqs)
 }

@@ -122,10 +122,19 @@ impl Default for CrashSwitch {
 impl CrashSwitch {
     /// Crash before the `n`-th next member write (n >= 1).
     pub fn arm(&self, n: u64) {
+        assert!(n >= 1, "a crash is armed for a write to come");
         self.countdown.store(n as i64, Ordering::SeqCst);
     }
+    /// Nothing armed any more. If a write already took the last count, its crash is under
+    /// way: wait until it has taken effect, so that a caller which disarms and then asks
+    /// `is_dead` never sees a live process that dies a moment later (the final check of the
+    /// served harness once ran on a pool killed under it that way, seed 0x6b08736e).
     pub fn disarm(&self) {
-        self.countdown.store(-1, Ordering::SeqCst);
+        if self.countdown.swap(-1, Ordering::SeqCst) == 0 {
+            while !self.is_dead() {
+                std::thread::yield_now();
+            }
+        }
     }
     pub fn is_dead(&self) -> bool {
         self.dead.load(Ordering::SeqCst)
@@ -138,9 +147,15 @@ impl CrashSwitch {
         if self.is_dead() {
             return true;
         }
-        if self.countdown.load(Ordering::SeqCst) > 0
-            && self.countdown.fetch_sub(1, Ordering::SeqCst) == 1
-        {
+        // Counts down only while above zero, so that exactly one write takes it from 1 to 0
+        // and 0 means "dying or dead" until the next `arm` or `disarm`.
+        let took_last = self
+            .countdown
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
+                (c > 0).then_some(c - 1)
+            })
+            == Ok(1);
+        if took_last {
             self.die();
             return true;
         }
@@ -1865,5 +1880,76 @@ pub fn parse_seed(s: &str) -> Option<u64> {
     match s.strip_prefix("0x") {
         Some(h) => u64::from_str_radix(h, 16).ok(),
         None => s.parse().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Once `disarm` has returned, whether the process is dead is settled: a write that took
+    /// the last count before it cannot finish dying afterwards (the served harness's final
+    /// check once ran on a pool killed under it, seed 0x6b08736e). The window is widened by
+    /// a watched descriptor, which a dying process reads before it is marked dead.
+    #[test]
+    fn a_crash_under_way_when_disarmed_has_taken_effect_when_disarm_returns() {
+        let desc =
+            std::env::temp_dir().join(format!("rf-crash-switch-{}.json", std::process::id()));
+        std::fs::write(&desc, vec![7u8; 64 << 10]).unwrap();
+        let sw = Arc::new(CrashSwitch::default());
+        sw.watch_descriptor(&desc);
+        let (mut died_before, mut died_after) = (0, 0);
+        for i in 0..3000 {
+            sw.reset();
+            sw.arm(1);
+            let start = Arc::new(std::sync::Barrier::new(2));
+            let writer = {
+                let (sw, start) = (Arc::clone(&sw), Arc::clone(&start));
+                std::thread::spawn(move || {
+                    start.wait();
+                    sw.on_write()
+                })
+            };
+            // Both start together; the disarm comes after a delay swept over the length
+            // of a crash, so that many disarms land inside one.
+            start.wait();
+            for _ in 0..(i * 7) % 4000 {
+                std::hint::spin_loop();
+            }
+            sw.disarm();
+            let dead_at_disarm = sw.is_dead();
+            let discarded = writer.join().unwrap();
+            assert_eq!(
+                sw.is_dead(),
+                dead_at_disarm,
+                "the process died after disarm returned"
+            );
+            assert_eq!(discarded, sw.is_dead(), "a write was discarded by no crash");
+            if dead_at_disarm {
+                died_before += 1;
+            } else {
+                died_after += 1;
+            }
+        }
+        std::fs::remove_file(&desc).unwrap();
+        eprintln!("crashed before disarm: {died_before}, disarmed first: {died_after}");
+    }
+
+    #[test]
+    fn one_write_takes_the_last_count() {
+        let sw = Arc::new(CrashSwitch::default());
+        sw.arm(5);
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let sw = Arc::clone(&sw);
+                std::thread::spawn(move || (0..10).filter(|_| sw.on_write()).count())
+            })
+            .collect();
+        let discarded: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        // The fifth write crashes; every write after it is discarded too.
+        assert_eq!(discarded, 40 - 4);
+        assert!(sw.is_dead());
+        sw.disarm();
+        assert!(sw.is_dead(), "disarm brings nobody back to life");
     }
 }

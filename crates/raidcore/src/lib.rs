@@ -135,7 +135,7 @@ pub use lazy::{
 pub use lock::StripeLocks;
 pub use mem::{check_consistency, Inconsistency, MemArray, MemError};
 pub use plan::{IoCounts, MemberIo, Op, Plan, PlanKind, Slice};
-pub use planner::{plan_read, plan_rebuild_cycle, plan_write};
+pub use planner::{plan_read, plan_read_balanced, plan_rebuild_cycle, plan_write, MemberLoad};
 pub use policy::{ModeCost, ModePolicy, StripeWrite, WriteMode, WritePolicy};
 pub use rebuild::{Progress, RebuildOrder, RebuildScheduler, SpeedLimits, Throttle};
 pub use repair::{locate_member_byte, logical_offset, lost_with, place_loc, plan_repair};

@@ -122,6 +122,8 @@ pub(crate) fn split(geo: &Geometry, offset: u64, len: u64) -> Result<Vec<Part>, 
 }
 
 /// Plans a read of `len` bytes at logical byte `offset`: one plan per cycle touched, in order.
+/// A unit with copies is read from its first available copy; [`plan_read_balanced`] spreads
+/// such reads over the copies.
 pub fn plan_read(
     geo: &Geometry,
     state: &ArrayState,
@@ -130,11 +132,90 @@ pub fn plan_read(
 ) -> Result<Vec<Plan>, CoreError> {
     split(geo, offset, len)?
         .into_iter()
-        .map(|part| plan_read_cycle(geo, state, &part))
+        .map(|part| plan_read_cycle(geo, state, &part, None))
         .collect()
 }
 
-fn plan_read_cycle(geo: &Geometry, state: &ArrayState, part: &Part) -> Result<Plan, CoreError> {
+/// What an executor knows of one member when it asks for a read plan: the I/Os it has queued
+/// or in flight, and the member byte just past its last I/O (where a disk's head is). The
+/// planner knows nothing of disks; these hints are all it uses to choose among copies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemberLoad {
+    /// I/Os queued at the member or in flight.
+    pub queued: u32,
+    /// Member byte just past the member's last I/O.
+    pub head: u64,
+}
+
+/// [`plan_read`], with every unit that has copies (mirrors: RAID1, RAID10, S2-RAID10) read
+/// from the copy chosen the way Linux MD's `read_balance` does: the copy whose member's last
+/// I/O ended where this read starts (a sequential reader stays on one copy); otherwise the
+/// copy whose member has the fewest I/Os queued, nearest head first among equals, then the
+/// first copy. `loads` is indexed by member; the plan's own reads count as queued for the
+/// pieces chosen after them, so one large read spreads too. An empty `loads` gives
+/// [`plan_read`]'s plans.
+pub fn plan_read_balanced(
+    geo: &Geometry,
+    state: &ArrayState,
+    offset: u64,
+    len: u64,
+    loads: &[MemberLoad],
+) -> Result<Vec<Plan>, CoreError> {
+    if loads.is_empty() {
+        return plan_read(geo, state, offset, len);
+    }
+    let mut loads = loads.to_vec();
+    split(geo, offset, len)?
+        .into_iter()
+        .map(|part| plan_read_cycle(geo, state, &part, Some(&mut loads)))
+        .collect()
+}
+
+/// The copy of data place `p` to read byte `a` from, and the chosen member's load updated
+/// (see [`plan_read_balanced`]). `p` itself when it has no other available copy.
+fn choose_copy(
+    geo: &Geometry,
+    view: &View<'_>,
+    p: PlaceId,
+    a: u64,
+    len: u64,
+    loads: &mut [MemberLoad],
+) -> PlaceId {
+    let healthy = geo.healthy();
+    let mut best: Option<(PlaceId, (bool, u32, u64))> = None;
+    for &(s, _) in geo.place_units(p) {
+        if healthy.stripes[s].code != Code::Mirror {
+            continue;
+        }
+        for &u in geo.stripe_places(s) {
+            if !view.available(u) {
+                continue;
+            }
+            let (m, off) = view.member_offset(u, a);
+            let l = loads.get(m as usize).copied().unwrap_or_default();
+            // Smaller is better: not sequential, queue, head distance.
+            let key = (l.head != off, l.queued, l.head.abs_diff(off));
+            if best.is_none_or(|(_, k)| key < k) {
+                best = Some((u, key));
+            }
+        }
+    }
+    let chosen = best.map_or(p, |(u, _)| u);
+    debug_assert!(view.available(chosen));
+    let (m, off) = view.member_offset(chosen, a);
+    if let Some(l) = loads.get_mut(m as usize) {
+        l.queued = l.queued.saturating_add(1);
+        l.head = off + len;
+    }
+    chosen
+}
+
+fn plan_read_cycle(
+    geo: &Geometry,
+    state: &ArrayState,
+    part: &Part,
+    mut loads: Option<&mut Vec<MemberLoad>>,
+) -> Result<Plan, CoreError> {
     let view = View::current(geo, state, part.cycle);
     let mut b = Builder::new(part.len);
     // Filtered in place rather than partitioned into vectors: the healthy case (nothing lost)
@@ -151,13 +232,21 @@ fn plan_read_cycle(geo: &Geometry, state: &ArrayState, part: &Part) -> Result<Pl
     };
     for p in avail() {
         b.lock_place(geo, p.place);
+        let (wa, wb) = if p.aligned(geo) {
+            (p.a, p.b)
+        } else {
+            p.wide(geo)
+        };
+        let from = match loads.as_deref_mut() {
+            Some(l) => choose_copy(geo, &view, p.place, wa, wb - wa, l),
+            None => p.place,
+        };
         if p.aligned(geo) {
-            b.read(&view, p.place, p.a, p.user());
+            b.read(&view, from, p.a, p.user());
         } else {
             // Whole aligned blocks into scratch, then the requested bytes.
-            let (wa, wb) = p.wide(geo);
             let s = b.alloc((wb - wa) as usize);
-            b.read(&view, p.place, wa, s);
+            b.read(&view, from, wa, s);
             let src = s.sub((p.a - wa) as usize, (p.b - p.a) as usize);
             b.ops.push(Op::Copy { src, dst: p.user() });
         }

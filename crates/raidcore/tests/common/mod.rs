@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use layout::{build, Disk, Params, Scheme, SchemeKind};
 use raidcore::{
-    check_consistency, plan_read, plan_write, ArrayState, CoreError, Geometry, MemArray,
-    RebuildOrder, RebuildScheduler, SpeedLimits, WritePolicy,
+    check_consistency, plan_read, plan_read_balanced, plan_write, ArrayState, CoreError, Geometry,
+    MemArray, MemberLoad, RebuildOrder, RebuildScheduler, SpeedLimits, WritePolicy,
 };
 
 /// SplitMix64: a seeded generator for the test sequences.
@@ -102,6 +102,9 @@ pub struct Harness {
     pub policy: WritePolicy,
     /// Members replaced so far.
     pub replaced: Vec<Disk>,
+    /// Reads so far: every other read is planned by `plan_read_balanced` with member loads
+    /// drawn from this count, so every scenario also checks reads from any copy.
+    pub reads: u64,
 }
 
 impl Clone for Harness {
@@ -115,6 +118,7 @@ impl Clone for Harness {
             shadow_state: self.shadow_state.clone(),
             policy: self.policy.clone(),
             replaced: self.replaced.clone(),
+            reads: self.reads,
         }
     }
 }
@@ -143,6 +147,7 @@ impl Harness {
             geo,
             policy,
             replaced: Vec::new(),
+            reads: 0,
         }
     }
 
@@ -179,7 +184,19 @@ impl Harness {
     }
 
     pub fn try_read(&mut self, off: u64, len: u64) -> Result<Vec<u8>, CoreError> {
-        let plans = plan_read(&self.geo, &self.state, off, len)?;
+        self.reads += 1;
+        let plans = if self.reads.is_multiple_of(2) {
+            let mut rng = Rng(self.reads);
+            let loads: Vec<MemberLoad> = (0..self.geo.disks())
+                .map(|_| MemberLoad {
+                    queued: rng.below(4) as u32,
+                    head: rng.below(self.geo.member_bytes_used().max(1)),
+                })
+                .collect();
+            plan_read_balanced(&self.geo, &self.state, off, len, &loads)?
+        } else {
+            plan_read(&self.geo, &self.state, off, len)?
+        };
         let mut out = vec![0xCCu8; len as usize];
         for p in &plans {
             p.assert_avoids(self.state.failed());

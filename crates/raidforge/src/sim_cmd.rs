@@ -143,6 +143,12 @@ pub struct SimArgs {
     /// first 32 queued I/Os, oldest first after 500 ms).
     #[arg(long, default_value = "fifo")]
     scheduler: String,
+    /// Spread reads of mirrored chunks (RAID1, RAID10, S2-RAID10) over their copies, as
+    /// Linux MD's read_balance does: a sequential reader stays on its copy, others go to the
+    /// copy with the shortest queue, then the nearest head. Off by default: every read then
+    /// goes to the first copy, as the committed reproductions were run.
+    #[arg(long)]
+    read_balance: bool,
     /// RMW/RCW policy: md, modthresh or rmw.
     #[arg(long, default_value = "md")]
     write_policy: String,
@@ -393,6 +399,7 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
         min_bytes_per_sec: speed(&a.speed_min, "--speed-min")?,
         max_bytes_per_sec: speed(&a.speed_max, "--speed-max")?,
     };
+    cfg.read_balance = a.read_balance;
     cfg.scheduler = match a.scheduler.as_str() {
         "fifo" => Scheduler::Fifo,
         "sptf" | "elevator" => Scheduler::ELEVATOR,

@@ -127,8 +127,9 @@ use std::rc::Rc;
 use layout::Disk;
 use raidcore::fxhash::FxHashMap;
 use raidcore::{
-    check_consistency, plan_read, plan_write, ArrayState, CoreError, Geometry, MemArray, Plan,
-    PlanKind, RebuildOrder, RebuildScheduler, SpeedLimits, StripeId, StripeLocks, WritePolicy,
+    check_consistency, plan_read, plan_read_balanced, plan_write, ArrayState, CoreError, Geometry,
+    MemArray, MemberLoad, Plan, PlanKind, RebuildOrder, RebuildScheduler, SpeedLimits, StripeId,
+    StripeLocks, WritePolicy,
 };
 
 use crate::disk::{Disk as _, DiskIo, DiskModel, DiskParamError, DriveParams, Rotation};
@@ -262,6 +263,11 @@ pub struct SimConfig {
     /// ([`VolumeLayout`]); `None`: volumes are folded onto the whole array at pseudo-random
     /// bases and measured together.
     pub volumes: Option<VolumeLayout>,
+    /// Spread reads of mirrored units over their copies (`raidcore::plan_read_balanced`, MD's
+    /// `read_balance`), with each disk's queue and last I/O as the planner's hints; off: every
+    /// read goes to the first available copy (`plan_read`). Such reads are planned one by one
+    /// (the plan memo cannot hold a choice that depends on the queues).
+    pub read_balance: bool,
 }
 
 /// The array's logical space cut into `count` volumes: extents of `extent_bytes` dealt round
@@ -322,6 +328,7 @@ impl SimConfig {
             lse: Vec::new(),
             lse_random: None,
             volumes: None,
+            read_balance: false,
         }
     }
 }
@@ -903,6 +910,8 @@ struct DiskSlot {
     queue: VecDeque<QueuedIo>,
     /// The I/O in service and when it started.
     current: Option<(QueuedIo, u64)>,
+    /// Member byte just past the last I/O queued (the head position read balancing uses).
+    head: u64,
     epoch: u32,
     failed: bool,
     busy_ns: u64,
@@ -981,6 +990,8 @@ pub struct Simulator {
     /// Lazy parity: idle detector, flushes in flight.
     lazy: lazy::LazyRun,
     memo: PlanMemo,
+    /// `cfg.read_balance` on a layout with copies: reads are planned with the disks' loads.
+    balance_reads: bool,
     /// Emptied buffers of `lock_waiters`, `released` and a retry pass's blocked cycles, kept
     /// for their capacity (a retry pass runs on most completions: no allocation each time).
     waiters_spare: VecDeque<(u32, u64)>,
@@ -1088,6 +1099,7 @@ impl Simulator {
                     model: new_drive(&cfg, &proto, d as u32, 0)?,
                     queue: VecDeque::new(),
                     current: None,
+                    head: 0,
                     epoch: 0,
                     failed: false,
                     busy_ns: 0,
@@ -1148,6 +1160,12 @@ impl Simulator {
             // deferred, which parities are stale), which the keys do not capture.
             enabled: cfg.plan_memo && cfg.parity != raidcore::ParityPolicy::Lazy,
         };
+        let balance_reads = cfg.read_balance
+            && geo
+                .healthy()
+                .stripes
+                .iter()
+                .any(|st| st.code == layout::Code::Mirror);
         Ok(Simulator {
             volume_bases: vec![None; 1024],
             volume_hist: match cfg.volumes {
@@ -1155,6 +1173,7 @@ impl Simulator {
                 None => Vec::new(),
             },
             memo,
+            balance_reads,
             waiters_spare: VecDeque::new(),
             released_spare: Vec::new(),
             blocked_spare: Vec::new(),
@@ -1490,6 +1509,17 @@ impl Simulator {
     #[inline(never)]
     fn admit_planned(&mut self, r: Request, arrival_ns: u64) {
         let planned = match r.op {
+            Op::Read if self.balance_reads => {
+                let loads: Vec<MemberLoad> = self
+                    .disks
+                    .iter()
+                    .map(|d| MemberLoad {
+                        queued: (d.queue.len() + usize::from(d.current.is_some())) as u32,
+                        head: d.head,
+                    })
+                    .collect();
+                plan_read_balanced(&self.geo, &self.state, r.offset_bytes, r.len_bytes, &loads)
+            }
             Op::Read => plan_read(&self.geo, &self.state, r.offset_bytes, r.len_bytes),
             Op::Write => self.plan_write_tagged(r.offset_bytes, r.len_bytes),
         };
@@ -1536,7 +1566,7 @@ impl Simulator {
     /// The memo key of a request, if it lies inside one cycle and may be memoised.
     fn memo_key(&self, op: Op, offset: u64, len: u64) -> Option<(MemoKey, u64)> {
         let m = &self.memo;
-        if !m.enabled || (op == Op::Write && !m.writes) {
+        if !m.enabled || (op == Op::Write && !m.writes) || (op == Op::Read && self.balance_reads) {
             return None;
         }
         let cycle = offset / m.cycle_data_bytes;
@@ -1919,6 +1949,7 @@ impl Simulator {
                 refused = true;
                 continue;
             }
+            slot.head = offset_bytes + len_bytes;
             let io = QueuedIo {
                 plan: id,
                 index: i as u32,

@@ -12,7 +12,7 @@
 //! every healthy member, which is consistent once the failed member is marked failed (its unit
 //! is then reconstructed from the others, whose parity already includes the new data).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use raidcore::{MemberIo, Plan};
@@ -59,6 +59,22 @@ pub struct Counters {
     pub writes: AtomicU64,
     /// Metadata writes (the deferred-parity list), not counted in `writes`.
     pub meta_writes: AtomicU64,
+    /// Reads in progress now, and the data-area byte just past the last read: the hints the
+    /// planner balances mirrored reads with (`raidcore::plan_read_balanced`; not moved by
+    /// `drain_into`).
+    pub reads_in_flight: AtomicU32,
+    pub read_head: AtomicU64,
+}
+
+/// The read-balancing hints of `counters` (see [`Counters::reads_in_flight`]).
+pub fn member_loads(counters: &[Counters]) -> Vec<raidcore::MemberLoad> {
+    counters
+        .iter()
+        .map(|c| raidcore::MemberLoad {
+            queued: c.reads_in_flight.load(Ordering::Relaxed),
+            head: c.read_head.load(Ordering::Relaxed),
+        })
+        .collect()
 }
 
 impl Counters {
@@ -484,10 +500,14 @@ fn read_phase_into(
                     run.push(dst);
                 }
                 let at = m.data_offset_bytes + offset;
+                let c = &m.counters[member];
+                c.reads_in_flight.fetch_add(1, Ordering::Relaxed);
+                c.read_head.store(end, Ordering::Relaxed);
                 let read = match run.as_mut_slice() {
                     [one] => dev.read_at(one, at),
                     many => dev.read_vectored_at(many, at),
                 };
+                c.reads_in_flight.fetch_sub(1, Ordering::Relaxed);
                 let mut found: Vec<BadRange> = Vec::new();
                 if let Err(e) = read {
                     // A few bad sectors are repaired from redundancy; a member whose reads fail

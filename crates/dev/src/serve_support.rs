@@ -42,7 +42,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use raidcore::superblock::ArrayStateTag;
-use raidcore::{plan_read, FlushAdvice, IdleDetector, Plan, StripeId, StripeLocks};
+use raidcore::{plan_read_balanced, FlushAdvice, IdleDetector, Plan, StripeId, StripeLocks};
 use serde::{Deserialize, Serialize};
 
 use crate::exec::{run_plans, Counters, Members};
@@ -652,12 +652,19 @@ impl SharedPool {
             return Ok(());
         }
         for _ in 0..REPLANS_MAX {
+            // Mirrored units are read from the copy MD's read_balance would pick, by the
+            // served reads in flight on each member.
+            let loads = crate::exec::member_loads(&self.counters);
             let ((), Some((plans, guard, members))) = self.plan_locked(|p| {
                 p.check_range(offset, buf.len() as u64)?;
                 // Ranges known lost fail (the plain path's rule; a served rebuild zeroes the
                 // blocks it could not rebuild and lists them here at once).
                 p.check_lost(offset, buf.len() as u64)?;
-                Ok((plan_read(&p.geo, &p.state, offset, buf.len() as u64)?, ()))
+                let len = buf.len() as u64;
+                Ok((
+                    plan_read_balanced(&p.geo, &p.state, offset, len, &loads)?,
+                    (),
+                ))
             })?
             else {
                 continue;

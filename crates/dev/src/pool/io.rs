@@ -288,7 +288,9 @@ impl Pool {
         self.check_lost(offset, len)?;
         let mut out = vec![0u8; len as usize];
         for _attempt in 0..REPLANS_MAX {
-            let plans = plan_read(&self.geo, &self.state, offset, len)?;
+            // Mirrored units are read from the copy MD's read_balance would pick.
+            let loads = crate::exec::member_loads(&self.members.counters);
+            let plans = plan_read_balanced(&self.geo, &self.state, offset, len, &loads)?;
             let mut users: Vec<&mut [u8]> = Vec::new();
             let mut rest: &mut [u8] = &mut out;
             let mut at = 0u64;

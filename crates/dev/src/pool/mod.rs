@@ -78,8 +78,8 @@ use raidcore::superblock::{
     SUPERBLOCK_HEAD_BYTES, SUPERBLOCK_SLOTS,
 };
 use raidcore::{
-    plan_flush_cycle, plan_read, plan_rebuild_cycle, plan_verify_cycle, plan_write,
-    plan_write_lazy, resync_cycle, ArrayState, Geometry, ParityPolicy, WritePolicy,
+    plan_flush_cycle, plan_read, plan_read_balanced, plan_rebuild_cycle, plan_verify_cycle,
+    plan_write, plan_write_lazy, resync_cycle, ArrayState, Geometry, ParityPolicy, WritePolicy,
 };
 use serde::{Deserialize, Serialize};
 

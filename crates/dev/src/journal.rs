@@ -102,6 +102,10 @@ struct State {
     failed_new: Vec<u32>,
     /// Members left out of the journal.
     bad: BTreeSet<u32>,
+    /// Replacements of each member so far ([`Journal::member_replaced`]): a group commit,
+    /// which writes without the lock, keeps what it learnt of a member only if the member was
+    /// not replaced meanwhile.
+    replaced: BTreeMap<u32, u64>,
     /// Set when no member could take a record: every later append fails.
     broken: Option<String>,
 }
@@ -187,6 +191,7 @@ impl Journal {
             durable: BTreeSet::new(),
             failed_new: Vec::new(),
             bad: BTreeSet::new(),
+            replaced: BTreeMap::new(),
             broken: None,
         }
     }
@@ -349,6 +354,7 @@ impl Journal {
                 st.leader = true;
                 let batch = std::mem::take(&mut st.queue);
                 let mut bad = st.bad.clone();
+                let replaced = st.replaced.clone();
                 drop(st);
                 let blocks: Vec<(u64, &[u8])> = batch
                     .iter()
@@ -359,8 +365,17 @@ impl Journal {
                 self.commits.fetch_add(1, Ordering::Relaxed);
                 st = self.lock();
                 st.leader = false;
-                st.bad.extend(bad);
-                st.failed_new.extend(failed);
+                // Only the members that failed this commit are left out from now on, and
+                // only if they were not replaced while it ran: merging back the whole set
+                // cloned before the writes put back a member replaced meanwhile, and the
+                // journal then avoided a working member for good (served fault harness,
+                // seed 0x6b08927a: RAID1 of 3 left with that member alone, and no record
+                // could be written).
+                for i in failed {
+                    if st.replaced.get(&i) == replaced.get(&i) && st.bad.insert(i) {
+                        st.failed_new.push(i);
+                    }
+                }
                 match r {
                     Ok(()) => {
                         for q in &batch {
@@ -405,7 +420,9 @@ impl Journal {
     /// pool that replaced members in one session wrote its records to ever fewer members,
     /// down to one, and a crash followed by that member's failure lost them.)
     pub fn member_replaced(&self, i: u32) {
-        self.lock().bad.remove(&i);
+        let mut st = self.lock();
+        st.bad.remove(&i);
+        *st.replaced.entry(i).or_default() += 1;
     }
 
     /// Members records are not written to (failed since the journal was opened).
@@ -635,5 +652,136 @@ impl Journal {
     /// Absolute member offset of the data area.
     pub fn data_offset(&self) -> u64 {
         self.data_offset
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Barrier;
+
+    use super::*;
+    use crate::MemMember;
+
+    /// A member in memory whose writes fail while `fail` is set, and wait twice at `gate`
+    /// (arrived, may go on) while one is set.
+    struct Gated {
+        mem: MemMember,
+        fail: AtomicBool,
+        gate: Mutex<Option<Arc<Barrier>>>,
+    }
+
+    impl Member for Gated {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+            self.mem.read_at(buf, offset)
+        }
+        fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+            let gate = self.gate.lock().unwrap().clone();
+            if let Some(g) = gate {
+                g.wait();
+                g.wait();
+            }
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(std::io::Error::other("injected write error"));
+            }
+            self.mem.write_at(buf, offset)
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn size_bytes(&self) -> u64 {
+            self.mem.size_bytes()
+        }
+        fn describe(&self) -> String {
+            "gated".into()
+        }
+        fn completes_in_memory(&self) -> bool {
+            true
+        }
+    }
+
+    fn rig() -> (Vec<Arc<Gated>>, Vec<Option<Arc<dyn Member>>>, Journal) {
+        let gated: Vec<Arc<Gated>> = (0..3)
+            .map(|_| {
+                Arc::new(Gated {
+                    mem: MemMember::new(1 << 20),
+                    fail: AtomicBool::new(false),
+                    gate: Mutex::new(None),
+                })
+            })
+            .collect();
+        let members: Vec<Option<Arc<dyn Member>>> = gated
+            .iter()
+            .map(|g| Some(Arc::clone(g) as Arc<dyn Member>))
+            .collect();
+        let g = JournalGeometry {
+            uuid: [7; 16],
+            offset: 0,
+            len: 256 << 10,
+            copies: 3,
+            data_offset: 512 << 10,
+            data_bytes: 256 << 10,
+        };
+        let j = Journal::create(g, &members).unwrap();
+        (gated, members, j)
+    }
+
+    /// Runs an append on another thread and calls `meanwhile` while member 0's write of it
+    /// waits (the leader writes with the state lock dropped).
+    fn append_while(
+        gated: &[Arc<Gated>],
+        members: &[Option<Arc<dyn Member>>],
+        j: &Journal,
+        meanwhile: impl FnOnce(),
+    ) {
+        let gate = Arc::new(Barrier::new(2));
+        *gated[0].gate.lock().unwrap() = Some(Arc::clone(&gate));
+        std::thread::scope(|s| {
+            let t = s.spawn(|| j.append(members, &[(0, 0, &[5u8; 512][..])]));
+            gate.wait();
+            *gated[0].gate.lock().unwrap() = None;
+            meanwhile();
+            gate.wait();
+            let seq = t.join().unwrap().unwrap();
+            j.done(seq);
+        });
+    }
+
+    /// A member replaced while a group commit runs is not left out by that commit: neither
+    /// when it was left out before the commit began (seed 0x6b08927a) nor when its old
+    /// handle failed during the commit (the pool would then fail the new member).
+    #[test]
+    fn a_member_replaced_during_a_group_commit_takes_records_again() {
+        let (gated, members, j) = rig();
+        gated[1].fail.store(true, Ordering::SeqCst);
+        let seq = j.append(&members, &[(0, 0, &[1u8; 512][..])]).unwrap();
+        j.done(seq);
+        assert_eq!(j.avoided_members(), vec![1]);
+        assert_eq!(j.take_failed_members(), vec![1]);
+        gated[1].fail.store(false, Ordering::SeqCst);
+        append_while(&gated, &members, &j, || j.member_replaced(1));
+        assert_eq!(
+            j.avoided_members(),
+            Vec::<u32>::new(),
+            "left out before the commit"
+        );
+        assert!(j.take_failed_members().is_empty());
+
+        // Its old handle fails during the commit that sees it replaced.
+        gated[2].fail.store(true, Ordering::SeqCst);
+        append_while(&gated, &members, &j, || j.member_replaced(2));
+        assert_eq!(
+            j.avoided_members(),
+            Vec::<u32>::new(),
+            "failed during the commit"
+        );
+        assert!(j.take_failed_members().is_empty());
+        gated[2].fail.store(false, Ordering::SeqCst);
+
+        // A member that fails with no replacement is left out and reported, as before.
+        gated[2].fail.store(true, Ordering::SeqCst);
+        append_while(&gated, &members, &j, || {});
+        assert_eq!(j.avoided_members(), vec![2]);
+        assert_eq!(j.take_failed_members(), vec![2]);
     }
 }

@@ -120,10 +120,12 @@ impl Default for CrashSwitch {
 }
 
 impl CrashSwitch {
-    /// Crash before the `n`-th next member write (n >= 1).
+    /// Crash before the `n`-th next member write (n >= 1). Never while armed (see
+    /// [`CrashSwitch::is_armed`]): re-arming a crash under way would hide it from `disarm`.
     pub fn arm(&self, n: u64) {
         assert!(n >= 1, "a crash is armed for a write to come");
-        self.countdown.store(n as i64, Ordering::SeqCst);
+        let before = self.countdown.swap(n as i64, Ordering::SeqCst);
+        assert!(before < 0, "armed again while armed (countdown {before})");
     }
     /// Nothing armed any more. If a write already took the last count, its crash is under
     /// way: wait until it has taken effect, so that a caller which disarms and then asks
@@ -139,8 +141,11 @@ impl CrashSwitch {
     pub fn is_dead(&self) -> bool {
         self.dead.load(Ordering::SeqCst)
     }
+    /// Armed, or its crash under way or done, until `disarm` or `reset`. (Counting a crash
+    /// under way as disarmed let the served harness arm another one over it, which `disarm`
+    /// then did not wait for: the process died under the final check, seed 0x6b08736e.)
     pub fn is_armed(&self) -> bool {
-        self.countdown.load(Ordering::SeqCst) > 0
+        self.countdown.load(Ordering::SeqCst) >= 0
     }
     /// Called before every member write: true if the write must be discarded.
     fn on_write(&self) -> bool {
@@ -1938,6 +1943,7 @@ mod tests {
     #[test]
     fn one_write_takes_the_last_count() {
         let sw = Arc::new(CrashSwitch::default());
+        assert!(!sw.is_armed());
         sw.arm(5);
         let threads: Vec<_> = (0..4)
             .map(|_| {
@@ -1949,7 +1955,13 @@ mod tests {
         // The fifth write crashes; every write after it is discarded too.
         assert_eq!(discarded, 40 - 4);
         assert!(sw.is_dead());
+        // A crash that fired stays armed: nothing can be armed over it before the harness
+        // has applied it.
+        assert!(sw.is_armed());
         sw.disarm();
+        assert!(!sw.is_armed());
         assert!(sw.is_dead(), "disarm brings nobody back to life");
+        sw.reset();
+        assert!(!sw.is_dead() && !sw.is_armed());
     }
 }

@@ -305,6 +305,7 @@ def sim(
     speed_min: Optional[Size] = None,
     speed_max: Optional[Size] = None,
     scheduler: Optional[str] = None,
+    read_balance: bool = False,
     write_policy: Optional[str] = None,
     max_in_flight: Optional[int] = None,
     parity: Optional[str] = None,

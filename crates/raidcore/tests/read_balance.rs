@@ -144,6 +144,36 @@ fn a_failed_copy_is_never_read_and_the_survivor_takes_every_read() {
     }
 }
 
+/// Without copies there is nothing to choose: hints of any kind leave the plans as
+/// `plan_read` makes them, healthy and degraded (RAID5 and RAID6).
+#[test]
+fn layouts_without_copies_ignore_the_hints() {
+    for (kind, n) in [(SchemeKind::Raid5, 5), (SchemeKind::Raid6, 6)] {
+        let geo = geometry(scheme(kind, d(n)), 64 << 10, 16);
+        let mut healthy = ArrayState::new(&geo);
+        let mut degraded = healthy.clone();
+        degraded.fail(&geo, 1).unwrap();
+        for state in [&mut healthy, &mut degraded] {
+            let mut rng = Rng(11);
+            for _ in 0..200 {
+                let loads: Vec<MemberLoad> = (0..n)
+                    .map(|_| MemberLoad {
+                        queued: rng.below(8) as u32,
+                        head: rng.below(1 << 20),
+                    })
+                    .collect();
+                let off = rng.below(geo.capacity_bytes() - 1);
+                let len = 1 + rng.below((geo.capacity_bytes() - off).min(1 << 20));
+                assert_eq!(
+                    plan_read_balanced(&geo, state, off, len, &loads).unwrap(),
+                    plan_read(&geo, state, off, len).unwrap(),
+                    "{kind:?} read {off}+{len}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn empty_loads_plan_what_plan_read_plans() {
     let geo = geometry(scheme(SchemeKind::Raid10, d(4)), 64 << 10, 16);

@@ -474,6 +474,55 @@ fn large_aligned_buffers_take_the_streaming_path() {
     }
 }
 
+/// Wide codes over long buffers (the streaming stores, every unrolled step size): encode, and
+/// recovery with gaps in the sources (Horner's scheme stepping over them, or the direct form
+/// skipping them), with a length that leaves part steps and a scalar tail; every path
+/// against the specification.
+#[test]
+fn wide_codes_over_long_buffers_encode_and_recover() {
+    use isal_ref::AlignedBuf;
+    let len = 256 * 1024 + 3 * 2048 + 5 * 64 + 17;
+    let mut rng = Rng::new(2048);
+    for k in [8usize, 11, 16] {
+        let data: Vec<AlignedBuf> = (0..k)
+            .map(|_| {
+                let mut b = AlignedBuf::zeroed(len);
+                rng.fill(&mut b);
+                b
+            })
+            .collect();
+        let refs: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
+        let (want_p, want_q) = (spec_p(&refs, len), spec_q(&refs, len));
+        for isa in Isa::available() {
+            let (mut p, mut q) = (AlignedBuf::zeroed(len), AlignedBuf::zeroed(len));
+            pq::encode_with(isa, &refs, &mut p, &mut q).unwrap();
+            assert!(p[..] == want_p[..], "P k={k} on {isa}");
+            assert!(q[..] == want_q[..], "Q k={k} on {isa}");
+            let mut bufs: Vec<AlignedBuf> = data.iter().cloned().chain([p, q]).collect();
+            for erased in [[0, k - 1], [1, 5], [k - 1, k], [2, k + 1], [k, k + 1]] {
+                for &e in &erased {
+                    bufs[e].fill(0x77);
+                }
+                pq::recover_with(isa, &mut bufs, &erased).unwrap();
+                for (i, d) in data.iter().enumerate() {
+                    assert!(
+                        bufs[i][..] == d[..],
+                        "D{i} after {erased:?}, k={k} on {isa}"
+                    );
+                }
+                assert!(
+                    bufs[k][..] == want_p[..],
+                    "P after {erased:?}, k={k} on {isa}"
+                );
+                assert!(
+                    bufs[k + 1][..] == want_q[..],
+                    "Q after {erased:?}, k={k} on {isa}"
+                );
+            }
+        }
+    }
+}
+
 /// Every length from 0 to 600 bytes, on every path: each residue of the
 /// SIMD steps (16 to 256 bytes) and of the vector widths, so every split
 /// between unrolled steps, single vectors and the scalar tail is taken, for

@@ -11,8 +11,8 @@
 //! multiply-by-{02}, as Linux MD does: add, compare, and-with-0x1d, XOR on
 //! SSE2 and AVX-512BW; on AVX2 one operation fewer, add, `VPSHUFB`, XOR, on
 //! an accumulator kept at a constant offset ([`Q_OFFSET`]). Each step of the
-//! loop covers `UNROLL` vectors of every source, the accumulators staying in
-//! registers; a source list without gaps (encode) gets a loop without the
+//! loop covers a few vectors of every source (4, or 2 on the 64-byte paths),
+//! the accumulators staying in registers; a source list without gaps (encode) gets a loop without the
 //! per-source null test that recovery needs. The GFNI path computes
 //! `Q = sum g^i * D_i` directly, one `GF2P8AFFINEQB` per source with the
 //! matrix for g^i: this costs the same instruction count as Horner's step but
@@ -36,8 +36,12 @@ use crate::gf;
 use crate::pq::MAX_DATA;
 use core::arch::x86_64::*;
 
-/// Vectors per unrolled block in the XOR and P+Q loops.
-const UNROLL: usize = 4;
+// Vectors of every source per unrolled step of the XOR and P+Q loops (`U` of the kernels,
+// chosen per path in `entry_points!`): 4 on the 16- and 32-byte paths, 2 on the 64-byte
+// ones. Measured on AMD EPYC (Zen 4) with `raidforge bench parity`: the 64-byte paths with
+// 4 vectors per step (256 bytes of each source) encoded 16+2 chunks of 1 and 4 MiB at
+// 0.9-1.0x ISA-L, with 2 at 1.4-1.8x, and no worse elsewhere; the AVX2 path gains nothing
+// from 2 (and loses at 1 MiB P+Q).
 
 /// One SIMD register width and the handful of operations the kernels need.
 pub(super) trait Simd {
@@ -367,12 +371,16 @@ unsafe fn put<S: Simd, const NT: bool>(p: *mut u8, v: S::V) {
 /// long enough, aligned, and not at a 4 KiB offset close to a source's (see
 /// [`stream_hazard`]).
 #[inline(always)]
-fn use_streaming<S: Simd>(len: usize, srcs: &[*const u8], outputs: &[*mut u8]) -> bool {
+fn use_streaming<S: Simd, const U: usize>(
+    len: usize,
+    srcs: &[*const u8],
+    outputs: &[*mut u8],
+) -> bool {
     len >= STREAM_MIN_LEN
         && outputs
             .iter()
             .all(|p| p.is_null() || (*p as usize).is_multiple_of(S::LANES))
-        && !stream_hazard(srcs, outputs, UNROLL * S::LANES)
+        && !stream_hazard(srcs, outputs, U * S::LANES)
 }
 
 /// Whether some output lies, modulo 4 KiB, less than two loop steps (`step`
@@ -401,7 +409,7 @@ fn stream_hazard(srcs: &[*const u8], outputs: &[*mut u8], step: usize) -> bool {
 // ---------------------------------------------------------------- XOR ----
 
 #[inline(always)]
-unsafe fn xor_kernel<S: Simd>(job: &XorJob<'_>) {
+unsafe fn xor_kernel<S: Simd, const U: usize>(job: &XorJob<'_>) {
     let lanes = S::LANES;
     let vec_end = job.len - job.len % lanes;
     // The first operand is loaded, the rest are XORed in.
@@ -411,16 +419,16 @@ unsafe fn xor_kernel<S: Simd>(job: &XorJob<'_>) {
         (job.srcs[0], &job.srcs[1..])
     };
     let mut off = 0;
-    if use_streaming::<S>(job.len, job.srcs, &[job.dst]) {
-        while off + UNROLL * lanes <= vec_end {
-            xor_block::<S, UNROLL, true>(first, rest, job.dst, off);
-            off += UNROLL * lanes;
+    if use_streaming::<S, U>(job.len, job.srcs, &[job.dst]) {
+        while off + U * lanes <= vec_end {
+            xor_block::<S, U, true>(first, rest, job.dst, off);
+            off += U * lanes;
         }
         _mm_sfence();
     }
-    while off + UNROLL * lanes <= vec_end {
-        xor_block::<S, UNROLL, false>(first, rest, job.dst, off);
-        off += UNROLL * lanes;
+    while off + U * lanes <= vec_end {
+        xor_block::<S, U, false>(first, rest, job.dst, off);
+        off += U * lanes;
     }
     while off < vec_end {
         xor_block::<S, 1, false>(first, rest, job.dst, off);
@@ -643,7 +651,7 @@ unsafe fn syndromes<S: Simd, const U: usize>(
 }
 
 #[inline(always)]
-unsafe fn pq_kernel<S: Simd>(job: &PqJob<'_>) {
+unsafe fn pq_kernel<S: Simd, const U: usize>(job: &PqJob<'_>) {
     let lanes = S::LANES;
     let vec_end = job.len - job.len % lanes;
     let finish = Finish::<S>::new(&job.out);
@@ -665,18 +673,18 @@ unsafe fn pq_kernel<S: Simd>(job: &PqJob<'_>) {
     };
 
     let mut off = 0;
-    if use_streaming::<S>(job.len, job.srcs, &finish.outputs()) {
-        while off + UNROLL * lanes <= vec_end {
-            let (p, q) = syndromes::<S, UNROLL>(&sources, off);
-            finish.store_block::<true, UNROLL>(p, q, off);
-            off += UNROLL * lanes;
+    if use_streaming::<S, U>(job.len, job.srcs, &finish.outputs()) {
+        while off + U * lanes <= vec_end {
+            let (p, q) = syndromes::<S, U>(&sources, off);
+            finish.store_block::<true, U>(p, q, off);
+            off += U * lanes;
         }
         _mm_sfence();
     }
-    while off + UNROLL * lanes <= vec_end {
-        let (p, q) = syndromes::<S, UNROLL>(&sources, off);
-        finish.store_block::<false, UNROLL>(p, q, off);
-        off += UNROLL * lanes;
+    while off + U * lanes <= vec_end {
+        let (p, q) = syndromes::<S, U>(&sources, off);
+        finish.store_block::<false, U>(p, q, off);
+        off += U * lanes;
     }
     while off < vec_end {
         let (p, q) = syndromes::<S, 1>(&sources, off);
@@ -804,19 +812,19 @@ unsafe fn delta_kernel<S: Simd>(job: &DeltaJob) {
 // -------------------------------------------------------- entry points ---
 
 macro_rules! entry_points {
-    ($simd:ty, $features:literal, $xor:ident, $pq:ident, $delta:ident) => {
+    ($simd:ty, $features:literal, $unroll:literal, $xor:ident, $pq:ident, $delta:ident) => {
         /// # Safety
         /// The CPU has the named features; the job obeys `super`'s contract.
         #[target_feature(enable = $features)]
         pub(super) unsafe fn $xor(job: &XorJob<'_>) {
-            xor_kernel::<$simd>(job)
+            xor_kernel::<$simd, $unroll>(job)
         }
 
         /// # Safety
         /// The CPU has the named features; the job obeys `super`'s contract.
         #[target_feature(enable = $features)]
         pub(super) unsafe fn $pq(job: &PqJob<'_>) {
-            pq_kernel::<$simd>(job)
+            pq_kernel::<$simd, $unroll>(job)
         }
 
         /// # Safety
@@ -828,16 +836,24 @@ macro_rules! entry_points {
     };
 }
 
-entry_points!(Sse2, "sse2", xor_sse2, pq_sse2, delta_sse2);
-entry_points!(Avx2, "avx2", xor_avx2, pq_avx2, delta_avx2);
+entry_points!(Sse2, "sse2", 4, xor_sse2, pq_sse2, delta_sse2);
+entry_points!(Avx2, "avx2", 4, xor_avx2, pq_avx2, delta_avx2);
 entry_points!(
     Avx512,
     "avx512f,avx512bw",
+    2,
     xor_avx512,
     pq_avx512,
     delta_avx512
 );
-entry_points!(Gfni, "avx512f,avx512bw,gfni", xor_gfni, pq_gfni, delta_gfni);
+entry_points!(
+    Gfni,
+    "avx512f,avx512bw,gfni",
+    2,
+    xor_gfni,
+    pq_gfni,
+    delta_gfni
+);
 
 #[cfg(test)]
 mod tests {

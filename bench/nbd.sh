@@ -3,14 +3,20 @@
 #
 # Serves a RAID0 pool and a RAID5 pool (4 members each, files in one temporary directory) with
 # `raidforge serve`, and one plain file of the same usable size with `nbdkit file`, all on Unix
-# sockets, then runs fio (ioengine=nbd) against each: 1 MiB sequential write and read, 4 KiB random
-# write and read at queue depth 32. Prints IOPS and MB/s per case, and the ratios
-# raidforge RAID0 / nbdkit-file and raidforge RAID5 / RAID0.
+# sockets, then runs fio (ioengine=nbd) against each: 1 MiB sequential write and read at queue
+# depth 8, 4 KiB random write and read at queue depth 32, each with 1, 4 and 16 jobs (every job
+# is its own NBD connection; the queue depth is per job). The three targets run back to back
+# for each case, so that drift on a busy machine touches all three alike. Prints IOPS and MB/s
+# per case, and the ratios raidforge RAID0 / nbdkit-file and raidforge RAID5 / RAID0.
 #
-# Needs: fio, nbdkit (apt-get install fio nbdkit), python3. Usage: bench/nbd.sh [SECONDS_PER_CASE]
+# Needs: fio, nbdkit (apt-get install fio nbdkit), python3.
+# Usage: bench/nbd.sh [SECONDS_PER_CASE] [JOBS...]   (defaults: 5 seconds, jobs 1 4 16)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-5}
+shift || true
+jobs_list=("$@")
+[ ${#jobs_list[@]} -gt 0 ] || jobs_list=(1 4 16)
 for t in fio nbdkit python3; do
   command -v "$t" >/dev/null || { echo "bench/nbd.sh: $t is missing (apt-get install fio nbdkit)" >&2; exit 2; }
 done
@@ -36,9 +42,9 @@ nbdkit --foreground --unix "$dir/kit.sock" file "$dir/plain.img" >"$dir/kit.log"
 pids+=($!)
 for _ in $(seq 100); do [ -S "$dir/rf.sock" ] && [ -S "$dir/kit.sock" ] && break; sleep 0.1; done
 
-run() { # name uri rw bs iodepth
+run() { # name uri rw bs iodepth jobs
   fio --name="$1" --ioengine=nbd --uri="$2" --rw="$3" --bs="$4" --iodepth="$5" \
-      --size="$((size / 2))" --time_based --runtime="$secs" --numjobs=1 \
+      --size="$((size / 2))" --time_based --runtime="$secs" --numjobs="$6" --group_reporting \
       --output-format=json --output="$dir/$1.json" >/dev/null
 }
 declare -A uri=(
@@ -46,28 +52,33 @@ declare -A uri=(
   [raid0]="nbd+unix:///raid0?socket=$dir/rf.sock"
   [raid5]="nbd+unix:///raid5?socket=$dir/rf.sock"
 )
-for target in nbdkit raid0 raid5; do
-  run "$target-seqwrite" "${uri[$target]}" write 1M 8
-  run "$target-seqread" "${uri[$target]}" read 1M 8
-  run "$target-randwrite" "${uri[$target]}" randwrite 4K 32
-  run "$target-randread" "${uri[$target]}" randread 4K 32
+for jobs in "${jobs_list[@]}"; do
+  for c in "seqwrite write 1M 8" "seqread read 1M 8" "randwrite randwrite 4K 32" "randread randread 4K 32"; do
+    read -r name rw bs qd <<<"$c"
+    for target in nbdkit raid0 raid5; do
+      run "$target-$name-j$jobs" "${uri[$target]}" "$rw" "$bs" "$qd" "$jobs"
+    done
+  done
 done
 
-python3 - "$dir" <<'PY'
+python3 - "$dir" "${jobs_list[@]}" <<'PY'
 import json, sys
-d = sys.argv[1]
+d, jobs = sys.argv[1], sys.argv[2:]
 def res(name):
     j = json.load(open(f"{d}/{name}.json"))["jobs"][0]
     side = j["write"] if j["write"]["io_bytes"] > 0 else j["read"]
     return side["iops"], side["bw_bytes"] / 1e6
 cases = ["seqwrite", "seqread", "randwrite", "randread"]
-print(f"{'case':<10} {'target':<8} {'IOPS':>10} {'MB/s':>10}")
+print(f"{'case':<10} {'jobs':>4} {'target':<8} {'IOPS':>10} {'MB/s':>10}")
 r = {}
-for c in cases:
-    for t in ["nbdkit", "raid0", "raid5"]:
-        r[t, c] = res(f"{t}-{c}")
-        print(f"{c:<10} {t:<8} {r[t,c][0]:>10.0f} {r[t,c][1]:>10.1f}")
+for n in jobs:
+    for c in cases:
+        for t in ["nbdkit", "raid0", "raid5"]:
+            r[t, c, n] = res(f"{t}-{c}-j{n}")
+            print(f"{c:<10} {n:>4} {t:<8} {r[t,c,n][0]:>10.0f} {r[t,c,n][1]:>10.1f}")
 print()
-for c in cases:
-    print(f"{c:<10} raid0/nbdkit-file {r['raid0',c][0]/r['nbdkit',c][0]:.2f}x   raid5/raid0 {r['raid5',c][0]/r['raid0',c][0]:.2f}x")
+print(f"{'case':<10} {'jobs':>4} {'raid0/nbdkit-file':>18} {'raid5/raid0':>12}")
+for n in jobs:
+    for c in cases:
+        print(f"{c:<10} {n:>4} {r['raid0',c,n][0]/r['nbdkit',c,n][0]:>17.2f}x {r['raid5',c,n][0]/r['raid0',c,n][0]:>11.2f}x")
 PY

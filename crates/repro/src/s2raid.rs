@@ -299,9 +299,10 @@ fn s2raid5(spares: usize) -> ArraySpec {
     a
 }
 
-/// MD RAID10 over 8 disks (near-2), one spare.
+/// MD RAID10 over 8 disks (near-2), one spare; reads balanced over the copies as MD's
+/// `read_balance` does.
 fn md_raid10() -> ArraySpec {
-    ArraySpec::new(
+    let mut a = ArraySpec::new(
         "MD RAID10 8 disks, 1 spare",
         SchemeKind::Raid10,
         Params {
@@ -309,11 +310,14 @@ fn md_raid10() -> ArraySpec {
             spares: 1,
             ..Params::default()
         },
-    )
+    );
+    a.read_balance = true;
+    a
 }
 
 /// S2-RAID10 over 8 disks as Figure 2 (data group D0-D3, skewed mirrors D4-D7: G = 4, N = 2,
-/// K = 4), one spare; K mirrored sub-arrays rebuild under their own MD limits.
+/// K = 4), one spare; K mirrored sub-arrays rebuild under their own MD limits, and reads are
+/// balanced over the copies.
 fn s2raid10() -> ArraySpec {
     let mut a = ArraySpec::new(
         "S2-RAID10 8 disks G=4 K=4, 1 spare",
@@ -327,6 +331,8 @@ fn s2raid10() -> ArraySpec {
         },
     );
     a.throttled = 4;
+    // The prototype's sub-arrays are MD RAID1 arrays, which balance their reads.
+    a.read_balance = true;
     a
 }
 

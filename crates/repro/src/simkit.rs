@@ -38,6 +38,9 @@ pub(crate) struct ArraySpec {
     /// Sub-units per unit (`layout::Substriped`; 1: the scheme as built): RAID+'s prototype
     /// stripes 64 KiB units inside each 2 MB allocation unit.
     pub substripes: usize,
+    /// Reads of mirrored units spread over their copies the way MD's `read_balance` does
+    /// (`sim::SimConfig::read_balance`); false: every read goes to the first copy.
+    pub read_balance: bool,
 }
 
 impl ArraySpec {
@@ -49,6 +52,7 @@ impl ArraySpec {
             params,
             throttled: 1,
             substripes: 1,
+            read_balance: false,
         }
     }
 
@@ -170,10 +174,11 @@ pub(crate) struct RunSpec {
 impl RunSpec {
     fn key(&self) -> String {
         format!(
-            "{}|{}|{}|{:?}|{}|{}|{}|{:?}|{}|{:?}|{:?}|{}",
+            "{}|{}|{}|{}|{:?}|{}|{}|{}|{:?}|{}|{:?}|{:?}|{}",
             self.array.text(),
             self.array.throttled,
             self.array.substripes,
+            self.array.read_balance,
             self.drive,
             self.chunk_bytes,
             self.data_bytes,
@@ -324,6 +329,7 @@ fn simulate(spec: &RunSpec) -> anyhow::Result<Outcome> {
     cfg.stop_ns = spec.stop_s.map(|s| (s * 1e9) as u64);
     // The in-memory data checker of debug builds is for small arrays; these are not.
     cfg.mem_check_max_bytes = 0;
+    cfg.read_balance = spec.array.read_balance;
     let mut opts = SourceOptions::default();
     let workload = match &spec.load {
         Load::None => WorkloadSpec::None,

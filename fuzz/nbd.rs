@@ -589,7 +589,33 @@ pub fn conversation(rng: &mut Rng, config: &ServerConfig) -> Conversation {
             }
         }
     }
-    let export = rng.index(config.exports.len());
+    if rng.chance(1, 2) {
+        // A selection that succeeds (random ones mostly fail or select nothing), often for
+        // the export then chosen, so that block status requests are executed too.
+        if !conv.structured {
+            conv.stream.extend(opt(OPT_STRUCTURED_REPLY, &[]));
+            conv.structured = true;
+            conv.option_replies.push((OPT_STRUCTURED_REPLY, REP_ACK));
+        }
+        let name = *rng.pick(&["a", "b", "c", ""]);
+        let mut queries = vec![META_BASE_ALLOCATION];
+        if rng.chance(1, 2) {
+            queries.insert(
+                rng.index(2),
+                *rng.pick(&["base:", "x-foo:bar", "base:nope"]),
+            );
+        }
+        conv.stream
+            .extend(opt(OPT_SET_META_CONTEXT, &meta_data(name, &queries)));
+        conv.option_replies
+            .push((OPT_SET_META_CONTEXT, REP_META_CONTEXT));
+        conv.option_replies.push((OPT_SET_META_CONTEXT, REP_ACK));
+        meta = find(config, name);
+    }
+    let export = match meta {
+        Some(m) if rng.chance(2, 3) => m,
+        _ => rng.index(config.exports.len()),
+    };
     let name = if export == 0 && rng.chance(1, 3) {
         ""
     } else {

@@ -17,9 +17,10 @@
 //!   (flags allowed, inside the export, within the maximum payload, not a write to a read-only
 //!   export, write data as long as asked);
 //! - a valid handshake followed by random commands (a model written from the protocol's
-//!   rules, not from the server): option replies of the predicted types, then exactly the
-//!   predicted requests, and for each refused request one error reply carrying its handle and
-//!   one of the errors the protocol allows for it.
+//!   rules, not from the server): option replies of the predicted types (metadata contexts
+//!   listed and selected included), then exactly the predicted requests (block status only
+//!   when `base:allocation` was selected for the export chosen), and for each refused request
+//!   one error reply carrying its handle and one of the errors the protocol allows for it.
 #![allow(dead_code)]
 
 use crate::fuzzutil::{mutate, random_pieces, CaseResult, Rng, INTERESTING};
@@ -153,11 +154,13 @@ pub fn error_replies(mut b: &[u8], structured: bool) -> Option<Vec<(u64, u32)>> 
 }
 
 /// Commands and flags a request may carry, by the protocol's rules: (allowed flags).
-fn allowed_flags(cmd: u16, structured: bool) -> Option<u16> {
+/// `block_status`: a metadata context was selected for the export in use.
+fn allowed_flags(cmd: u16, structured: bool, block_status: bool) -> Option<u16> {
     match cmd {
         CMD_READ if structured => Some(CMD_FLAG_FUA | CMD_FLAG_DF),
         CMD_READ | CMD_WRITE | CMD_FLUSH | CMD_TRIM => Some(CMD_FLAG_FUA),
         CMD_WRITE_ZEROES => Some(CMD_FLAG_FUA | CMD_FLAG_NO_HOLE),
+        CMD_BLOCK_STATUS if block_status => Some(CMD_FLAG_FUA | CMD_FLAG_REQ_ONE),
         _ => None,
     }
 }
@@ -165,14 +168,14 @@ fn allowed_flags(cmd: u16, structured: bool) -> Option<u16> {
 /// Every error the protocol allows for this request (empty: it must be executed).
 pub fn allowed_errors(
     e: &ExportInfo,
-    structured: bool,
+    (structured, block_status): (bool, bool),
     flags: u16,
     cmd: u16,
     offset: u64,
     len: u32,
 ) -> Vec<u32> {
     let mut errs = Vec::new();
-    let Some(allowed) = allowed_flags(cmd, structured) else {
+    let Some(allowed) = allowed_flags(cmd, structured, block_status) else {
         return vec![EINVAL];
     };
     if flags & !allowed != 0 {
@@ -180,6 +183,10 @@ pub fn allowed_errors(
     }
     if cmd == CMD_FLUSH {
         return errs;
+    }
+    // A block status of nothing is unspecified; this server refuses it.
+    if cmd == CMD_BLOCK_STATUS && len == 0 {
+        errs.push(EINVAL);
     }
     let writes = matches!(cmd, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES);
     if writes && e.read_only {
@@ -202,7 +209,7 @@ pub fn allowed_errors(
 }
 
 /// A request the transport receives must be executable on the export.
-fn check_request(r: &Request, e: &ExportInfo, structured: bool) -> Result<(), String> {
+fn check_request(r: &Request, e: &ExportInfo, negotiated: (bool, bool)) -> Result<(), String> {
     let (cmd, offset, len) = match &r.command {
         Command::Read { offset, len } => (CMD_READ, *offset, *len),
         Command::Write { offset, data } => (
@@ -213,8 +220,9 @@ fn check_request(r: &Request, e: &ExportInfo, structured: bool) -> Result<(), St
         Command::Flush => (CMD_FLUSH, 0, 0),
         Command::Trim { offset, len } => (CMD_TRIM, *offset, *len),
         Command::WriteZeroes { offset, len } => (CMD_WRITE_ZEROES, *offset, *len),
+        Command::BlockStatus { offset, len } => (CMD_BLOCK_STATUS, *offset, *len),
     };
-    let errs = allowed_errors(e, structured, r.flags, cmd, offset, len);
+    let errs = allowed_errors(e, negotiated, r.flags, cmd, offset, len);
     if errs.is_empty() {
         Ok(())
     } else {
@@ -366,7 +374,11 @@ pub fn check_bytewise(config: &ServerConfig, stream: &[u8], eof: bool) -> Result
                             "byte {i}: request {r:?} before an export was selected"
                         ));
                     };
-                    check_request(r, &config.exports[x], c.encoder().structured)?;
+                    check_request(
+                        r,
+                        &config.exports[x],
+                        (c.encoder().structured, c.block_status()),
+                    )?;
                     if !sent_request(&stream[..(i + 1).min(last)], r.handle) {
                         return Err(format!(
                             "byte {i}: request {r:?} with a handle no request header carried"
@@ -465,6 +477,8 @@ pub struct Conversation {
     /// Bytes of the EXPORT_NAME answer (0 if GO was used).
     pub export_name_answer: usize,
     pub structured: bool,
+    /// `base:allocation` is selected for the export chosen: block status is allowed.
+    pub block_status: bool,
     /// Requests the transport must receive, in order.
     pub requests: Vec<Request>,
     /// Refused requests: (handle, allowed errors), in order.
@@ -480,6 +494,7 @@ pub fn conversation(rng: &mut Rng, config: &ServerConfig) -> Conversation {
         export: None,
         export_name_answer: 0,
         structured: false,
+        block_status: false,
         requests: Vec::new(),
         refused: Vec::new(),
         disconnect: false,
@@ -487,8 +502,10 @@ pub fn conversation(rng: &mut Rng, config: &ServerConfig) -> Conversation {
     let flags = *rng.pick(&[0u32, 1, 2, 3]);
     conv.stream.extend_from_slice(&flags.to_be_bytes());
     let names = ["a", "b", "c", "", "zz"];
+    // The export `base:allocation` is selected for.
+    let mut meta: Option<usize> = None;
     for _ in 0..rng.below(5) {
-        match rng.below(5) {
+        match rng.below(6) {
             0 => {
                 conv.stream.extend(opt(OPT_STRUCTURED_REPLY, &[]));
                 conv.structured = true;
@@ -508,11 +525,60 @@ pub fn conversation(rng: &mut Rng, config: &ServerConfig) -> Conversation {
                 info_replies(&mut conv, config, OPT_INFO, name, &infos);
             }
             3 => {
-                let o = *rng.pick(&[OPT_STARTTLS, 9, 10, 11, 42, 0x8000_0000]);
+                let o = *rng.pick(&[OPT_STARTTLS, 11, 42, 0x8000_0000]);
                 let n = rng.index(8);
                 let data = rng.bytes(n);
                 conv.stream.extend(opt(o, &data));
                 conv.option_replies.push((o, REP_ERR_UNSUP));
+            }
+            4 => {
+                let set = rng.chance(1, 2);
+                let o = if set {
+                    OPT_SET_META_CONTEXT
+                } else {
+                    OPT_LIST_META_CONTEXT
+                };
+                let name = *rng.pick(&names);
+                let queries: Vec<&str> = (0..rng.below(4))
+                    .map(|_| {
+                        *rng.pick(&[
+                            META_BASE_ALLOCATION,
+                            "base:",
+                            "base:nope",
+                            "x-foo:bar",
+                            "qemu:dirty-bitmap:x",
+                            "nocolon",
+                        ])
+                    })
+                    .collect();
+                conv.stream.extend(opt(o, &meta_data(name, &queries)));
+                if set {
+                    // A SET replaces the selection, whatever comes of it.
+                    meta = None;
+                }
+                let found = find(config, name);
+                if !conv.structured {
+                    conv.option_replies.push((o, REP_ERR_INVALID));
+                } else if found.is_none() {
+                    conv.option_replies.push((o, REP_ERR_UNKNOWN));
+                } else if queries.contains(&"nocolon") {
+                    conv.option_replies.push((o, REP_ERR_INVALID));
+                } else {
+                    let listed = if set {
+                        queries.contains(&META_BASE_ALLOCATION)
+                    } else {
+                        queries.is_empty()
+                            || queries.contains(&META_BASE_ALLOCATION)
+                            || queries.contains(&"base:")
+                    };
+                    if listed {
+                        conv.option_replies.push((o, REP_META_CONTEXT));
+                        if set {
+                            meta = found;
+                        }
+                    }
+                    conv.option_replies.push((o, REP_ACK));
+                }
             }
             _ => {
                 // Malformed INFO data: name length past the end.
@@ -523,7 +589,33 @@ pub fn conversation(rng: &mut Rng, config: &ServerConfig) -> Conversation {
             }
         }
     }
-    let export = rng.index(config.exports.len());
+    if rng.chance(1, 2) {
+        // A selection that succeeds (random ones mostly fail or select nothing), often for
+        // the export then chosen, so that block status requests are executed too.
+        if !conv.structured {
+            conv.stream.extend(opt(OPT_STRUCTURED_REPLY, &[]));
+            conv.structured = true;
+            conv.option_replies.push((OPT_STRUCTURED_REPLY, REP_ACK));
+        }
+        let name = *rng.pick(&["a", "b", "c", ""]);
+        let mut queries = vec![META_BASE_ALLOCATION];
+        if rng.chance(1, 2) {
+            queries.insert(
+                rng.index(2),
+                *rng.pick(&["base:", "x-foo:bar", "base:nope"]),
+            );
+        }
+        conv.stream
+            .extend(opt(OPT_SET_META_CONTEXT, &meta_data(name, &queries)));
+        conv.option_replies
+            .push((OPT_SET_META_CONTEXT, REP_META_CONTEXT));
+        conv.option_replies.push((OPT_SET_META_CONTEXT, REP_ACK));
+        meta = find(config, name);
+    }
+    let export = match meta {
+        Some(m) if rng.chance(2, 3) => m,
+        _ => rng.index(config.exports.len()),
+    };
     let name = if export == 0 && rng.chance(1, 3) {
         ""
     } else {
@@ -538,19 +630,21 @@ pub fn conversation(rng: &mut Rng, config: &ServerConfig) -> Conversation {
         info_replies(&mut conv, config, OPT_GO, name, &infos);
     }
     conv.export = Some(export);
+    conv.block_status = conv.structured && meta == Some(export);
     let e = &config.exports[export];
     for _ in 0..rng.below(12) {
-        let cmd = match rng.below(10) {
+        let cmd = match rng.below(11) {
             0..=2 => CMD_READ,
             3..=5 => CMD_WRITE,
             6 => CMD_FLUSH,
             7 => CMD_TRIM,
             8 => CMD_WRITE_ZEROES,
+            9 => CMD_BLOCK_STATUS,
             _ => *rng.pick(&[CMD_CACHE, CMD_BLOCK_STATUS, 8, 0xffff]),
         };
         let flags = match rng.below(4) {
             0 | 1 => 0,
-            2 => 1 << rng.below(3),
+            2 => 1 << rng.below(5),
             _ => rng.next_u64() as u16,
         };
         let handle = rng.next_u64();
@@ -583,13 +677,21 @@ pub fn conversation(rng: &mut Rng, config: &ServerConfig) -> Conversation {
             data = rng.bytes(len as usize);
             conv.stream.extend_from_slice(&data);
         }
-        let errs = allowed_errors(e, conv.structured, flags, cmd, offset, len);
+        let errs = allowed_errors(
+            e,
+            (conv.structured, conv.block_status),
+            flags,
+            cmd,
+            offset,
+            len,
+        );
         if errs.is_empty() {
             let command = match cmd {
                 CMD_READ => Command::Read { offset, len },
                 CMD_WRITE => Command::Write { offset, data },
                 CMD_FLUSH => Command::Flush,
                 CMD_TRIM => Command::Trim { offset, len },
+                CMD_BLOCK_STATUS => Command::BlockStatus { offset, len },
                 _ => Command::WriteZeroes { offset, len },
             };
             conv.requests.push(Request {
@@ -608,6 +710,28 @@ pub fn conversation(rng: &mut Rng, config: &ServerConfig) -> Conversation {
     conv
 }
 
+/// The export a name selects (the empty name: the default export).
+fn find(config: &ServerConfig, name: &str) -> Option<usize> {
+    if name.is_empty() {
+        config.default_export
+    } else {
+        config.exports.iter().position(|e| e.name == name)
+    }
+}
+
+/// `NBD_OPT_LIST_META_CONTEXT` / `NBD_OPT_SET_META_CONTEXT` data.
+pub fn meta_data(export: &str, queries: &[&str]) -> Vec<u8> {
+    let mut d = Vec::new();
+    d.extend_from_slice(&(export.len() as u32).to_be_bytes());
+    d.extend_from_slice(export.as_bytes());
+    d.extend_from_slice(&(queries.len() as u32).to_be_bytes());
+    for q in queries {
+        d.extend_from_slice(&(q.len() as u32).to_be_bytes());
+        d.extend_from_slice(q.as_bytes());
+    }
+    d
+}
+
 fn info_replies(
     conv: &mut Conversation,
     config: &ServerConfig,
@@ -615,11 +739,7 @@ fn info_replies(
     name: &str,
     infos: &[u16],
 ) {
-    let found = if name.is_empty() {
-        config.default_export
-    } else {
-        config.exports.iter().position(|e| e.name == name)
-    };
+    let found = find(config, name);
     let Some(i) = found else {
         conv.option_replies.push((option, REP_ERR_UNKNOWN));
         return;
@@ -728,6 +848,12 @@ pub fn dict() -> Vec<Vec<u8>> {
         opt(OPT_EXPORT_NAME, b"c"),
         opt(OPT_LIST, &[]),
         opt(OPT_ABORT, &[]),
+        opt(
+            OPT_SET_META_CONTEXT,
+            &meta_data("a", &[META_BASE_ALLOCATION]),
+        ),
+        opt(OPT_LIST_META_CONTEXT, &meta_data("", &["base:"])),
+        req(CMD_FLAG_REQ_ONE, CMD_BLOCK_STATUS, 6, 0, 4096),
         req(0, CMD_READ, 7, 0, 512),
         req(0, CMD_DISC, 8, 0, 0),
     ];

@@ -421,6 +421,24 @@ impl Checksums {
             .collect()
     }
 
+    /// Whether every block of member `i` that data-area bytes `[offset_bytes, offset_bytes +
+    /// len)` touch has the checksum of zeros stored, so that zeros read there verify (a hole
+    /// whose checksum says otherwise holds damage a read would repair or report, not zeros).
+    pub fn zeros_match(&self, i: usize, offset_bytes: u64, len: u64) -> bool {
+        static ZERO: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+        let z = *ZERO.get_or_init(zero_state);
+        let Some(m) = self.members.get(i) else {
+            return false;
+        };
+        let first = offset_bytes / BLOCK_BYTES;
+        let end = offset_bytes.saturating_add(len).div_ceil(BLOCK_BYTES);
+        (first..end).all(|b| {
+            m.sums
+                .get(b as usize)
+                .is_some_and(|e| crc_of(e.load(Ordering::Relaxed)) == finish(z, i as u32, b))
+        })
+    }
+
     /// Whether `data` matches the stored checksums (the same alignment as [`Checksums::verify`]).
     pub fn matches(&self, i: usize, offset_bytes: u64, data: &[u8]) -> bool {
         self.verify(i, offset_bytes, data).is_empty()

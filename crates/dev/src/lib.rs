@@ -40,6 +40,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+/// What a member knows of its bytes from some offset on without reading them
+/// ([`Member::allocation`]), for telling NBD clients which ranges read as zeros.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allocation {
+    /// The bytes up to `end` (exclusive) read as zeros: a hole of a sparse file (never
+    /// written, or punched).
+    Zeros { end: u64 },
+    /// The bytes up to `end` may hold data (allocated, or nothing is known of them).
+    Data { end: u64 },
+}
+
 /// One disk of an array.
 pub trait Member: Send + Sync {
     /// Fills `buf` from byte `offset`.
@@ -74,6 +85,16 @@ pub trait Member: Send + Sync {
             at += b.len() as u64;
         }
         Ok(())
+    }
+    /// What is known, without reading, of the bytes from `offset` on: a run that certainly
+    /// reads as zeros, or one that may hold data. The default knows nothing (data, to the
+    /// end), which is always true. A wrapper whose reads return what its inner member's do
+    /// ([`Emulated`], metering, `Box`/`Arc`) passes this on; one that changes what reads
+    /// return (fault injection, crash simulation, an offset view such as an MD member, a
+    /// remote member) keeps the default.
+    fn allocation(&self, offset: u64) -> Allocation {
+        let _ = offset;
+        Allocation::Data { end: u64::MAX }
     }
 }
 
@@ -246,6 +267,26 @@ impl FileMember {
         }
     }
 
+    /// `lseek(SEEK_DATA or SEEK_HOLE)` from `offset`: the offset found, `None` for `ENXIO` (no
+    /// data, or no hole, at or after `offset` before the end of the file), `Err` otherwise.
+    /// The file position it moves is used by nothing (all I/O is positional).
+    fn seek_whence(&self, offset: u64, whence: libc::c_int) -> io::Result<Option<u64>> {
+        use std::os::fd::AsRawFd;
+        let off = libc::off_t::try_from(offset)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"))?;
+        // SAFETY: lseek on a descriptor that is open while `self` lives; no memory involved.
+        let r = unsafe { libc::lseek(self.file.as_raw_fd(), off, whence) };
+        if r >= 0 {
+            return Ok(Some(r as u64));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ENXIO) {
+            Ok(None)
+        } else {
+            Err(e)
+        }
+    }
+
     fn read_error(&self, len: usize, offset: u64, e: io::Error) -> io::Error {
         io::Error::new(
             e.kind(),
@@ -324,6 +365,29 @@ impl Member for FileMember {
     }
     fn completes_in_memory(&self) -> bool {
         !self.direct && self.regular
+    }
+    /// A regular file answers from its extents (`SEEK_DATA`/`SEEK_HOLE`): the file system
+    /// counts bytes written but not yet flushed (dirty pages, delayed allocation) as data,
+    /// and a hole reads as zeros. Only bytes inside the file count as zeros (a read past its
+    /// end fails). A block device, or an error, says data.
+    fn allocation(&self, offset: u64) -> Allocation {
+        let unknown = Allocation::Data { end: u64::MAX };
+        if !self.regular {
+            return unknown;
+        }
+        match self.seek_whence(offset, libc::SEEK_DATA) {
+            Ok(Some(d)) if d > offset => Allocation::Zeros { end: d },
+            Ok(Some(_)) => match self.seek_whence(offset, libc::SEEK_HOLE) {
+                Ok(Some(h)) if h > offset => Allocation::Data { end: h },
+                _ => unknown,
+            },
+            // No data from `offset` to the end of the file.
+            Ok(None) => match self.file.metadata() {
+                Ok(m) if m.len() > offset => Allocation::Zeros { end: m.len() },
+                _ => unknown,
+            },
+            Err(_) => unknown,
+        }
     }
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
@@ -582,6 +646,9 @@ impl<M: Member> Member for Emulated<M> {
             self.speed.latency_ns as f64 / 1e6
         )
     }
+    fn allocation(&self, offset: u64) -> Allocation {
+        self.inner.allocation(offset)
+    }
 }
 
 /// Faults to inject into a member.
@@ -710,6 +777,9 @@ impl Member for Box<dyn Member> {
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
         (**self).read_vectored_at(bufs, offset)
     }
+    fn allocation(&self, offset: u64) -> Allocation {
+        (**self).allocation(offset)
+    }
 }
 
 impl Member for std::sync::Arc<dyn Member> {
@@ -737,14 +807,79 @@ impl Member for std::sync::Arc<dyn Member> {
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
         (**self).read_vectored_at(bufs, offset)
     }
+    fn allocation(&self, offset: u64) -> Allocation {
+        (**self).allocation(offset)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     fn pattern(n: usize, seed: u8) -> Vec<u8> {
         (0..n).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect()
+    }
+
+    /// A sparse file's holes and data, as `allocation` sees them: holes read as zeros, written
+    /// bytes are data before and after a flush, nothing past the end counts as zeros, and
+    /// wrappers that change reads know nothing.
+    #[test]
+    fn file_allocation_follows_holes_and_writes() {
+        let path = std::env::temp_dir().join(format!("rf-alloc-{}.img", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let m = FileMember::open(
+            &path,
+            OpenOpts {
+                direct: false,
+                create_bytes: Some(4 << 20),
+            },
+        )
+        .unwrap();
+        assert_eq!(m.allocation(0), Allocation::Zeros { end: 4 << 20 });
+        m.write_at(&[7u8; 5000], 1 << 20).unwrap();
+        // Unflushed: the file system counts it as data already.
+        let at = |o: u64| m.allocation(o);
+        match at(0) {
+            Allocation::Zeros { end } => assert!(end <= 1 << 20 && end > 0),
+            a => panic!("{a:?}"),
+        }
+        match at((1 << 20) + 4999) {
+            Allocation::Data { end } => assert!(end >= (1 << 20) + 5000),
+            a => panic!("{a:?}"),
+        }
+        m.flush().unwrap();
+        match at(1 << 20) {
+            Allocation::Data { end } => assert!(end > (1 << 20) + 4999 && end < 4 << 20),
+            a => panic!("{a:?}"),
+        }
+        match at(2 << 20) {
+            Allocation::Zeros { end } => assert_eq!(end, 4 << 20),
+            a => panic!("{a:?}"),
+        }
+        // At or past the end: nothing reads there, so nothing is zeros.
+        assert_eq!(at(4 << 20), Allocation::Data { end: u64::MAX });
+        assert_eq!(at(5 << 20), Allocation::Data { end: u64::MAX });
+        // Every zeros answer reads as zeros.
+        for o in (0..4u64 << 20).step_by(64 << 10) {
+            if let Allocation::Zeros { end } = at(o) {
+                let mut b = vec![1u8; (end - o).min(1 << 20) as usize];
+                m.read_at(&mut b, o).unwrap();
+                assert!(b.iter().all(|&x| x == 0), "offset {o}");
+            }
+        }
+        let shared: Arc<dyn Member> = Arc::new(m);
+        assert_eq!(
+            Emulated::new(Arc::clone(&shared), Speed::parse("ssd:1GB/s:0ms").unwrap())
+                .allocation(0),
+            shared.allocation(0)
+        );
+        assert_eq!(
+            Faulty::new(Arc::clone(&shared)).allocation(0),
+            Allocation::Data { end: u64::MAX }
+        );
+        drop(shared);
+        let _ = std::fs::remove_file(&path);
     }
 
     /// A vectored read of a file (`preadv`, looping over short transfers and the 1024-segment

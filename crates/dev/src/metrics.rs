@@ -173,6 +173,9 @@ impl Member for MeteredMember {
     fn completes_in_memory(&self) -> bool {
         self.inner.completes_in_memory()
     }
+    fn allocation(&self, offset: u64) -> crate::Allocation {
+        self.inner.allocation(offset)
+    }
 }
 
 /// The metered devices of one pool, in the order they were opened.

@@ -42,7 +42,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use raidcore::superblock::ArrayStateTag;
-use raidcore::{plan_read_balanced, FlushAdvice, IdleDetector, Plan, StripeId, StripeLocks};
+use raidcore::{
+    plan_read, plan_read_balanced, read_sources, FlushAdvice, IdleDetector, Plan, Sources,
+    StripeId, StripeLocks,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::exec::{run_plans, Counters, Members};
@@ -51,7 +54,7 @@ use crate::pool::{
     gave_up, pieces, run_attempt, write_loop, Attempt, IntentGuard, Outcome, Pool, PoolError,
     RebuildOpts, RebuildProgress, Status, VerifyReport, WriteIntent, WriteSite, REPLANS_MAX,
 };
-use crate::Member;
+use crate::{Allocation, Member};
 
 type Result<T> = std::result::Result<T, PoolError>;
 
@@ -145,6 +148,10 @@ pub struct SharedPool {
     heal_thread: Mutex<Option<JoinHandle<()>>>,
     stop_heal: AtomicBool,
 }
+
+/// The most chunks one [`SharedPool::block_status`] looks at (64 MiB with 16 KiB chunks, 256
+/// MiB with 64 KiB ones): bounds how long it holds their stripes.
+pub const BLOCK_STATUS_CHUNKS: u64 = 4096;
 
 /// How long [`SharedPool::close`] waits for requests still running on the members.
 const CLOSE_WAIT: Duration = Duration::from_secs(30);
@@ -773,6 +780,135 @@ impl SharedPool {
         self.with_pool(|p| p.fail_record_writers(dead))
     }
 
+    /// Which of the `len` bytes at `offset` certainly read as zeros, without reading them
+    /// (NBD block status): runs of (length, zeros) from `offset`, covering at least the first
+    /// chunk's piece of the range and at most [`BLOCK_STATUS_CHUNKS`] chunks (the client asks
+    /// again for the rest).
+    ///
+    /// A piece is zeros when every member byte its contents come from is a hole of a sparse
+    /// member file ([`raidcore::read_sources`]: the whole chunks of every place of its
+    /// stripes on a healthy cycle, the cycle's rows on every member otherwise; a failed member
+    /// is never read). A wrong "zeros" is data loss for a client that skips the range, so
+    /// everything uncertain is data (always true):
+    ///
+    /// - members that are not regular files (block devices), wrappers that change what a read
+    ///   returns (fault injection, crash simulation, MD members' offset view, remote members)
+    ///   know nothing of holes ([`Member::allocation`]): their bytes are data;
+    /// - the bytes are looked at as a read would read them: the pieces' stripes are locked as
+    ///   a read of the range locks them and the state is the one its plans were made in, so no
+    ///   write, rebuild or deferred-parity flush of those stripes is half done meanwhile (in
+    ///   `Serial` mode, all under the pool mutex); a write completed before is seen (a file
+    ///   system counts written, unflushed bytes as data);
+    /// - a range recorded lost reads as an error, not zeros: data;
+    /// - with checksums, a hole whose stored checksum is not that of zeros would not verify
+    ///   (a read repairs or reports it): data;
+    /// - while IDO redirects requests (a policy rebuild or reclaim), the newest bytes may be
+    ///   on the surrogate: everything is data;
+    /// - the journal, intent bitmap, checksum and superblock regions lie outside the data
+    ///   area and are never among the sources; the journal's writes reach the data area before
+    ///   the write completes, as without it.
+    ///
+    /// The engine makes no holes while serving: member files start sparse when `create`
+    /// makes them, every write (of zeros too) allocates, and trim is not passed to the
+    /// members. So a fresh pool reports holes where nothing was written since, and
+    /// `NBD_CMD_WRITE_ZEROES` leaves data that reads as zeros (reported as data).
+    pub fn block_status(&self, offset: u64, len: u64) -> Result<Vec<(u64, bool)>> {
+        let cb = self.chunk_bytes;
+        let len = len.min(BLOCK_STATUS_CHUNKS * cb - offset % cb);
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let data = vec![(len, false)];
+        if self.ido.phase() != Phase::Normal {
+            return Ok(data);
+        }
+        // The sources of the range, or `None` when it is known not to read as zeros.
+        let sources = |p: &mut Pool| -> Result<Option<Vec<Sources>>> {
+            p.check_range(offset, len)?;
+            if p.check_lost(offset, len).is_err() {
+                return Ok(None);
+            }
+            Ok(Some(read_sources(&p.geo, &p.state, offset, len)?))
+        };
+        if self.mode == Concurrency::Serial {
+            return self.with_pool(|p| {
+                Ok(match sources(p)? {
+                    Some(s) => self.zero_runs(&s, &p.members.handles),
+                    None => data.clone(),
+                })
+            });
+        }
+        for _ in 0..REPLANS_MAX {
+            // Locked as a read of the range is (its stripes, its state), then looked at.
+            let (srcs, run) = match self.plan_locked(|p| {
+                let srcs = sources(p)?;
+                Ok((plan_read(&p.geo, &p.state, offset, len)?, srcs))
+            }) {
+                Ok(r) => r,
+                // A range a read cannot be planned for (data lost): not zeros.
+                Err(PoolError::Core(_)) => return Ok(data),
+                Err(e) => return Err(e),
+            };
+            let Some((_plans, guard, members)) = run else {
+                continue;
+            };
+            let out = match srcs {
+                Some(s) => self.zero_runs(&s, &members),
+                None => data,
+            };
+            drop(guard);
+            return Ok(out);
+        }
+        Ok(data)
+    }
+
+    /// Runs of (length, zeros) of `srcs` on `members`: a piece is zeros when every source
+    /// range on a member present is a hole (and, with checksums, has the checksums of zeros).
+    fn zero_runs(&self, srcs: &[Sources], members: &[Option<Arc<dyn Member>>]) -> Vec<(u64, bool)> {
+        // The last answer of each member: pieces of one cycle ask about the same rows.
+        let mut known: Vec<Option<(u64, Allocation)>> = vec![None; members.len()];
+        let mut zeros = |m: usize, off: u64, len: u64| -> bool {
+            let Some(Some(dev)) = members.get(m) else {
+                // Failed: never read.
+                return true;
+            };
+            let (a, b) = (
+                self.data_offset_bytes + off,
+                self.data_offset_bytes + off + len,
+            );
+            let alloc = match known[m] {
+                Some((start, Allocation::Zeros { end })) if start <= a && b <= end => {
+                    Allocation::Zeros { end }
+                }
+                Some((start, Allocation::Data { end })) if start <= a && a < end => {
+                    Allocation::Data { end }
+                }
+                _ => {
+                    let al = dev.allocation(a);
+                    known[m] = Some((a, al));
+                    al
+                }
+            };
+            matches!(alloc, Allocation::Zeros { end } if b <= end)
+                && self
+                    .checksums
+                    .as_ref()
+                    .is_none_or(|c| c.zeros_match(m, off, len))
+        };
+        let mut out: Vec<(u64, bool)> = Vec::new();
+        for s in srcs {
+            let z = s
+                .ranges
+                .iter()
+                .all(|r| zeros(r.member as usize, r.offset_bytes, r.len));
+            match out.last_mut() {
+                Some(last) if last.1 == z => last.0 += s.len,
+                _ => out.push((s.len, z)),
+            }
+        }
+        out
+    }
+
     fn fold_counters(&self, p: &Pool) {
         for (mine, theirs) in self.counters.iter().zip(&p.members.counters) {
             mine.drain_into(theirs);
@@ -1246,6 +1382,21 @@ impl nbd::Backend for PoolBackend {
     }
     fn write_zeroes(&self, offset: u64, len: u64) -> std::io::Result<()> {
         self.0.write_zeroes(offset, len).map_err(pool_io_error)
+    }
+    /// What reads as zeros in holes of the member files is a hole that reads as zeros; the
+    /// rest is data ([`SharedPool::block_status`] says why that is safe).
+    fn block_status(&self, offset: u64, len: u64) -> std::io::Result<Vec<nbd::Extent>> {
+        let runs = self.0.block_status(offset, len).map_err(pool_io_error)?;
+        Ok(runs
+            .into_iter()
+            .map(|(n, zeros)| {
+                if zeros {
+                    nbd::Extent::hole(n)
+                } else {
+                    nbd::Extent::data(n)
+                }
+            })
+            .collect())
     }
 }
 

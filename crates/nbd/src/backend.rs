@@ -4,6 +4,34 @@
 use std::io;
 use std::sync::RwLock;
 
+use crate::proto::{STATE_HOLE, STATE_ZERO};
+
+/// A run of an export's bytes with one allocation status, as `NBD_CMD_BLOCK_STATUS` reports
+/// it in the `base:allocation` context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    /// Bytes in the run.
+    pub len: u64,
+    /// [`STATE_HOLE`] (not allocated) and [`STATE_ZERO`] (reads as zeros), or 0: allocated,
+    /// contents unknown. 0 is always true; a client may skip reading a run marked
+    /// [`STATE_ZERO`], so that flag must only be set on bytes that certainly read as zeros.
+    pub flags: u32,
+}
+
+impl Extent {
+    /// `len` bytes of allocated data (status 0).
+    pub fn data(len: u64) -> Extent {
+        Extent { len, flags: 0 }
+    }
+    /// `len` bytes that are not allocated and read as zeros.
+    pub fn hole(len: u64) -> Extent {
+        Extent {
+            len,
+            flags: STATE_HOLE | STATE_ZERO,
+        }
+    }
+}
+
 /// Storage behind one export. Every method may be called concurrently from several threads;
 /// an implementation serialises what it must.
 pub trait Backend: Send + Sync {
@@ -22,6 +50,14 @@ pub trait Backend: Send + Sync {
         let _ = (offset, len);
         Ok(())
     }
+    /// The allocation status of the `len` bytes (at least 1) at `offset`: runs that follow
+    /// each other from `offset`. They may cover less than `len` (the client asks again for the
+    /// rest) or more (the reply is cut at `len`). The default says everything is allocated
+    /// data, which is always true.
+    fn block_status(&self, offset: u64, len: u64) -> io::Result<Vec<Extent>> {
+        let _ = offset;
+        Ok(vec![Extent::data(len)])
+    }
     /// Writes `len` zero bytes at `offset`.
     fn write_zeroes(&self, offset: u64, len: u64) -> io::Result<()> {
         const STEP: u64 = 1 << 20;
@@ -36,7 +72,8 @@ pub trait Backend: Send + Sync {
     }
 }
 
-/// A backend in memory, for tests.
+/// A backend in memory, for tests. Its block status reports every 4 KiB block (aligned on
+/// the export) that holds only zeros as a hole that reads as zeros, and the rest as data.
 #[derive(Debug)]
 pub struct MemBackend {
     data: RwLock<Vec<u8>>,
@@ -94,6 +131,28 @@ impl Backend for MemBackend {
         self.flushes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
+    }
+    fn block_status(&self, offset: u64, len: u64) -> io::Result<Vec<Extent>> {
+        const BLOCK: u64 = 4096;
+        let d = self.data.read().unwrap_or_else(|e| e.into_inner());
+        let r = range(offset, len as usize, d.len())?;
+        let mut out: Vec<Extent> = Vec::new();
+        let mut at = r.start as u64;
+        while at < r.end as u64 {
+            let next = ((at / BLOCK + 1) * BLOCK).min(r.end as u64);
+            let zero = d[at as usize..next as usize].iter().all(|&b| b == 0);
+            let e = if zero {
+                Extent::hole(next - at)
+            } else {
+                Extent::data(next - at)
+            };
+            match out.last_mut() {
+                Some(last) if last.flags == e.flags => last.len += e.len,
+                _ => out.push(e),
+            }
+            at = next;
+        }
+        Ok(out)
     }
     fn write_zeroes(&self, offset: u64, len: u64) -> io::Result<()> {
         let mut d = self.data.write().unwrap_or_else(|e| e.into_inner());

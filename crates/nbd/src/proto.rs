@@ -15,9 +15,13 @@
 //! - request (client): [`REQUEST_MAGIC`] u32, command flags u16, type u16, handle u64, offset
 //!   u64, length u32, then `length` bytes for a write;
 //! - simple reply: [`SIMPLE_REPLY_MAGIC`] u32, error u32, handle u64 (then data for a read);
+//! - `NBD_OPT_LIST_META_CONTEXT` / `NBD_OPT_SET_META_CONTEXT` data: export name length u32,
+//!   name, count u32, count queries (length u32, query string); each `NBD_REP_META_CONTEXT`
+//!   reply is a context id u32 and the context's name;
 //! - structured reply chunk: [`STRUCTURED_REPLY_MAGIC`] u32, flags u16, type u16, handle u64,
 //!   length u32, payload (`OFFSET_DATA`: offset u64 + data; `ERROR`: error u32, message length
-//!   u16, message).
+//!   u16, message; `BLOCK_STATUS`: context id u32, then descriptors of extent length u32 and
+//!   status flags u32).
 
 /// "NBDMAGIC", first word of the greeting.
 pub const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
@@ -60,11 +64,14 @@ pub const OPT_STARTTLS: u32 = 5;
 pub const OPT_INFO: u32 = 6;
 pub const OPT_GO: u32 = 7;
 pub const OPT_STRUCTURED_REPLY: u32 = 8;
+pub const OPT_LIST_META_CONTEXT: u32 = 9;
+pub const OPT_SET_META_CONTEXT: u32 = 10;
 
 /// Option reply types.
 pub const REP_ACK: u32 = 1;
 pub const REP_SERVER: u32 = 2;
 pub const REP_INFO: u32 = 3;
+pub const REP_META_CONTEXT: u32 = 4;
 pub const REP_ERR: u32 = 1 << 31;
 pub const REP_ERR_UNSUP: u32 = REP_ERR + 1;
 pub const REP_ERR_POLICY: u32 = REP_ERR + 2;
@@ -96,14 +103,25 @@ pub const CMD_BLOCK_STATUS: u16 = 7;
 pub const CMD_FLAG_FUA: u16 = 1 << 0;
 pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
 pub const CMD_FLAG_DF: u16 = 1 << 2;
+pub const CMD_FLAG_REQ_ONE: u16 = 1 << 3;
 
 /// Structured reply flag: last chunk of the reply.
 pub const REPLY_FLAG_DONE: u16 = 1 << 0;
 /// Structured reply types.
 pub const REPLY_TYPE_NONE: u16 = 0;
 pub const REPLY_TYPE_OFFSET_DATA: u16 = 1;
+pub const REPLY_TYPE_BLOCK_STATUS: u16 = 5;
 pub const REPLY_TYPE_ERROR: u16 = (1 << 15) + 1;
 
+/// The one metadata context served: `base:allocation` (the protocol's own).
+pub const META_BASE_ALLOCATION: &str = "base:allocation";
+/// The id `NBD_OPT_SET_META_CONTEXT` gives `base:allocation` (any value but the 0 that
+/// `NBD_OPT_LIST_META_CONTEXT` replies carry would do; clients treat it as opaque).
+pub const META_BASE_ALLOCATION_ID: u32 = 1;
+/// `base:allocation` status flag: the extent is not allocated in the backing store.
+pub const STATE_HOLE: u32 = 1 << 0;
+/// `base:allocation` status flag: the extent reads as zeros.
+pub const STATE_ZERO: u32 = 1 << 1;
 /// Error values of the transmission phase.
 pub const EPERM: u32 = 1;
 pub const EIO: u32 = 5;
@@ -147,8 +165,8 @@ pub fn option_name(opt: u32) -> &'static str {
         OPT_INFO => "INFO",
         OPT_GO => "GO",
         OPT_STRUCTURED_REPLY => "STRUCTURED_REPLY",
-        9 => "LIST_META_CONTEXT",
-        10 => "SET_META_CONTEXT",
+        OPT_LIST_META_CONTEXT => "LIST_META_CONTEXT",
+        OPT_SET_META_CONTEXT => "SET_META_CONTEXT",
         11 => "EXTENDED_HEADERS",
         _ => "unknown option",
     }
@@ -223,6 +241,33 @@ impl ReplyEncoder {
         } else {
             simple_reply(0, handle)
         }
+    }
+
+    /// A successful block status reply: one final `NBD_REPLY_TYPE_BLOCK_STATUS` chunk for
+    /// context `context_id` with `descriptors` (extent length, status flags), which must be
+    /// one or more, each of nonzero length (see [`crate::server::block_status_descriptors`]).
+    /// Block status is only ever negotiated with structured replies.
+    pub fn block_status(
+        &self,
+        handle: u64,
+        context_id: u32,
+        descriptors: &[(u32, u32)],
+    ) -> Vec<u8> {
+        debug_assert!(self.structured, "block status needs structured replies");
+        debug_assert!(!descriptors.is_empty() && descriptors.iter().all(|d| d.0 > 0));
+        let len = 4 + 8 * descriptors.len();
+        let mut out = Vec::with_capacity(20 + len);
+        put_u32(&mut out, STRUCTURED_REPLY_MAGIC);
+        put_u16(&mut out, REPLY_FLAG_DONE);
+        put_u16(&mut out, REPLY_TYPE_BLOCK_STATUS);
+        put_u64(&mut out, handle);
+        put_u32(&mut out, len as u32);
+        put_u32(&mut out, context_id);
+        for &(l, f) in descriptors {
+            put_u32(&mut out, l);
+            put_u32(&mut out, f);
+        }
+        out
     }
 
     /// An error reply. With structured replies it is a final `NBD_REPLY_TYPE_ERROR` chunk

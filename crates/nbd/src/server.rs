@@ -149,6 +149,10 @@ impl ServerConfig {
     }
 }
 
+/// The most queries one `NBD_OPT_LIST_META_CONTEXT` / `NBD_OPT_SET_META_CONTEXT` may carry
+/// (each takes at least 4 bytes of the option data, so this only bounds the work).
+pub const MAX_META_QUERIES: usize = MAX_OPTION_BYTES as usize / 4;
+
 /// A validated request for the backend.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
@@ -165,6 +169,10 @@ impl Request {
     pub fn fua(&self) -> bool {
         self.flags & CMD_FLAG_FUA != 0
     }
+    /// A block status request wants a single extent (`NBD_CMD_FLAG_REQ_ONE`).
+    pub fn req_one(&self) -> bool {
+        self.flags & CMD_FLAG_REQ_ONE != 0
+    }
 }
 
 /// A command, with its range already checked against the export.
@@ -180,6 +188,10 @@ pub enum Command {
     Trim { offset: u64, len: u32 },
     /// Write `len` zero bytes at `offset`.
     WriteZeroes { offset: u64, len: u32 },
+    /// Report the allocation status (`base:allocation`) of `len` bytes at `offset` (`len` is
+    /// at least 1); answer with [`block_status_descriptors`] and
+    /// [`ReplyEncoder::block_status`] for context [`META_BASE_ALLOCATION_ID`].
+    BlockStatus { offset: u64, len: u32 },
 }
 
 /// Why a connection had to be dropped.
@@ -280,6 +292,12 @@ pub struct ServerConn {
     events: VecDeque<Event>,
     no_zeroes: bool,
     structured: bool,
+    /// The export the last `NBD_OPT_SET_META_CONTEXT` selected `base:allocation` for (`None`:
+    /// no context selected, or never asked).
+    meta: Option<usize>,
+    /// In transmission: `NBD_CMD_BLOCK_STATUS` was negotiated (the last SET selected
+    /// `base:allocation` for the export chosen).
+    block_status: bool,
     export: Option<usize>,
     shutting_down: bool,
     /// STARTTLS was acknowledged, the handshake has not yet been done.
@@ -303,6 +321,8 @@ impl ServerConn {
             events: VecDeque::new(),
             no_zeroes: false,
             structured: false,
+            meta: None,
+            block_status: false,
             export: None,
             shutting_down: false,
             tls_pending: false,
@@ -331,6 +351,12 @@ impl ServerConn {
     /// The export chosen, once the transmission phase has begun.
     pub fn export(&self) -> Option<usize> {
         self.export
+    }
+
+    /// True when `NBD_CMD_BLOCK_STATUS` requests are accepted: the client selected the
+    /// `base:allocation` metadata context for the export it then chose.
+    pub fn block_status(&self) -> bool {
+        self.block_status
     }
 
     /// True once the transmission phase has begun.
@@ -618,6 +644,7 @@ impl ServerConn {
                 self.opt_reply(option, REP_ACK, &[]);
             }
             OPT_INFO | OPT_GO => self.on_info(option, data),
+            OPT_LIST_META_CONTEXT | OPT_SET_META_CONTEXT => self.on_meta_context(option, data),
             _ => {
                 let msg = format!("option {option} ({}) is not supported", option_name(option));
                 self.opt_reply(option, REP_ERR_UNSUP, msg.as_bytes());
@@ -643,6 +670,7 @@ impl ServerConn {
         self.opt_reply(option, REP_ACK, &[]);
         // Nothing negotiated in plain text carries over into TLS.
         self.structured = false;
+        self.meta = None;
         self.tls_pending = true;
         self.events.push_back(Event::StartTls);
     }
@@ -712,7 +740,63 @@ impl ServerConn {
         }
     }
 
+    /// `NBD_OPT_LIST_META_CONTEXT` and `NBD_OPT_SET_META_CONTEXT`. The one context is
+    /// `base:allocation`. LIST with no query lists it; the query `base:` (the namespace's
+    /// wildcard) lists it too. SET selects it when a query names it exactly (`base:` selects
+    /// nothing there, as the protocol says) and replaces the previous selection even when it
+    /// fails; SET with no query selects nothing. Queries in other namespaces and unknown
+    /// leaf names are ignored; a query without a namespace is invalid. Both need structured
+    /// replies first.
+    fn on_meta_context(&mut self, option: u32, data: &[u8]) {
+        let set = option == OPT_SET_META_CONTEXT;
+        if set {
+            self.meta = None;
+        }
+        let name = option_name(option);
+        if !self.structured {
+            let msg = format!(
+                "{name} needs structured replies: negotiate NBD_OPT_STRUCTURED_REPLY first"
+            );
+            return self.opt_reply(option, REP_ERR_INVALID, msg.as_bytes());
+        }
+        let (export, queries) = match parse_meta_request(data) {
+            Ok(p) => p,
+            Err(why) => {
+                let msg = format!("malformed {name} request: {why}");
+                return self.opt_reply(option, REP_ERR_INVALID, msg.as_bytes());
+            }
+        };
+        let Some(i) = self.config.find(&export) else {
+            let msg = format!("no export named '{export}'");
+            return self.opt_reply(option, REP_ERR_UNKNOWN, msg.as_bytes());
+        };
+        let mut allocation = !set && queries.is_empty();
+        for q in &queries {
+            let Some((namespace, leaf)) = q.split_once(':') else {
+                let msg = format!(
+                    "query '{q}' names no namespace (namespace:leaf, e.g. {META_BASE_ALLOCATION})"
+                );
+                return self.opt_reply(option, REP_ERR_INVALID, msg.as_bytes());
+            };
+            if namespace == "base" && (leaf == "allocation" || (leaf.is_empty() && !set)) {
+                allocation = true;
+            }
+        }
+        if allocation {
+            let id = if set { META_BASE_ALLOCATION_ID } else { 0 };
+            let mut d = Vec::with_capacity(4 + META_BASE_ALLOCATION.len());
+            put_u32(&mut d, id);
+            d.extend_from_slice(META_BASE_ALLOCATION.as_bytes());
+            self.opt_reply(option, REP_META_CONTEXT, &d);
+            if set {
+                self.meta = Some(i);
+            }
+        }
+        self.opt_reply(option, REP_ACK, &[]);
+    }
+
     fn enter_transmission(&mut self, export: usize) {
+        self.block_status = self.structured && self.meta == Some(export);
         self.export = Some(export);
         self.state = State::RequestHeader;
         self.events.push_back(Event::Selected { export });
@@ -777,6 +861,7 @@ impl ServerConn {
             CMD_FLUSH => Command::Flush,
             CMD_TRIM => Command::Trim { offset, len },
             CMD_WRITE_ZEROES => Command::WriteZeroes { offset, len },
+            CMD_BLOCK_STATUS => Command::BlockStatus { offset, len },
             _ => unreachable!("check refuses other commands"),
         };
         self.events.push_back(Event::Request(Request {
@@ -803,6 +888,16 @@ impl ServerConn {
             CMD_READ if self.structured => CMD_FLAG_FUA | CMD_FLAG_DF,
             CMD_READ | CMD_WRITE | CMD_FLUSH | CMD_TRIM => CMD_FLAG_FUA,
             CMD_WRITE_ZEROES => CMD_FLAG_FUA | CMD_FLAG_NO_HOLE,
+            CMD_BLOCK_STATUS if self.block_status => CMD_FLAG_FUA | CMD_FLAG_REQ_ONE,
+            CMD_BLOCK_STATUS => {
+                return Some((
+                    EINVAL,
+                    format!(
+                        "{name} was not negotiated: select the {META_BASE_ALLOCATION} context \
+                         with NBD_OPT_SET_META_CONTEXT for this export first"
+                    ),
+                ))
+            }
             _ => return Some((EINVAL, format!("command {cmd} ({name}) is not supported"))),
         };
         if flags & !allowed != 0 {
@@ -814,6 +909,9 @@ impl ServerConn {
         let writes = matches!(cmd, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES);
         if writes && e.read_only {
             return Some((EPERM, format!("{name} on a read-only export")));
+        }
+        if cmd == CMD_BLOCK_STATUS && len == 0 {
+            return Some((EINVAL, format!("{name} of 0 bytes")));
         }
         if matches!(cmd, CMD_READ) && len > e.block.maximum {
             return Some((
@@ -877,6 +975,149 @@ impl ServerConn {
         };
         self.reply_error(handle, EOVERFLOW, &message);
     }
+}
+
+/// The export name and the queries of a `NBD_OPT_LIST_META_CONTEXT` /
+/// `NBD_OPT_SET_META_CONTEXT` request, or what is wrong with it.
+fn parse_meta_request(data: &[u8]) -> Result<(String, Vec<String>), String> {
+    let field = |at: usize| -> Result<u32, String> {
+        data.get(at..at + 4)
+            .map(|_| get_u32(data, at))
+            .ok_or_else(|| format!("cut short at byte {at}"))
+    };
+    let string = |at: usize, len: usize, what: &str| -> Result<String, String> {
+        if len > MAX_STRING_BYTES {
+            return Err(format!(
+                "{what} of {len} bytes, longer than {MAX_STRING_BYTES}"
+            ));
+        }
+        let b = at
+            .checked_add(len)
+            .and_then(|end| data.get(at..end))
+            .ok_or_else(|| format!("{what} runs past the end of the data"))?;
+        String::from_utf8(b.to_vec()).map_err(|_| format!("{what} is not UTF-8"))
+    };
+    let nlen = field(0)? as usize;
+    let export = string(4, nlen, "export name")?;
+    let mut at = 4 + nlen;
+    let count = field(at)? as usize;
+    at += 4;
+    if count > MAX_META_QUERIES || count > (data.len() - at) / 4 {
+        return Err(format!("{count} queries do not fit in the data"));
+    }
+    let mut queries = Vec::with_capacity(count);
+    for k in 0..count {
+        let qlen = field(at)? as usize;
+        queries.push(string(at + 4, qlen, &format!("query {k}"))?);
+        at += 4 + qlen;
+    }
+    if at != data.len() {
+        return Err(format!("{} bytes after the last query", data.len() - at));
+    }
+    Ok((export, queries))
+}
+
+/// The descriptors (extent length, status flags) of a block status reply to a request for
+/// `len` bytes (at least 1) at `offset`, from what the backend reported: `extents`, runs of
+/// (length, flags) that follow each other from `offset`.
+///
+/// What the protocol asks of them, whatever the backend said: at least one descriptor, none
+/// of length 0, none past the requested range (the backend's are cut there), exactly one with
+/// `req_one`; only the `base:allocation` flags (`STATE_HOLE`, `STATE_ZERO`); every boundary
+/// between descriptors a multiple of the export's `minimum` block size (the bytes between
+/// the multiples around a boundary that lies elsewhere become one run with only the flags
+/// both sides have: each flag claims something of every byte it covers, so dropping one is
+/// always true; an answer that stops short of such a multiple stops at the one before, or
+/// reaches the one after with status 0). Neighbours with equal flags are merged. A backend
+/// that reported nothing gets one descriptor of the whole range as allocated data (status 0,
+/// always true).
+pub fn block_status_descriptors(
+    offset: u64,
+    len: u32,
+    req_one: bool,
+    minimum: u32,
+    extents: impl IntoIterator<Item = (u64, u32)>,
+) -> Vec<(u32, u32)> {
+    debug_assert!(len > 0);
+    let m = u64::from(minimum.max(1));
+    let end = offset.saturating_add(u64::from(len.max(1)));
+    let round_up = |x: u64| x.div_ceil(m).saturating_mul(m).min(end);
+    // Absolute runs [start, end) with their flags.
+    let mut out: Vec<(u64, u64, u32)> = Vec::new();
+    let mut pos = offset;
+    for (n, flags) in extents {
+        if pos >= end {
+            break;
+        }
+        if n == 0 {
+            continue;
+        }
+        let e = pos.saturating_add(n).min(end);
+        let f = flags & (STATE_HOLE | STATE_ZERO);
+        let mut s = pos;
+        pos = e;
+        if let Some(last) = out.last_mut() {
+            if !s.is_multiple_of(m) && last.1 == s {
+                // An unaligned boundary: the bytes around it, from the multiple of the
+                // minimum before it to the one after, become one run with the flags both
+                // sides have (the previous run keeps its own flags up to the multiple before).
+                let (down, up) = (s / m * m, round_up(s));
+                if down > last.0 {
+                    let before = last.2;
+                    last.1 = down;
+                    out.push((down, up, before & f));
+                } else {
+                    last.1 = up;
+                    last.2 &= f;
+                }
+            }
+            let last = out.last_mut().expect("not empty");
+            if last.1 > s {
+                last.2 &= f;
+                if e <= last.1 {
+                    continue;
+                }
+                s = last.1;
+            }
+            if last.2 == f {
+                last.1 = e;
+                continue;
+            }
+        }
+        out.push((s, e, f));
+    }
+    match out.last_mut() {
+        None => out.push((offset, end, 0)),
+        // The backend stopped short at an unaligned byte (`pos`; the last run may already
+        // reach past it, to the multiple after it): the answer stops at the multiple before
+        // it, or, when that leaves nothing of the run, goes on to the next one with status 0
+        // (what follows is unknown).
+        Some(last) if last.1 > pos || (last.1 < end && !last.1.is_multiple_of(m)) => {
+            let down = pos / m * m;
+            if down > last.0 {
+                last.1 = down;
+            } else {
+                last.1 = round_up(pos);
+                last.2 = 0;
+            }
+        }
+        Some(_) => {}
+    }
+    // Merging by AND may have made neighbours equal.
+    out.dedup_by(|b, a| {
+        if a.2 == b.2 {
+            a.1 = b.1;
+            true
+        } else {
+            false
+        }
+    });
+    if req_one {
+        out.truncate(1);
+    }
+    out.into_iter()
+        .map(|(s, e, f)| ((e - s) as u32, f))
+        .collect()
 }
 
 #[cfg(test)]
@@ -1077,7 +1318,7 @@ mod tests {
         c.receive(&opt(OPT_LIST, b"x"));
         assert_eq!(replies(&c.take_output())[0].1, REP_ERR_INVALID);
         // Unknown options (and ones we do not implement) are skipped and refused.
-        for o in [42u32, OPT_STARTTLS, 9, 10, 11] {
+        for o in [42u32, OPT_STARTTLS, 11] {
             c.receive(&opt(o, b"hello"));
             let r = replies(&c.take_output());
             assert_eq!((r[0].0, r[0].1), (o, REP_ERR_UNSUP));
@@ -1462,6 +1703,486 @@ mod tests {
         c.begin_shutdown();
         c.receive(&req(0, CMD_READ, 5, 0, 1));
         assert_eq!(simple(&c.take_output()), (ESHUTDOWN, 5));
+    }
+
+    /// LIST/SET_META_CONTEXT data: export name, then the queries.
+    fn meta_data(export: &str, queries: &[&str]) -> Vec<u8> {
+        let mut d = Vec::new();
+        put_u32(&mut d, export.len() as u32);
+        d.extend_from_slice(export.as_bytes());
+        put_u32(&mut d, queries.len() as u32);
+        for q in queries {
+            put_u32(&mut d, q.len() as u32);
+            d.extend_from_slice(q.as_bytes());
+        }
+        d
+    }
+
+    /// The data of a `NBD_REP_META_CONTEXT` reply for `base:allocation` with `id`.
+    fn allocation_context(id: u32) -> Vec<u8> {
+        [&id.to_be_bytes()[..], META_BASE_ALLOCATION.as_bytes()].concat()
+    }
+
+    /// The replies to one option: (type, data), all naming `option`.
+    fn answer(c: &mut ServerConn, option: u32, data: &[u8]) -> Vec<(u32, Vec<u8>)> {
+        c.receive(&opt(option, data));
+        replies(&c.take_output())
+            .into_iter()
+            .map(|(o, t, d)| {
+                assert_eq!(o, option);
+                (t, d)
+            })
+            .collect()
+    }
+
+    /// Goes to transmission on `name` (GO) and says whether block status was negotiated
+    /// (a block status request is executed rather than refused).
+    fn go_and_probe(mut c: ServerConn, name: &str) -> bool {
+        c.receive(&opt(OPT_GO, &go_data(name, &[])));
+        assert_eq!(replies(&c.take_output()).last().unwrap().1, REP_ACK);
+        assert!(matches!(events(&mut c)[..], [Event::Selected { .. }]));
+        c.receive(&req(0, CMD_BLOCK_STATUS, 77, 0, 1));
+        let out = c.take_output();
+        let ev = events(&mut c);
+        let executed = matches!(
+            ev[..],
+            [Event::Request(Request {
+                handle: 77,
+                command: Command::BlockStatus { offset: 0, len: 1 },
+                ..
+            })]
+        );
+        assert_eq!(executed, out.is_empty(), "{ev:?} {out:?}");
+        assert_eq!(executed, c.block_status());
+        if !executed {
+            // Refused with EINVAL, as a structured error when structured replies are on.
+            assert_eq!(get_u32(&out, 0), STRUCTURED_REPLY_MAGIC);
+            assert_eq!(get_u16(&out, 6), REPLY_TYPE_ERROR);
+            assert_eq!(get_u32(&out, 20), EINVAL);
+            let msg = String::from_utf8_lossy(&out[26..]).into_owned();
+            assert!(msg.contains("not negotiated"), "{msg}");
+        }
+        executed
+    }
+
+    #[test]
+    fn meta_contexts_need_structured_replies() {
+        let mut c = negotiating(FLAG_C_FIXED_NEWSTYLE);
+        for o in [OPT_LIST_META_CONTEXT, OPT_SET_META_CONTEXT] {
+            let r = answer(&mut c, o, &meta_data("a", &[META_BASE_ALLOCATION]));
+            assert_eq!(r.len(), 1);
+            assert_eq!(r[0].0, REP_ERR_INVALID);
+            assert!(String::from_utf8_lossy(&r[0].1).contains("STRUCTURED_REPLY"));
+        }
+        // Nothing was selected: even with structured replies negotiated afterwards, block
+        // status is refused.
+        c.receive(&opt(OPT_STRUCTURED_REPLY, &[]));
+        c.take_output();
+        assert!(!go_and_probe(c, "a"));
+    }
+
+    #[test]
+    fn list_meta_context_answers_queries() {
+        let mut c = negotiating(FLAG_C_FIXED_NEWSTYLE);
+        c.receive(&opt(OPT_STRUCTURED_REPLY, &[]));
+        c.take_output();
+        let listed = vec![(REP_META_CONTEXT, allocation_context(0)), (REP_ACK, vec![])];
+        let nothing = vec![(REP_ACK, vec![])];
+        for (export, queries, want) in [
+            // No query: every context there is.
+            ("a", vec![], &listed),
+            ("", vec![], &listed),
+            ("b", vec![], &listed),
+            // The namespace's wildcard, and the context by name (once even if asked twice).
+            ("a", vec!["base:"], &listed),
+            ("a", vec![META_BASE_ALLOCATION], &listed),
+            (
+                "a",
+                vec![META_BASE_ALLOCATION, "base:", "x-other:thing"],
+                &listed,
+            ),
+            // Unknown leaf names and namespaces are ignored, not errors.
+            ("a", vec!["base:allocationx"], &nothing),
+            ("a", vec!["qemu:dirty-bitmap:foo", "x-foo:"], &nothing),
+            ("a", vec!["BASE:allocation"], &nothing),
+        ] {
+            let r = answer(&mut c, OPT_LIST_META_CONTEXT, &meta_data(export, &queries));
+            assert_eq!(&r, want, "{export:?} {queries:?}");
+        }
+        // An unknown export, a query without a namespace.
+        let r = answer(&mut c, OPT_LIST_META_CONTEXT, &meta_data("zz", &[]));
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].0, REP_ERR_UNKNOWN);
+        let r = answer(
+            &mut c,
+            OPT_LIST_META_CONTEXT,
+            &meta_data("a", &[META_BASE_ALLOCATION, "allocation"]),
+        );
+        assert_eq!(r.len(), 1, "nothing listed before the error");
+        assert_eq!(r[0].0, REP_ERR_INVALID);
+        assert!(events(&mut c).is_empty());
+        assert!(!c.is_closed());
+    }
+
+    #[test]
+    fn malformed_meta_context_requests_are_invalid() {
+        let good = meta_data("a", &[META_BASE_ALLOCATION]);
+        let mut cut = good.clone();
+        cut.pop();
+        let mut trailing = good.clone();
+        trailing.push(0);
+        let mut name_past_end = good.clone();
+        name_past_end[3] = 200;
+        let mut too_many = meta_data("a", &[]);
+        let n = too_many.len();
+        too_many[n - 4..].copy_from_slice(&1000u32.to_be_bytes());
+        let mut not_utf8 = meta_data("a", &["base:\u{e9}"]);
+        let n = not_utf8.len();
+        not_utf8[n - 2] = 0xff;
+        let long_query = "x-long:".to_string() + &"y".repeat(MAX_STRING_BYTES);
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("empty", vec![]),
+            ("name length only", vec![0, 0, 0, 0]),
+            ("cut short", cut),
+            ("trailing byte", trailing),
+            ("name past the end", name_past_end),
+            ("more queries than fit", too_many),
+            ("query not UTF-8", not_utf8),
+            ("query too long", meta_data("a", &[&long_query])),
+        ];
+        for o in [OPT_LIST_META_CONTEXT, OPT_SET_META_CONTEXT] {
+            let mut c = negotiating(FLAG_C_FIXED_NEWSTYLE);
+            c.receive(&opt(OPT_STRUCTURED_REPLY, &[]));
+            c.take_output();
+            for (what, data) in &cases {
+                let r = answer(&mut c, o, data);
+                assert_eq!(r.len(), 1, "{what}");
+                assert_eq!(r[0].0, REP_ERR_INVALID, "{what}");
+            }
+            // The negotiation goes on.
+            assert_eq!(answer(&mut c, o, &good).last().unwrap().0, REP_ACK);
+        }
+    }
+
+    #[test]
+    fn set_meta_context_selects_for_one_export_and_a_later_set_replaces_it() {
+        let structured = || {
+            let mut c = negotiating(FLAG_C_FIXED_NEWSTYLE);
+            c.receive(&opt(OPT_STRUCTURED_REPLY, &[]));
+            c.take_output();
+            c
+        };
+        let set = |c: &mut ServerConn, export: &str, queries: &[&str]| {
+            answer(c, OPT_SET_META_CONTEXT, &meta_data(export, queries))
+        };
+        let selected = vec![
+            (
+                REP_META_CONTEXT,
+                allocation_context(META_BASE_ALLOCATION_ID),
+            ),
+            (REP_ACK, vec![]),
+        ];
+        let nothing = vec![(REP_ACK, vec![])];
+
+        // Selected, then GO on that export: block status is accepted.
+        let mut c = structured();
+        assert_eq!(set(&mut c, "a", &[META_BASE_ALLOCATION]), selected);
+        assert!(go_and_probe(c, "a"));
+        // The default export's empty name and its own name are the same export.
+        let mut c = structured();
+        assert_eq!(
+            set(&mut c, "", &["x-foo:bar", META_BASE_ALLOCATION]),
+            selected
+        );
+        assert!(go_and_probe(c, "a"));
+        // A read-only export has block status too.
+        let mut c = structured();
+        assert_eq!(set(&mut c, "b", &[META_BASE_ALLOCATION]), selected);
+        assert!(go_and_probe(c, "b"));
+        // Selected for another export than the one chosen: not negotiated.
+        let mut c = structured();
+        set(&mut c, "a", &[META_BASE_ALLOCATION]);
+        assert!(!go_and_probe(c, "b"));
+        // No query selects nothing; nor does the namespace wildcard (ignored in SET), nor an
+        // unknown context.
+        for q in [&[][..], &["base:"][..], &["base:nope", "x-foo:bar"][..]] {
+            let mut c = structured();
+            assert_eq!(set(&mut c, "a", q), nothing, "{q:?}");
+            assert!(!go_and_probe(c, "a"), "{q:?}");
+        }
+        // A later SET replaces the selection: with nothing, with an error (unknown export,
+        // malformed data, a query without a namespace), or for another export.
+        for (export, queries, err) in [
+            ("a", vec!["x-foo:bar"], None),
+            ("a", vec![], None),
+            ("zz", vec![META_BASE_ALLOCATION], Some(REP_ERR_UNKNOWN)),
+            ("a", vec!["nonamespace"], Some(REP_ERR_INVALID)),
+        ] {
+            let mut c = structured();
+            assert_eq!(set(&mut c, "a", &[META_BASE_ALLOCATION]), selected);
+            let r = set(&mut c, export, &queries);
+            match err {
+                Some(e) => assert_eq!(r, vec![(e, r[0].1.clone())]),
+                None => assert_eq!(r, nothing),
+            }
+            assert!(!go_and_probe(c, "a"), "{export} {queries:?}");
+        }
+        let mut c = structured();
+        set(&mut c, "a", &[META_BASE_ALLOCATION]);
+        assert_eq!(
+            answer(&mut c, OPT_SET_META_CONTEXT, &[0, 0])[0].0,
+            REP_ERR_INVALID
+        );
+        assert!(!go_and_probe(c, "a"));
+        let mut c = structured();
+        set(&mut c, "b", &[META_BASE_ALLOCATION]);
+        assert_eq!(set(&mut c, "a", &[META_BASE_ALLOCATION]), selected);
+        assert!(go_and_probe(c, "a"));
+        // A SET without structured replies fails and clears the selection too (structured
+        // replies cannot be turned off, but STARTTLS forgets both: below).
+        // A LIST does not change the selection.
+        let mut c = structured();
+        set(&mut c, "a", &[META_BASE_ALLOCATION]);
+        answer(&mut c, OPT_LIST_META_CONTEXT, &meta_data("b", &[]));
+        answer(&mut c, OPT_LIST_META_CONTEXT, &meta_data("zz", &[]));
+        assert!(go_and_probe(c, "a"));
+        // EXPORT_NAME enters transmission with the selection too.
+        let mut c = structured();
+        set(&mut c, "a", &[META_BASE_ALLOCATION]);
+        c.receive(&opt(OPT_EXPORT_NAME, b"a"));
+        c.take_output();
+        assert_eq!(events(&mut c), vec![Event::Selected { export: 0 }]);
+        assert!(c.block_status());
+        c.receive(&req(CMD_FLAG_REQ_ONE, CMD_BLOCK_STATUS, 5, 4096, 100));
+        assert_eq!(
+            events(&mut c),
+            vec![Event::Request(Request {
+                handle: 5,
+                flags: CMD_FLAG_REQ_ONE,
+                command: Command::BlockStatus {
+                    offset: 4096,
+                    len: 100
+                }
+            })]
+        );
+    }
+
+    #[test]
+    fn starttls_forgets_the_selected_meta_context() {
+        let mut c = negotiating_tls(TlsPolicy::Optional);
+        c.receive(&opt(OPT_STRUCTURED_REPLY, &[]));
+        c.receive(&opt(
+            OPT_SET_META_CONTEXT,
+            &meta_data("a", &[META_BASE_ALLOCATION]),
+        ));
+        let r = replies(&c.take_output());
+        assert_eq!(r[1].1, REP_META_CONTEXT);
+        c.receive(&opt(OPT_STARTTLS, &[]));
+        c.take_output();
+        assert_eq!(events(&mut c), vec![Event::StartTls]);
+        c.tls_started();
+        // Structured replies again, but no SET inside TLS: block status is not negotiated.
+        c.receive(&opt(OPT_STRUCTURED_REPLY, &[]));
+        c.take_output();
+        assert!(!go_and_probe(c, "a"));
+    }
+
+    #[test]
+    fn block_status_requests_are_validated() {
+        // An export larger than its maximum payload: block status is not bound by it.
+        let mut big = ExportInfo::new("big", 1 << 30);
+        big.block.maximum = 4096;
+        let mut ro = ExportInfo::new("ro", 1 << 20);
+        ro.read_only = true;
+        for (name, size) in [("big", 1u64 << 30), ("ro", 1 << 20)] {
+            let mut c = ServerConn::new(ServerConfig::new(vec![big.clone(), ro.clone()]));
+            c.take_output();
+            c.receive(&FLAG_C_FIXED_NEWSTYLE.to_be_bytes());
+            c.receive(&opt(OPT_STRUCTURED_REPLY, &[]));
+            c.receive(&opt(
+                OPT_SET_META_CONTEXT,
+                &meta_data(name, &[META_BASE_ALLOCATION]),
+            ));
+            c.receive(&opt(OPT_GO, &go_data(name, &[])));
+            c.take_output();
+            assert!(matches!(events(&mut c)[..], [Event::Selected { .. }]));
+            assert!(c.block_status());
+            // Accepted: the whole export, one byte at the end, any length up to 4 GiB - 1,
+            // with REQ_ONE, with FUA (ignored; valid on every command).
+            for (flags, offset, len) in [
+                (0, 0, u32::try_from(size.min(u32::MAX as u64)).unwrap()),
+                (0, size - 1, 1),
+                (CMD_FLAG_REQ_ONE, 512, 70_000),
+                (CMD_FLAG_FUA | CMD_FLAG_REQ_ONE, 0, 1),
+            ] {
+                c.receive(&req(flags, CMD_BLOCK_STATUS, 1, offset, len));
+                assert!(c.take_output().is_empty());
+                assert_eq!(
+                    events(&mut c),
+                    vec![Event::Request(Request {
+                        handle: 1,
+                        flags,
+                        command: Command::BlockStatus { offset, len }
+                    })],
+                    "{name} {flags} {offset} {len}"
+                );
+            }
+            // Refused with EINVAL: past the end, overflowing, empty, and flags of other
+            // commands.
+            for (h, flags, offset, len) in [
+                (2, 0, size, 1),
+                (3, 0, size - 10, 11),
+                (4, 0, u64::MAX - 1, 4),
+                (5, 0, 0, 0),
+                (6, CMD_FLAG_DF, 0, 512),
+                (7, CMD_FLAG_NO_HOLE, 0, 512),
+                (8, 1 << 4, 0, 512),
+            ] {
+                c.receive(&req(flags, CMD_BLOCK_STATUS, h, offset, len));
+                let out = c.take_output();
+                assert_eq!(get_u32(&out, 0), STRUCTURED_REPLY_MAGIC);
+                assert_eq!((get_u64(&out, 8), get_u32(&out, 20)), (h, EINVAL));
+                assert!(events(&mut c).is_empty());
+            }
+            // REQ_ONE belongs to block status only.
+            c.receive(&req(CMD_FLAG_REQ_ONE, CMD_READ, 9, 0, 1));
+            let out = c.take_output();
+            assert_eq!((get_u64(&out, 8), get_u32(&out, 20)), (9, EINVAL));
+        }
+    }
+
+    #[test]
+    fn block_status_reply_encoding() {
+        let enc = ReplyEncoder { structured: true };
+        let b = enc.block_status(42, 7, &[(4096, STATE_HOLE | STATE_ZERO), (512, 0)]);
+        assert_eq!(get_u32(&b, 0), STRUCTURED_REPLY_MAGIC);
+        assert_eq!(get_u16(&b, 4), REPLY_FLAG_DONE);
+        assert_eq!(get_u16(&b, 6), REPLY_TYPE_BLOCK_STATUS);
+        assert_eq!(get_u64(&b, 8), 42);
+        assert_eq!(get_u32(&b, 16), 4 + 16);
+        assert_eq!(b.len(), 20 + 4 + 16);
+        assert_eq!(get_u32(&b, 20), 7);
+        assert_eq!((get_u32(&b, 24), get_u32(&b, 28)), (4096, 3));
+        assert_eq!((get_u32(&b, 32), get_u32(&b, 36)), (512, 0));
+    }
+
+    #[test]
+    fn block_status_descriptors_follow_the_rules() {
+        const HZ: u32 = STATE_HOLE | STATE_ZERO;
+        let d = |offset: u64, len: u32, one: bool, min: u32, ext: &[(u64, u32)]| {
+            block_status_descriptors(offset, len, one, min, ext.iter().copied())
+        };
+        // Cut at the requested length; zero-length runs skipped; equal neighbours merged;
+        // unknown flag bits dropped.
+        assert_eq!(
+            d(
+                0,
+                10_000,
+                false,
+                1,
+                &[(4096, HZ), (0, 0), (4096, HZ | 0x80), (4096, 0), (9, HZ)]
+            ),
+            vec![(8192, HZ), (1808, 0)]
+        );
+        // REQ_ONE: the first run only, never longer than asked.
+        assert_eq!(
+            d(0, 100, true, 1, &[(4096, HZ), (4096, 0)]),
+            vec![(100, HZ)]
+        );
+        assert_eq!(
+            d(0, 8192, true, 1, &[(4096, HZ), (4096, 0)]),
+            vec![(4096, HZ)]
+        );
+        // Nothing from the backend: the whole range as data.
+        assert_eq!(d(512, 1000, false, 1, &[]), vec![(1000, 0)]);
+        assert_eq!(d(512, 1000, true, 1, &[(0, HZ)]), vec![(1000, 0)]);
+        // Short answers stay short.
+        assert_eq!(d(0, 8192, false, 1, &[(1000, HZ)]), vec![(1000, HZ)]);
+        // A minimum block size of 512: the bytes around a boundary at 1000, [512, 1024),
+        // keep only the flags both sides have.
+        assert_eq!(
+            d(0, 4096, false, 512, &[(1000, HZ), (3096, 0)]),
+            vec![(512, HZ), (3584, 0)]
+        );
+        // [0, 1000) HZ, [1000, 1100) ZERO, [1100, 4096) HZ: [512, 1024) and [1024, 1536)
+        // hold bytes of a ZERO run and of an HZ one.
+        assert_eq!(
+            d(
+                0,
+                4096,
+                false,
+                512,
+                &[(1000, HZ), (100, STATE_ZERO), (2996, HZ)]
+            ),
+            vec![(512, HZ), (1024, STATE_ZERO), (2560, HZ)]
+        );
+        // Runs smaller than the minimum are swallowed whole.
+        assert_eq!(
+            d(
+                0,
+                2048,
+                false,
+                1024,
+                &[(1024, HZ), (10, 0), (10, HZ), (1004, HZ)]
+            ),
+            vec![(1024, HZ), (1024, 0)]
+        );
+        // The backend stopped at an unaligned byte: the answer stops at the multiple before
+        // it, or goes on to the next as unknown when the run is shorter than the minimum.
+        assert_eq!(
+            d(0, 4096, false, 512, &[(1024, HZ), (100, HZ)]),
+            vec![(1024, HZ)]
+        );
+        assert_eq!(d(0, 4096, false, 512, &[(100, HZ)]), vec![(512, 0)]);
+        assert_eq!(
+            d(0, 4096, false, 512, &[(512, 0), (100, HZ)]),
+            vec![(1024, 0)]
+        );
+        // Every descriptor is a multiple of the minimum (the request is aligned), lengths
+        // are nonzero and sum to at most the request.
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        let mut rnd = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..2000 {
+            let min = 1u32 << rnd(13);
+            let offset = rnd(64) * u64::from(min);
+            let len = ((rnd(40) + 1) * u64::from(min)) as u32;
+            let one = rnd(2) == 0;
+            let ext: Vec<(u64, u32)> = (0..rnd(12))
+                .map(|_| (rnd(3 * u64::from(min) + 2), rnd(8) as u32))
+                .collect();
+            let out = d(offset, len, one, min, &ext);
+            assert!(!out.is_empty());
+            assert!(!one || out.len() == 1);
+            assert!(out
+                .iter()
+                .all(|x| x.0 > 0 && x.0 % min == 0 && x.1 & !HZ == 0));
+            assert!(out.iter().map(|x| u64::from(x.0)).sum::<u64>() <= u64::from(len));
+            assert!(out.windows(2).all(|w| w[0].1 != w[1].1));
+            // No byte gains a flag the backend did not give it (bytes it said nothing of have
+            // none).
+            let mut runs: Vec<(u64, u64, u32)> = Vec::new();
+            let mut pos = 0u64;
+            for &(n, f) in &ext {
+                runs.push((pos, pos + n, f));
+                pos += n;
+            }
+            runs.push((pos, u64::MAX, 0));
+            let mut at = 0u64;
+            for &(l, f) in &out {
+                let end = at + u64::from(l);
+                for &(rs, re, g) in &runs {
+                    if rs < re && rs < end && at < re {
+                        assert_eq!(f & !g, 0, "{at}..{end}: {out:?} from {ext:?}");
+                    }
+                }
+                at = end;
+            }
+        }
     }
 
     #[test]

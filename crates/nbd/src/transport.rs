@@ -22,8 +22,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::backend::Backend;
-use crate::proto::{errno_of, ReplyEncoder, EIO};
-use crate::server::{Command, Event, ExportInfo, Request, ServerConfig, ServerConn, TlsPolicy};
+use crate::proto::{errno_of, ReplyEncoder, EIO, META_BASE_ALLOCATION_ID};
+use crate::server::{
+    block_status_descriptors, Command, Event, ExportInfo, Request, ServerConfig, ServerConn,
+    TlsPolicy,
+};
 use crate::tls::TlsServer;
 
 /// One export: what the protocol advertises and what serves it.
@@ -342,7 +345,10 @@ impl Server {
                             workers = Some(Workers::start(
                                 self,
                                 Arc::clone(&e.backend),
-                                conn.encoder(),
+                                Replies {
+                                    enc: conn.encoder(),
+                                    minimum: e.info.block.minimum,
+                                },
                                 Arc::clone(&writer),
                             ));
                         }
@@ -384,7 +390,7 @@ impl Workers {
     fn start<S: Stream>(
         server: &Arc<Server>,
         backend: Arc<dyn Backend>,
-        enc: ReplyEncoder,
+        enc: Replies,
         writer: Arc<Mutex<S>>,
     ) -> Workers {
         let (tx, rx) = sync_channel::<Request>(server.opts.queue_depth.max(1));
@@ -497,16 +503,26 @@ fn write_all_vectored<W: Write + ?Sized>(
     Ok(())
 }
 
+/// How one connection's replies are made: its encoder and its export's minimum block size
+/// (block status descriptors are multiples of it).
+#[derive(Clone, Copy, Debug)]
+struct Replies {
+    enc: ReplyEncoder,
+    minimum: u32,
+}
+
 /// Runs one request; returns the reply as header and data (the data of a read live in
 /// `rbuf`).
 fn execute<'b>(
     backend: &dyn Backend,
-    enc: ReplyEncoder,
+    replies: Replies,
     req: Request,
     rbuf: &'b mut ReadBuf,
 ) -> (Vec<u8>, &'b [u8]) {
+    let enc = replies.enc;
     let handle = req.handle;
     let fua = req.fua();
+    let req_one = req.req_one();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(
         || -> io::Result<(Vec<u8>, usize)> {
             let sync = |r: io::Result<()>| -> io::Result<()> {
@@ -546,6 +562,17 @@ fn execute<'b>(
                         backend.write_zeroes(offset, len as u64)
                     })?;
                     Ok((enc.ok(handle), 0))
+                }
+                Command::BlockStatus { offset, len } => {
+                    let extents = backend.block_status(offset, u64::from(len))?;
+                    let d = block_status_descriptors(
+                        offset,
+                        len,
+                        req_one,
+                        replies.minimum,
+                        extents.iter().map(|e| (e.len, e.flags)),
+                    );
+                    Ok((enc.block_status(handle, META_BASE_ALLOCATION_ID, &d), 0))
                 }
             }
         },
@@ -605,6 +632,7 @@ mod tests {
         let data: Vec<u8> = (0..1 << 20).map(|i: u32| (i % 251) as u8).collect();
         backend.write(0, &data).unwrap();
         let enc = ReplyEncoder { structured: false };
+        let replies = Replies { enc, minimum: 1 };
         let mut rbuf = ReadBuf::default();
         let read = |offset: u64, len: u32| Request {
             handle: 7,
@@ -612,12 +640,12 @@ mod tests {
             command: Command::Read { offset, len },
         };
         for (offset, len) in [(0u64, 1u32 << 20), (1000, 10), (5, 0), (4096, 65536)] {
-            let (header, payload) = execute(&backend, enc, read(offset, len), &mut rbuf);
+            let (header, payload) = execute(&backend, replies, read(offset, len), &mut rbuf);
             assert_eq!(header, enc.read_ok_header(7, offset, len));
             assert_eq!(payload, &data[offset as usize..][..len as usize]);
         }
         // Past the end: an error reply, no data.
-        let (_, payload) = execute(&backend, enc, read((1 << 20) - 10, 20), &mut rbuf);
+        let (_, payload) = execute(&backend, replies, read((1 << 20) - 10, 20), &mut rbuf);
         assert!(payload.is_empty());
         // An oversized buffer is freed after its reply; a normal one is kept.
         rbuf.get(READ_BUF_KEEP + 1);

@@ -4,9 +4,13 @@
 
 mod common;
 
+use std::os::unix::fs::MetadataExt;
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use common::*;
+use nbd::{Backend, Export, ExportInfo, MemBackend, ServerOptions};
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().expect("client runs");
@@ -119,4 +123,121 @@ fn qemu_io_and_qemu_img_through_nbd_unix() {
         .arg(&uri)
         .arg(&back));
     assert!(std::fs::read(&back).unwrap() == data);
+}
+
+/// `nbdinfo --map` lines as (offset, length, type).
+fn map_entries(map: &str) -> Vec<(u64, u64, u32)> {
+    map.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A memory backend that counts the bytes read from it.
+struct Counting {
+    mem: MemBackend,
+    read: AtomicU64,
+}
+
+impl Backend for Counting {
+    fn size(&self) -> u64 {
+        self.mem.size()
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.read.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        self.mem.read(offset, buf)
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.mem.write(offset, data)
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn block_status(&self, offset: u64, len: u64) -> std::io::Result<Vec<nbd::Extent>> {
+        self.mem.block_status(offset, len)
+    }
+}
+
+/// Block status with real clients: `nbdinfo` lists `base:allocation` and maps holes and data;
+/// `nbdcopy` and `qemu-img convert` copy the export byte for byte into sparse files, reading
+/// only the data (so they used block status, rather than finding the zeros by reading them).
+#[test]
+fn block_status_nbdinfo_map_and_sparse_copies() {
+    let Some(nbdinfo) = tool("nbdinfo") else {
+        return;
+    };
+    let Some(nbdcopy) = tool("nbdcopy") else {
+        return;
+    };
+    let Some(qemu_img) = tool("qemu-img") else {
+        return;
+    };
+    let size = 16u64 << 20;
+    let b = Arc::new(Counting {
+        mem: MemBackend::new(size as usize),
+        read: AtomicU64::new(0),
+    });
+    let data = pattern(9, 100_000);
+    b.write(1 << 20, &data).unwrap();
+    b.write(10 << 20, &data[..5000]).unwrap();
+    let t = TestServer::start_exports(
+        vec![Export {
+            info: ExportInfo::new("sparse", size),
+            backend: Arc::clone(&b) as Arc<dyn Backend>,
+        }],
+        ServerOptions::default(),
+    );
+    let full = run(Command::new(&nbdinfo).arg(t.uri("sparse")));
+    assert!(full.contains("base:allocation"), "{full}");
+    let map = run(Command::new(&nbdinfo).arg("--map").arg(t.uri("sparse")));
+    // 4 KiB blocks: data where written, holes that read as zeros elsewhere.
+    let end1 = ((1 << 20) + 100_000u64).div_ceil(4096) * 4096;
+    let end2 = ((10 << 20) + 5000u64).div_ceil(4096) * 4096;
+    assert_eq!(
+        map_entries(&map),
+        vec![
+            (0, 1 << 20, 3),
+            (1 << 20, end1 - (1 << 20), 0),
+            (end1, (10 << 20) - end1, 3),
+            (10 << 20, end2 - (10 << 20), 0),
+            (end2, size - end2, 3),
+        ],
+        "{map}"
+    );
+    let dir = TempDir::new("sparse");
+    let whole = b.mem.snapshot();
+    for (what, out) in [("nbdcopy", "c.raw"), ("qemu-img", "q.raw")] {
+        let dst = dir.path().join(out);
+        let before = b.read.load(Ordering::Relaxed);
+        match what {
+            "nbdcopy" => run(Command::new(&nbdcopy).arg(t.uri("sparse")).arg(&dst)),
+            _ => run(Command::new(&qemu_img)
+                .args(["convert", "-f", "raw", "-O", "raw"])
+                .arg(t.uri("sparse"))
+                .arg(&dst)),
+        };
+        let read = b.read.load(Ordering::Relaxed) - before;
+        assert!(
+            std::fs::read(&dst).unwrap() == whole,
+            "{what}: the copy differs"
+        );
+        let m = std::fs::metadata(&dst).unwrap();
+        let allocated = m.blocks() * 512;
+        assert_eq!(m.len(), size);
+        assert!(
+            allocated < 1 << 20,
+            "{what} wrote the holes: {allocated} bytes allocated"
+        );
+        assert!(
+            read < 1 << 20,
+            "{what} read {read} bytes of a {size}-byte export with 110 KiB of data"
+        );
+    }
 }

@@ -411,3 +411,197 @@ fn the_client_reads_writes_and_flushes_through_the_server() {
     drop(c);
     still_serves(&t);
 }
+
+/// A connection that negotiated structured replies and selected `base:allocation` on
+/// `export`; returns the client and the context id the server gave.
+fn open_with_block_status(socket: &std::path::Path, export: &str) -> (RawClient, u32) {
+    let mut c = RawClient::connect(socket);
+    c.send(&3u32.to_be_bytes());
+    c.send(&opt_bytes(OPT_STRUCTURED_REPLY, &[]));
+    assert_eq!(c.read_opt_reply().1, REP_ACK);
+    c.structured = true;
+    let mut d = Vec::new();
+    d.extend_from_slice(&(export.len() as u32).to_be_bytes());
+    d.extend_from_slice(export.as_bytes());
+    d.extend_from_slice(&1u32.to_be_bytes());
+    d.extend_from_slice(&(META_BASE_ALLOCATION.len() as u32).to_be_bytes());
+    d.extend_from_slice(META_BASE_ALLOCATION.as_bytes());
+    c.send(&opt_bytes(OPT_SET_META_CONTEXT, &d));
+    let (o, kind, data) = c.read_opt_reply();
+    assert_eq!((o, kind), (OPT_SET_META_CONTEXT, REP_META_CONTEXT));
+    assert_eq!(&data[4..], META_BASE_ALLOCATION.as_bytes());
+    let id = u32::from_be_bytes(data[..4].try_into().unwrap());
+    assert_eq!(c.read_opt_reply().1, REP_ACK);
+    c.send(&opt_bytes(OPT_GO, &go_bytes(export)));
+    while c.read_opt_reply().1 != REP_ACK {}
+    (c, id)
+}
+
+/// A block status reply's payload: (context id, descriptors).
+fn descriptors(data: &[u8]) -> (u32, Vec<(u32, u32)>) {
+    let id = u32::from_be_bytes(data[..4].try_into().unwrap());
+    let d = data[4..]
+        .chunks_exact(8)
+        .map(|c| {
+            (
+                u32::from_be_bytes(c[..4].try_into().unwrap()),
+                u32::from_be_bytes(c[4..].try_into().unwrap()),
+            )
+        })
+        .collect();
+    (id, d)
+}
+
+#[test]
+fn block_status_reports_holes_and_data_of_a_memory_export() {
+    const HZ: u32 = STATE_HOLE | STATE_ZERO;
+    let t = TestServer::start(&[("disk", 1 << 20)]);
+    t.backends[0].write(8192, &[1u8; 5000]).unwrap();
+    t.backends[0].write(100_000, b"x").unwrap();
+    let (mut c, id) = open_with_block_status(&t.socket, "disk");
+    // The whole export: zeros, the 5000 bytes (in blocks 2..=3), zeros, the byte at 100000
+    // (block 24), zeros.
+    c.send(&req_bytes(0, CMD_BLOCK_STATUS, 1, 0, 1 << 20));
+    let r = c.read_reply_for(0);
+    assert_eq!((r.handle, r.error), (1, 0));
+    assert_eq!(
+        descriptors(&r.data),
+        (
+            id,
+            vec![
+                (8192, HZ),
+                (8192, 0),
+                (24 * 4096 - 16384, HZ),
+                (4096, 0),
+                ((1 << 20) - 25 * 4096, HZ)
+            ]
+        )
+    );
+    // REQ_ONE: one descriptor, no longer than asked; an unaligned start.
+    c.send(&req_bytes(
+        CMD_FLAG_REQ_ONE,
+        CMD_BLOCK_STATUS,
+        2,
+        100,
+        50_000,
+    ));
+    assert_eq!(
+        descriptors(&c.read_reply_for(0).data),
+        (id, vec![(8092, HZ)])
+    );
+    c.send(&req_bytes(CMD_FLAG_REQ_ONE, CMD_BLOCK_STATUS, 3, 9000, 10));
+    assert_eq!(descriptors(&c.read_reply_for(0).data), (id, vec![(10, 0)]));
+    // Writing zeros over the data makes it a hole again (this backend looks at the bytes).
+    c.send(&req_bytes(0, CMD_WRITE_ZEROES, 4, 8192, 8192));
+    assert_eq!(c.read_reply_for(0).error, 0);
+    c.send(&req_bytes(0, CMD_BLOCK_STATUS, 5, 0, 65536));
+    assert_eq!(
+        descriptors(&c.read_reply_for(0).data),
+        (id, vec![(65536, HZ)])
+    );
+    // Past the end, and empty: EINVAL, and the connection goes on.
+    for (h, off, len) in [(6u64, (1u64 << 20) - 1, 2u32), (7, 0, 0)] {
+        c.send(&req_bytes(0, CMD_BLOCK_STATUS, h, off, len));
+        let r = c.read_reply_for(0);
+        assert_eq!((r.handle, r.error), (h, EINVAL));
+    }
+    c.send(&req_bytes(0, CMD_READ, 8, 100_000, 1));
+    assert_eq!(c.read_reply_for(1).data, b"x");
+
+    // Without the context selected, the same request is refused.
+    let mut plain = RawClient::open(&t.socket, "disk", true);
+    plain.send(&req_bytes(0, CMD_BLOCK_STATUS, 9, 0, 4096));
+    let r = plain.read_reply_for(0);
+    assert_eq!((r.handle, r.error), (9, EINVAL));
+    assert!(String::from_utf8_lossy(&r.data).contains("not negotiated"));
+}
+
+/// A backend whose block status fails, and one that reports runs the protocol does not allow
+/// as such (past the range, unaligned, empty).
+struct OddStatus {
+    mem: MemBackend,
+    fail: bool,
+}
+
+impl Backend for OddStatus {
+    fn size(&self) -> u64 {
+        self.mem.size()
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.mem.read(offset, buf)
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.mem.write(offset, data)
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn block_status(&self, _offset: u64, _len: u64) -> std::io::Result<Vec<nbd::Extent>> {
+        if self.fail {
+            return Err(std::io::Error::other("no status today"));
+        }
+        Ok(vec![
+            nbd::Extent::hole(0),
+            nbd::Extent::hole(1000),
+            nbd::Extent::data(10),
+            nbd::Extent::hole(1 << 40),
+        ])
+    }
+}
+
+#[test]
+fn block_status_replies_keep_the_rules_whatever_the_backend_says() {
+    let dir = TempDir::new("odd");
+    let socket = dir.path().join("s.sock");
+    let mut info = ExportInfo::new("odd", 1 << 20);
+    info.block.minimum = 512;
+    let mut failing = ExportInfo::new("failing", 1 << 20);
+    failing.block.minimum = 512;
+    let exports = vec![
+        Export {
+            info,
+            backend: Arc::new(OddStatus {
+                mem: MemBackend::new(1 << 20),
+                fail: false,
+            }),
+        },
+        Export {
+            info: failing,
+            backend: Arc::new(OddStatus {
+                mem: MemBackend::new(1 << 20),
+                fail: true,
+            }),
+        },
+    ];
+    let server = Server::new(exports, ServerOptions::default());
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let s2 = Arc::clone(&server);
+    let th = std::thread::spawn(move || s2.serve_unix(listener).unwrap());
+    {
+        let (mut c, id) = open_with_block_status(&socket, "odd");
+        // [0, 1000) hole, [1000, 1010) data, then a hole past the end of the export: the
+        // boundary moves to 1024 with the data, and the answer stops at the request's end.
+        c.send(&req_bytes(0, CMD_BLOCK_STATUS, 1, 0, 8192));
+        assert_eq!(
+            descriptors(&c.read_reply_for(0).data),
+            (
+                id,
+                vec![
+                    (512, STATE_HOLE | STATE_ZERO),
+                    (512, 0),
+                    (7168, STATE_HOLE | STATE_ZERO)
+                ]
+            )
+        );
+        let (mut c, _) = open_with_block_status(&socket, "failing");
+        c.send(&req_bytes(0, CMD_BLOCK_STATUS, 2, 0, 8192));
+        let r = c.read_reply_for(0);
+        assert_eq!((r.handle, r.error), (2, EIO));
+        assert!(String::from_utf8_lossy(&r.data).contains("no status today"));
+        // The connection goes on.
+        c.send(&req_bytes(0, CMD_READ, 3, 0, 16));
+        assert_eq!(c.read_reply_for(16).data, vec![0u8; 16]);
+    }
+    server.stop();
+    th.join().unwrap();
+}

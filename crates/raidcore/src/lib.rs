@@ -43,6 +43,9 @@
 //!   [`mem::run_ops`] is the one interpreter of [`Op`]s that every executor calls.
 //! - **Verification** ([`plan_verify_cycle`], [`check_verify`]): read a cycle, check every
 //!   stripe's parity or mirrors (`raidforge verify`).
+//! - **Read sources** ([`read_sources`]): the member bytes a logical range's contents come
+//!   from, so that an executor can tell a range that reads as zeros (holes of sparse members)
+//!   without reading it (NBD block status).
 //! - **Superblock** ([`superblock`]): the versioned, checksummed record at the start of every
 //!   member that lets a pool be assembled from its members alone. [`md`] is Linux MD's v1.x
 //!   superblock, the other on-disk format a pool can have.
@@ -117,6 +120,7 @@ pub mod rebuild;
 pub mod record;
 pub mod region;
 pub mod repair;
+pub mod sources;
 pub mod superblock;
 pub mod units;
 pub mod verify;
@@ -139,6 +143,7 @@ pub use planner::{plan_read, plan_read_balanced, plan_rebuild_cycle, plan_write,
 pub use policy::{ModeCost, ModePolicy, StripeWrite, WriteMode, WritePolicy};
 pub use rebuild::{Progress, RebuildOrder, RebuildScheduler, SpeedLimits, Throttle};
 pub use repair::{locate_member_byte, logical_offset, lost_with, place_loc, plan_repair};
+pub use sources::{read_sources, MemberRange, Sources};
 pub use verify::{check_verify, plan_verify_cycle, resync_cycle, Resync, VerifyOutcome};
 
 use layout::{Disk, LayoutError};

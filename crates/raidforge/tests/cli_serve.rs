@@ -321,6 +321,198 @@ fn nbdinfo_nbdcopy_qemu_on_two_exports_and_clean_shutdown() {
     assert!(std::fs::read(&out).unwrap().iter().all(|&x| x == 0xa5));
 }
 
+// ---------- block status, sparse copies and several connections ----------
+
+/// `nbdinfo --map` lines: (offset, length, type); 3 is a hole that reads as zeros, 0 data.
+fn map_entries(map: &str) -> Vec<(u64, u64, u32)> {
+    map.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Bytes read from the members of a served pool so far (its status through the control
+/// socket).
+fn member_read_bytes(pool: &Path) -> u64 {
+    let st = json_here(&["status", pool.to_str().unwrap(), "--json"]);
+    st["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["read_bytes"].as_u64().unwrap())
+        .sum()
+}
+
+/// (apparent size, bytes allocated) of a file.
+fn sizes(path: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).unwrap();
+    (m.len(), m.blocks() * 512)
+}
+
+/// A sparse pool with a little data: `nbdinfo` shows the `base:allocation` context and
+/// `can_multi_conn`, and maps holes where nothing was written and data where it was;
+/// `nbdcopy` (one and four connections) and `qemu-img convert` copy it byte for byte like a
+/// full read, into sparse files, reading only the stripes that hold data; `nbdcopy
+/// --connections=4` writes and reads the whole export back.
+#[test]
+fn block_status_sparse_copies_and_multi_conn() {
+    let (Some(nbdinfo), Some(nbdcopy), Some(qemu_img)) =
+        (tool("nbdinfo"), tool("nbdcopy"), tool("qemu-img"))
+    else {
+        return;
+    };
+    let dir = TempDir::new("cli-serve", "bstatus");
+    let pool = create(&dir, "sp", &["--scheme", "raid5", "--disks", "4"], 4, "16M");
+    for i in 0..4 {
+        let (apparent, allocated) = sizes(&dir.join(&format!("sp-m{i}.img")));
+        assert!(
+            apparent == 16 << 20 && allocated < 1 << 20,
+            "member {i} is not sparse: {allocated} of {apparent} bytes allocated"
+        );
+    }
+    let size = json_here(&["status", pool.to_str().unwrap(), "--json"])["size_bytes"]
+        .as_u64()
+        .unwrap();
+    let writes = [
+        (1u64 << 20, 100_000usize),
+        (20_000_000, 5000),
+        (size - 4096, 4096),
+    ];
+    for (i, &(off, len)) in writes.iter().enumerate() {
+        common::write(
+            &dir.0,
+            pool.to_str().unwrap(),
+            off,
+            &pattern(10 + i as u64, len),
+        );
+    }
+    let srv = Served::start(&[&pool], &dir.join("s.sock"), false, &[]);
+    let uri = srv.unix_uri("sp");
+
+    let info = run_tool(Command::new(&nbdinfo).arg(&uri));
+    for want in ["base:allocation", "can_multi_conn: true"] {
+        assert!(info.contains(want), "missing {want} in\n{info}");
+    }
+    let map = run_tool(Command::new(&nbdinfo).arg("--map").arg(&uri));
+    eprintln!("nbdinfo --map:\n{map}");
+    let entries = map_entries(&map);
+    let mut at = 0;
+    for &(off, len, _) in &entries {
+        assert_eq!(off, at, "{map}");
+        at += len;
+    }
+    assert_eq!(at, size, "{map}");
+    assert!(entries.iter().all(|e| e.2 == 0 || e.2 == 3), "{map}");
+    // Every written byte is in a data run; data runs are the written stripes (3 chunks of
+    // 64 KiB on 4-member RAID5), holes the rest.
+    for &(off, len) in &writes {
+        let end = off + len as u64;
+        assert!(
+            entries
+                .iter()
+                .filter(|e| e.0 < end && off < e.0 + e.1)
+                .all(|e| e.2 == 0),
+            "written {off}+{len} is not all data:\n{map}"
+        );
+    }
+    let data: u64 = entries.iter().filter(|e| e.2 == 0).map(|e| e.1).sum();
+    assert!(
+        data > 0 && data <= 4 * 3 * (64 << 10),
+        "{data} bytes of data:\n{map}"
+    );
+
+    // Copies, each compared with a full read (nbdcopy --no-extents reads every byte).
+    let full = dir.join("full.raw");
+    let before = member_read_bytes(&pool);
+    run_tool(
+        Command::new(&nbdcopy)
+            .arg("--no-extents")
+            .arg(&uri)
+            .arg(&full),
+    );
+    let read_full = member_read_bytes(&pool) - before;
+    assert!(read_full >= size, "a full read read {read_full} bytes");
+    let whole = std::fs::read(&full).unwrap();
+    for (i, &(off, len)) in writes.iter().enumerate() {
+        assert!(whole[off as usize..off as usize + len] == pattern(10 + i as u64, len)[..]);
+    }
+    for (what, out, args) in [
+        ("nbdcopy", "c.raw", vec![]),
+        ("nbdcopy", "c4.raw", vec!["--connections=4"]),
+        (
+            "qemu-img",
+            "q.raw",
+            vec!["convert", "-f", "raw", "-O", "raw"],
+        ),
+    ] {
+        let dst = dir.join(out);
+        let before = member_read_bytes(&pool);
+        let tool = if what == "nbdcopy" {
+            &nbdcopy
+        } else {
+            &qemu_img
+        };
+        run_tool(Command::new(tool).args(&args).arg(&uri).arg(&dst));
+        let read = member_read_bytes(&pool) - before;
+        assert!(
+            std::fs::read(&dst).unwrap() == whole,
+            "{what} {args:?}: the copy differs from a full read"
+        );
+        let (apparent, allocated) = sizes(&dst);
+        eprintln!(
+            "{what} {args:?}: apparent {apparent} bytes, allocated {allocated}, \
+             {read} bytes read from the members"
+        );
+        assert_eq!(apparent, size);
+        assert!(
+            allocated < 1 << 20,
+            "{what} {args:?}: {allocated} bytes allocated"
+        );
+        // Clients read in their own request sizes around the data runs; a copy that read
+        // the holes would read the whole export, as the full read did.
+        assert!(
+            read < size / 10,
+            "{what} {args:?} read {read} bytes of the members ({data} bytes of data, a full \
+             read {read_full})"
+        );
+    }
+
+    // Four connections write the whole export and read it back.
+    let rnd = pattern(99, size as usize);
+    let src = dir.join("rnd.bin");
+    std::fs::write(&src, &rnd).unwrap();
+    run_tool(
+        Command::new(&nbdcopy)
+            .arg("--connections=4")
+            .arg(&src)
+            .arg(&uri),
+    );
+    let back = dir.join("back.raw");
+    run_tool(
+        Command::new(&nbdcopy)
+            .arg("--connections=4")
+            .arg(&uri)
+            .arg(&back),
+    );
+    assert!(
+        std::fs::read(&back).unwrap() == rnd,
+        "nbdcopy -C 4 round trip differs"
+    );
+    let map = run_tool(Command::new(&nbdinfo).arg("--map").arg(&uri));
+    assert_eq!(map_entries(&map), vec![(0, size, 0)], "{map}");
+    drop(srv);
+    let v = json_here(&["verify", pool.to_str().unwrap(), "--json"]);
+    assert_eq!(v["inconsistent"].as_array().unwrap().len(), 0);
+}
+
 // ---------- fio through failures and rebuilds ----------
 
 /// Runs fio (random writes of 4-64 KiB and sequential 128 KiB writes on two regions, each

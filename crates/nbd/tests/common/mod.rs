@@ -56,8 +56,6 @@ impl TestServer {
     }
 
     pub fn start_with(exports: &[(&str, usize)], opts: ServerOptions) -> TestServer {
-        let dir = TempDir::new("srv");
-        let socket = dir.path().join("nbd.sock");
         let backends: Vec<Arc<MemBackend>> = exports
             .iter()
             .map(|(_, size)| Arc::new(MemBackend::new(*size)))
@@ -70,6 +68,16 @@ impl TestServer {
                 backend: Arc::clone(b) as Arc<dyn Backend>,
             })
             .collect();
+        let mut t = Self::start_exports(ex, opts);
+        t.backends = backends;
+        t
+    }
+
+    /// Exports as given (`backends` is left empty).
+    pub fn start_exports(ex: Vec<Export>, opts: ServerOptions) -> TestServer {
+        let dir = TempDir::new("srv");
+        let socket = dir.path().join("nbd.sock");
+        let backends = Vec::new();
         let server = Server::new(ex, opts);
         let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
         let s2 = Arc::clone(&server);
@@ -265,6 +273,12 @@ impl RawClient {
                 handle,
                 error: 0,
                 data: Vec::new(),
+            },
+            // The raw payload: context id, then (length, flags) descriptors.
+            REPLY_TYPE_BLOCK_STATUS => Reply {
+                handle,
+                error: 0,
+                data: payload,
             },
             REPLY_TYPE_ERROR => Reply {
                 handle,

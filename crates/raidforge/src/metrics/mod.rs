@@ -102,6 +102,10 @@ impl Backend for MeteredBackend {
     fn write_zeroes(&self, offset: u64, len: u64) -> std::io::Result<()> {
         self.timed(4, 0, || self.inner.write_zeroes(offset, len))
     }
+    /// Not counted (no data moves): passed on, so that metering does not hide the holes.
+    fn block_status(&self, offset: u64, len: u64) -> std::io::Result<Vec<nbd::Extent>> {
+        self.inner.block_status(offset, len)
+    }
 }
 
 /// One served pool as the metrics see it.

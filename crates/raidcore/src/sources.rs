@@ -1,0 +1,126 @@
+//! Which member bytes a logical range's contents come from: for answering "does this range
+//! read as zeros?" without reading it (NBD block status, `dev::serve_support`), by asking the
+//! members whether those bytes are holes.
+//!
+//! [`read_sources`] gives, for each chunk's piece of a logical range, member ranges such that
+//! **if every one of them reads as zeros on the members present, a read of the piece returns
+//! zeros**, whatever plan serves it. Why that holds:
+//!
+//! - Healthy cycle (every place of the cycle's current layout available, no stale parity): a
+//!   read of the piece reads its data place or a copy of it ([`crate::plan_read_balanced`]
+//!   picks among the copies), all of which are places of the stripes holding the data place.
+//!   The ranges are every place of those stripes, whole chunks: data, copies and parities
+//!   (parities are not read, but a write to the stripe writes them, which makes the answer
+//!   more careful, never wrong).
+//! - Any other cycle (a member failed or replaced and not rebuilt, a deferred parity): a read
+//!   may reconstruct the piece, peeling across the cycle's stripes, from any place of the
+//!   cycle. Every place of a cycle, in every layout generation, lies in the cycle's member rows
+//!   (`Geometry::stride_rows` covers the healthy and every rebuilt layout), so the ranges are
+//!   those rows on every member. A member that is missing is never read, so the caller skips
+//!   it; every codec op is linear over GF(2^8) (copies, XOR, P+Q encode, update and recover),
+//!   so zeros in give zeros out.
+//!
+//! The answer is as of one state: the caller holds the state (or the read's stripe locks)
+//! while it looks at the members, so that no write to those stripes is half done.
+
+use layout::Disk;
+
+use crate::array::{ArrayState, Geometry};
+use crate::recon::View;
+use crate::CoreError;
+
+/// Bytes of one member's data area.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MemberRange {
+    /// The member.
+    pub member: Disk,
+    /// Byte offset in the member's data area.
+    pub offset_bytes: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// A piece of a logical range (inside one chunk) and the member ranges its bytes come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sources {
+    /// Logical byte offset of the piece.
+    pub offset: u64,
+    /// Length of the piece in bytes.
+    pub len: u64,
+    /// If all of these read as zeros (on the members present), the piece reads as zeros.
+    pub ranges: Vec<MemberRange>,
+}
+
+/// The sources of `len` bytes at logical byte `offset`, one entry per chunk touched, in
+/// order (see the module documentation).
+pub fn read_sources(
+    geo: &Geometry,
+    state: &ArrayState,
+    offset: u64,
+    len: u64,
+) -> Result<Vec<Sources>, CoreError> {
+    let capacity = geo.capacity_bytes();
+    let end = offset.checked_add(len);
+    if end.is_none_or(|e| e > capacity) {
+        return Err(CoreError::OutOfRange {
+            offset,
+            len,
+            capacity,
+        });
+    }
+    let end = offset + len;
+    let cb = geo.chunk_bytes();
+    let mut out = Vec::new();
+    // Whether the cycle last looked at is impaired (asked once per cycle: a RAID+ cycle has
+    // thousands of places).
+    let mut cycle: Option<(u64, bool)> = None;
+    let mut pos = offset;
+    while pos < end {
+        let chunk = pos / cb;
+        let piece_end = ((chunk + 1) * cb).min(end);
+        let (c, index) = geo.locate_chunk(chunk);
+        let view = View::current(geo, state, c);
+        let impaired = match cycle {
+            Some((k, i)) if k == c => i,
+            _ => {
+                let i = view.any_lost();
+                cycle = Some((c, i));
+                i
+            }
+        };
+        let ranges = if impaired {
+            let rows = geo.stride_rows() * cb;
+            (0..geo.disks() as Disk)
+                .map(|member| MemberRange {
+                    member,
+                    offset_bytes: geo.base_row(c) * cb,
+                    len: rows,
+                })
+                .collect()
+        } else {
+            let p = geo.data_place(index);
+            let mut v: Vec<MemberRange> = Vec::new();
+            for &(s, _) in geo.place_units(p) {
+                for &u in geo.stripe_places(s) {
+                    let loc = view.loc(u);
+                    let r = MemberRange {
+                        member: loc.disk,
+                        offset_bytes: geo.member_offset(c, loc, 0),
+                        len: cb,
+                    };
+                    if !v.contains(&r) {
+                        v.push(r);
+                    }
+                }
+            }
+            v
+        };
+        out.push(Sources {
+            offset: pos,
+            len: piece_end - pos,
+            ranges,
+        });
+        pos = piece_end;
+    }
+    Ok(out)
+}

@@ -225,16 +225,29 @@ impl StripeLocks {
         self.cycles.insert(cycle, moved);
     }
 
-    // ---- Exclusive locks -------------------------------------------------------------------
+    // ---- Taking ----------------------------------------------------------------------------
 
     /// Takes every stripe of `stripes` exclusively if none is held (in either mode); otherwise
-    /// takes nothing and returns false. `stripes` must not repeat a stripe.
+    /// takes nothing and returns false. `stripes` must not repeat a stripe. Release with
+    /// [`StripeLocks::unlock`].
     pub fn try_lock(&mut self, stripes: &[StripeId]) -> bool {
+        self.try_lock_as(LockMode::Exclusive, stripes)
+    }
+
+    /// Takes every stripe of `stripes` shared if none is held exclusively (stripes other plans
+    /// hold shared are joined); otherwise takes nothing and returns false. `stripes` must not
+    /// repeat a stripe. Release with [`StripeLocks::unlock_shared`].
+    pub fn try_lock_shared(&mut self, stripes: &[StripeId]) -> bool {
+        self.try_lock_as(LockMode::Shared, stripes)
+    }
+
+    /// [`StripeLocks::try_lock`] or [`StripeLocks::try_lock_shared`], by `mode`.
+    pub fn try_lock_as(&mut self, mode: LockMode, stripes: &[StripeId]) -> bool {
         // One look-up per run of stripes of the same cycle (plans list theirs sorted).
         let mut rest = stripes;
         while !rest.is_empty() {
             let run = run_of(rest);
-            if self.any_held(rest[0].cycle, rest[..run].iter().map(|s| s.stripe)) {
+            if self.any_conflict(mode, rest[0].cycle, rest[..run].iter().map(|s| s.stripe)) {
                 return false;
             }
             rest = &rest[run..];
@@ -242,21 +255,35 @@ impl StripeLocks {
         let mut rest = stripes;
         while !rest.is_empty() {
             let run = run_of(rest);
-            let taken = self.try_lock_in(rest[0].cycle, rest[..run].iter().map(|s| s.stripe));
+            let taken =
+                self.try_lock_in_as(mode, rest[0].cycle, rest[..run].iter().map(|s| s.stripe));
             debug_assert!(taken, "stripes checked free were refused");
             rest = &rest[run..];
         }
         true
     }
 
-    /// Whether any of `stripes` of `cycle` is held (in either mode).
-    fn any_held(&self, cycle: u64, mut stripes: impl Iterator<Item = usize>) -> bool {
+    /// Whether a plan locking `stripes` of `cycle` in `mode` is refused: one of them is held
+    /// (exclusive), or held exclusively (shared).
+    fn any_conflict(
+        &self,
+        mode: LockMode,
+        cycle: u64,
+        mut stripes: impl Iterator<Item = usize>,
+    ) -> bool {
         if let Some(k) = self.small_slot(cycle) {
-            let bits = self.small[k].1;
+            let mut bits = self.small[k].1;
+            if mode == LockMode::Shared {
+                bits &= !self.small_shared[k].0;
+            }
             return stripes.any(|s| s < 64 && bits & (1 << s) != 0);
         }
         match self.cycles.get(&cycle) {
-            Some(b) => stripes.any(|s| b.get(s)),
+            Some(b) => stripes.any(|stripe| {
+                b.get(stripe)
+                    && (mode == LockMode::Exclusive
+                        || !self.readers.contains_key(&StripeId { cycle, stripe }))
+            }),
             None => false,
         }
     }
@@ -268,6 +295,24 @@ impl StripeLocks {
     where
         I: Iterator<Item = usize> + Clone,
     {
+        self.try_lock_in_as(LockMode::Exclusive, cycle, stripes)
+    }
+
+    /// [`StripeLocks::try_lock_shared`] of stripes (indices) of one cycle.
+    #[inline]
+    pub fn try_lock_shared_in<I>(&mut self, cycle: u64, stripes: I) -> bool
+    where
+        I: Iterator<Item = usize> + Clone,
+    {
+        self.try_lock_in_as(LockMode::Shared, cycle, stripes)
+    }
+
+    /// [`StripeLocks::try_lock_in`] or [`StripeLocks::try_lock_shared_in`], by `mode`.
+    #[inline]
+    pub fn try_lock_in_as<I>(&mut self, mode: LockMode, cycle: u64, stripes: I) -> bool
+    where
+        I: Iterator<Item = usize> + Clone,
+    {
         // The common case, kept small enough to inline: stripes below 64 of a cycle in (or
         // joining) the direct-mapped table.
         // (The stripes are counted as they come: `count_ones` is a dozen instructions on a
@@ -275,14 +320,14 @@ impl StripeLocks {
         let (mut add, mut n) = (0u64, 0usize);
         for s in stripes.clone() {
             if s >= 64 {
-                return self.try_lock_in_general(cycle, stripes);
+                return self.try_lock_general(mode, cycle, stripes);
             }
             let m = 1u64 << s;
             assert!(add & m == 0, "stripe {s} of cycle {cycle} listed twice");
             add |= m;
             n += 1;
         }
-        self.try_lock_bits(cycle, add, n)
+        self.try_lock_bits_as(mode, cycle, add, n)
     }
 
     /// [`StripeLocks::try_lock_in`] of the stripes below 64 whose bits are set in `bits`, `n`
@@ -291,31 +336,103 @@ impl StripeLocks {
     /// dozen instructions on a baseline x86-64 target).
     #[inline]
     pub fn try_lock_bits(&mut self, cycle: u64, bits: u64, n: usize) -> bool {
+        self.try_lock_bits_as(LockMode::Exclusive, cycle, bits, n)
+    }
+
+    /// [`StripeLocks::try_lock_shared_in`] of the stripes below 64 whose bits are set in
+    /// `bits`, `n` of them (see [`StripeLocks::try_lock_bits`]).
+    #[inline]
+    pub fn try_lock_shared_bits(&mut self, cycle: u64, bits: u64, n: usize) -> bool {
+        self.try_lock_bits_as(LockMode::Shared, cycle, bits, n)
+    }
+
+    /// [`StripeLocks::try_lock_bits`] or [`StripeLocks::try_lock_shared_bits`], by `mode`.
+    /// One body for both, the mode tested where they differ: a caller that passes its mode
+    /// at run time (the simulator) inlines one copy of the common path.
+    // (Always: the simulator calls it with its mode known only at run time, and an out-of-line
+    // call cost more than both modes' code.)
+    #[inline(always)]
+    pub fn try_lock_bits_as(&mut self, mode: LockMode, cycle: u64, bits: u64, n: usize) -> bool {
         debug_assert_eq!(bits.count_ones() as usize, n, "the count of `bits`");
         if bits == 0 {
             return true;
         }
-        let e = &mut self.small[small_index(cycle)];
+        let k = small_index(cycle);
+        let e = &mut self.small[k];
         if e.1 != 0 && e.0 == cycle {
-            // (Held in either mode: a conflict.)
             if e.1 & bits != 0 {
-                return false;
+                // Held: refused, unless all of them are held shared and so is this plan.
+                return mode == LockMode::Shared && self.join_readers(k, cycle, bits);
             }
             e.1 |= bits;
+            if mode == LockMode::Shared {
+                self.small_shared[k].0 |= bits;
+                self.held_shared += n;
+            }
             self.held += n;
             return true;
         }
         // A free slot, unless the cycle is in the map (it went there while its slot was taken).
         if e.1 == 0 && (self.cycles.is_empty() || !self.cycles.contains_key(&cycle)) {
             *e = (cycle, bits);
+            debug_assert_eq!(self.small_shared[k], (0, 0), "a free slot has no readers");
+            if mode == LockMode::Shared {
+                self.small_shared[k].0 = bits;
+                self.held_shared += n;
+            }
             self.held += n;
             return true;
         }
-        self.try_lock_in_general(cycle, BitStripes(bits))
+        self.try_lock_general(mode, cycle, BitStripes(bits))
     }
 
-    /// [`StripeLocks::try_lock_in`] in every case (the map, a cycle moving from the table to
-    /// the map).
+    /// Slot `k` (cycle `cycle`) takes `bits` shared, some of them held already: if none is
+    /// held exclusively, those count one reader more and the others are taken; otherwise
+    /// nothing changes and the answer is false.
+    #[inline(never)]
+    fn join_readers(&mut self, k: usize, cycle: u64, bits: u64) -> bool {
+        let joined = self.small[k].1 & bits;
+        let (shared, multi) = &mut self.small_shared[k];
+        if joined & !*shared != 0 {
+            return false;
+        }
+        for stripe in BitStripes(joined) {
+            let id = StripeId { cycle, stripe };
+            if *multi & (1 << stripe) != 0 {
+                let n = self
+                    .readers
+                    .get_mut(&id)
+                    .expect("a stripe with two readers or more is counted");
+                *n = n.checked_add(1).expect("reader count overflows");
+            } else {
+                *multi |= 1 << stripe;
+                let had = self.readers.insert(id, 2);
+                debug_assert!(had.is_none(), "a single reader has no count");
+            }
+        }
+        let fresh = bits & !joined;
+        self.small[k].1 |= fresh;
+        *shared |= fresh;
+        let n = fresh.count_ones() as usize;
+        self.held += n;
+        self.held_shared += n;
+        true
+    }
+
+    /// [`StripeLocks::try_lock_in_as`] in every case (the map, a cycle moving from the table
+    /// to the map).
+    #[inline]
+    fn try_lock_general<I>(&mut self, mode: LockMode, cycle: u64, stripes: I) -> bool
+    where
+        I: Iterator<Item = usize> + Clone,
+    {
+        match mode {
+            LockMode::Exclusive => self.try_lock_in_general(cycle, stripes),
+            LockMode::Shared => self.try_lock_shared_general(cycle, stripes),
+        }
+    }
+
+    /// [`StripeLocks::try_lock_general`], exclusive.
     #[inline(never)]
     fn try_lock_in_general<I>(&mut self, cycle: u64, stripes: I) -> bool
     where
@@ -356,250 +473,7 @@ impl StripeLocks {
         true
     }
 
-    /// Releases stripes taken by one successful [`StripeLocks::try_lock`]. Panics if one of
-    /// them is not held exclusively (a bug in the executor).
-    pub fn unlock(&mut self, stripes: &[StripeId]) {
-        // One look-up per run of stripes of the same cycle (plans list theirs sorted; a
-        // rebuild plan lists thousands of one cycle).
-        let mut rest = stripes;
-        while !rest.is_empty() {
-            let run = run_of(rest);
-            self.unlock_in(rest[0].cycle, rest[..run].iter().map(|s| s.stripe));
-            rest = &rest[run..];
-        }
-    }
-
-    /// [`StripeLocks::unlock`] of stripes (indices) of one cycle, taken by one successful
-    /// [`StripeLocks::try_lock_in`] (or [`StripeLocks::try_lock`]).
-    #[inline]
-    pub fn unlock_in(&mut self, cycle: u64, stripes: impl Iterator<Item = usize>) {
-        if let Some(k) = self.small_slot(cycle) {
-            let bits = &mut self.small[k].1;
-            for stripe in stripes {
-                assert!(
-                    stripe < 64 && *bits & (1 << stripe) != 0,
-                    "unlocking stripe {:?}, which is not held",
-                    StripeId { cycle, stripe }
-                );
-                // (Read only while some stripe is held shared at all: an exclusive-only run
-                // touches nothing more than before.)
-                assert!(
-                    self.held_shared == 0 || self.small_shared[k].0 & (1 << stripe) == 0,
-                    "unlocking stripe {:?} as exclusive, which is held shared",
-                    StripeId { cycle, stripe }
-                );
-                *bits &= !(1 << stripe);
-                self.held -= 1;
-            }
-            // (A slot whose bits are all clear is free.)
-            return;
-        }
-        self.unlock_in_map(cycle, stripes);
-    }
-
-    /// [`StripeLocks::unlock_in`] of the stripes below 64 whose bits are set in `bits`, `n` of
-    /// them, taken by one successful [`StripeLocks::try_lock_bits`] (or `try_lock_in`).
-    #[inline]
-    pub fn unlock_bits(&mut self, cycle: u64, bits: u64, n: usize) {
-        debug_assert_eq!(bits.count_ones() as usize, n, "the count of `bits`");
-        if let Some(k) = self.small_slot(cycle) {
-            let held = &mut self.small[k].1;
-            assert!(
-                *held & bits == bits,
-                "unlocking stripe {:?}, which is not held",
-                StripeId {
-                    cycle,
-                    stripe: (bits & !*held).trailing_zeros() as usize
-                }
-            );
-            assert!(
-                self.held_shared == 0 || self.small_shared[k].0 & bits == 0,
-                "unlocking stripe {:?} as exclusive, which is held shared",
-                StripeId {
-                    cycle,
-                    stripe: (bits & self.small_shared[k].0).trailing_zeros() as usize
-                }
-            );
-            *held &= !bits;
-            self.held -= n;
-            // (A slot whose bits are all clear is free.)
-            return;
-        }
-        self.unlock_in_map(cycle, BitStripes(bits));
-    }
-
-    /// [`StripeLocks::unlock_in`] of a cycle in the map.
-    #[inline(never)]
-    fn unlock_in_map(&mut self, cycle: u64, stripes: impl Iterator<Item = usize>) {
-        let mut stripes = stripes.peekable();
-        let Some(&first) = stripes.peek() else {
-            return;
-        };
-        let std::collections::hash_map::Entry::Occupied(mut entry) = self.cycles.entry(cycle)
-        else {
-            panic!(
-                "unlocking stripe {:?}, which is not held",
-                StripeId {
-                    cycle,
-                    stripe: first
-                }
-            );
-        };
-        let bits = entry.get_mut();
-        let before = bits.count;
-        for stripe in stripes {
-            let id = StripeId { cycle, stripe };
-            assert!(
-                self.readers.is_empty() || !self.readers.contains_key(&id),
-                "unlocking stripe {id:?} as exclusive, which is held shared"
-            );
-            bits.release(cycle, stripe);
-        }
-        self.held -= before - bits.count;
-        if bits.count == 0 {
-            Self::free_cycle(entry, &mut self.spare);
-        }
-    }
-
-    /// Drops a mapped cycle that holds nothing any more, keeping its vector for reuse.
-    fn free_cycle(
-        entry: std::collections::hash_map::OccupiedEntry<'_, u64, CycleBits>,
-        spare: &mut Vec<Vec<u64>>,
-    ) {
-        let mut words = entry.remove().rest;
-        debug_assert!(words.iter().all(|&w| w == 0));
-        if words.capacity() > 0 && spare.len() < 64 {
-            words.fill(0);
-            spare.push(words);
-        }
-    }
-
-    // ---- Shared locks ----------------------------------------------------------------------
-
-    /// Takes every stripe of `stripes` shared if none is held exclusively (stripes other plans
-    /// hold shared are joined); otherwise takes nothing and returns false. `stripes` must not
-    /// repeat a stripe. Release with [`StripeLocks::unlock_shared`].
-    pub fn try_lock_shared(&mut self, stripes: &[StripeId]) -> bool {
-        let mut rest = stripes;
-        while !rest.is_empty() {
-            let run = run_of(rest);
-            if self.any_held_exclusive(rest[0].cycle, rest[..run].iter().map(|s| s.stripe)) {
-                return false;
-            }
-            rest = &rest[run..];
-        }
-        let mut rest = stripes;
-        while !rest.is_empty() {
-            let run = run_of(rest);
-            let taken =
-                self.try_lock_shared_in(rest[0].cycle, rest[..run].iter().map(|s| s.stripe));
-            debug_assert!(taken, "stripes checked free of writers were refused");
-            rest = &rest[run..];
-        }
-        true
-    }
-
-    /// Whether any of `stripes` of `cycle` is held exclusively.
-    fn any_held_exclusive(&self, cycle: u64, mut stripes: impl Iterator<Item = usize>) -> bool {
-        if let Some(k) = self.small_slot(cycle) {
-            let writers = self.small[k].1 & !self.small_shared[k].0;
-            return stripes.any(|s| s < 64 && writers & (1 << s) != 0);
-        }
-        match self.cycles.get(&cycle) {
-            Some(b) => stripes.any(|stripe| {
-                b.get(stripe) && !self.readers.contains_key(&StripeId { cycle, stripe })
-            }),
-            None => false,
-        }
-    }
-
-    /// [`StripeLocks::try_lock_shared`] of stripes (indices) of one cycle.
-    #[inline]
-    pub fn try_lock_shared_in<I>(&mut self, cycle: u64, stripes: I) -> bool
-    where
-        I: Iterator<Item = usize> + Clone,
-    {
-        let (mut add, mut n) = (0u64, 0usize);
-        for s in stripes.clone() {
-            if s >= 64 {
-                return self.try_lock_shared_general(cycle, stripes);
-            }
-            let m = 1u64 << s;
-            assert!(add & m == 0, "stripe {s} of cycle {cycle} listed twice");
-            add |= m;
-            n += 1;
-        }
-        self.try_lock_shared_bits(cycle, add, n)
-    }
-
-    /// [`StripeLocks::try_lock_shared_in`] of the stripes below 64 whose bits are set in
-    /// `bits`, `n` of them (see [`StripeLocks::try_lock_bits`]).
-    #[inline]
-    pub fn try_lock_shared_bits(&mut self, cycle: u64, bits: u64, n: usize) -> bool {
-        debug_assert_eq!(bits.count_ones() as usize, n, "the count of `bits`");
-        if bits == 0 {
-            return true;
-        }
-        let k = small_index(cycle);
-        let e = &mut self.small[k];
-        if e.1 != 0 && e.0 == cycle {
-            let taken = e.1 & bits;
-            if taken == 0 {
-                e.1 |= bits;
-                self.small_shared[k].0 |= bits;
-                self.held += n;
-                self.held_shared += n;
-                return true;
-            }
-            if taken & !self.small_shared[k].0 != 0 {
-                // Some of them are held exclusively.
-                return false;
-            }
-            self.join_readers(k, cycle, bits);
-            return true;
-        }
-        if e.1 == 0 && (self.cycles.is_empty() || !self.cycles.contains_key(&cycle)) {
-            *e = (cycle, bits);
-            debug_assert_eq!(self.small_shared[k], (0, 0), "a free slot has no readers");
-            self.small_shared[k] = (bits, 0);
-            self.held += n;
-            self.held_shared += n;
-            return true;
-        }
-        self.try_lock_shared_general(cycle, BitStripes(bits))
-    }
-
-    /// Slot `k` (cycle `cycle`) takes `bits` shared, some of them already held shared by other
-    /// readers (none exclusively: checked): those count one reader more.
-    #[inline(never)]
-    fn join_readers(&mut self, k: usize, cycle: u64, bits: u64) {
-        let joined = self.small[k].1 & bits;
-        let (shared, multi) = &mut self.small_shared[k];
-        debug_assert_eq!(joined & !*shared, 0, "joined stripes are held shared");
-        for stripe in BitStripes(joined) {
-            let id = StripeId { cycle, stripe };
-            if *multi & (1 << stripe) != 0 {
-                let n = self
-                    .readers
-                    .get_mut(&id)
-                    .expect("a stripe with two readers or more is counted");
-                *n = n.checked_add(1).expect("reader count overflows");
-            } else {
-                *multi |= 1 << stripe;
-                let had = self.readers.insert(id, 2);
-                debug_assert!(had.is_none(), "a single reader has no count");
-            }
-        }
-        let fresh = bits & !joined;
-        self.small[k].1 |= fresh;
-        *shared |= fresh;
-        let n = fresh.count_ones() as usize;
-        self.held += n;
-        self.held_shared += n;
-    }
-
-    /// [`StripeLocks::try_lock_shared_in`] in every case (the map, a cycle moving from the
-    /// table to the map).
+    /// [`StripeLocks::try_lock_general`], shared.
     #[inline(never)]
     fn try_lock_shared_general<I>(&mut self, cycle: u64, stripes: I) -> bool
     where
@@ -616,7 +490,7 @@ impl StripeLocks {
             self.small_to_map(k, cycle);
         }
         let readers = &mut self.readers;
-        let (n, bits) = match self.cycles.entry(cycle) {
+        let bits = match self.cycles.entry(cycle) {
             std::collections::hash_map::Entry::Occupied(e) => {
                 let bits = e.into_mut();
                 if stripes.clone().any(|stripe| {
@@ -624,13 +498,11 @@ impl StripeLocks {
                 }) {
                     return false;
                 }
-                (0, bits)
+                bits
             }
-            std::collections::hash_map::Entry::Vacant(v) => {
-                (0, v.insert(Self::fresh(&mut self.spare)))
-            }
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(Self::fresh(&mut self.spare)),
         };
-        let mut n = n;
+        let mut n = 0;
         for stripe in stripes {
             let id = StripeId { cycle, stripe };
             if bits.get(stripe) {
@@ -649,36 +521,76 @@ impl StripeLocks {
         true
     }
 
+    // ---- Releasing -------------------------------------------------------------------------
+
+    /// Releases stripes taken by one successful [`StripeLocks::try_lock`]. Panics if one of
+    /// them is not held exclusively (a bug in the executor).
+    pub fn unlock(&mut self, stripes: &[StripeId]) {
+        self.unlock_as(LockMode::Exclusive, stripes)
+    }
+
     /// Releases stripes taken by one successful [`StripeLocks::try_lock_shared`]. Panics if one
     /// of them is not held shared (a bug in the executor).
     pub fn unlock_shared(&mut self, stripes: &[StripeId]) {
+        self.unlock_as(LockMode::Shared, stripes)
+    }
+
+    /// [`StripeLocks::unlock`] or [`StripeLocks::unlock_shared`], by `mode`.
+    pub fn unlock_as(&mut self, mode: LockMode, stripes: &[StripeId]) {
+        // One look-up per run of stripes of the same cycle (plans list theirs sorted; a
+        // rebuild plan lists thousands of one cycle).
         let mut rest = stripes;
         while !rest.is_empty() {
             let run = run_of(rest);
-            self.unlock_shared_in(rest[0].cycle, rest[..run].iter().map(|s| s.stripe));
+            self.unlock_in_as(mode, rest[0].cycle, rest[..run].iter().map(|s| s.stripe));
             rest = &rest[run..];
         }
+    }
+
+    /// [`StripeLocks::unlock`] of stripes (indices) of one cycle, taken by one successful
+    /// [`StripeLocks::try_lock_in`] (or [`StripeLocks::try_lock`]).
+    #[inline]
+    pub fn unlock_in(&mut self, cycle: u64, stripes: impl Iterator<Item = usize>) {
+        self.unlock_in_as(LockMode::Exclusive, cycle, stripes)
     }
 
     /// [`StripeLocks::unlock_shared`] of stripes (indices) of one cycle, taken by one
     /// successful [`StripeLocks::try_lock_shared_in`] (or `try_lock_shared`).
     #[inline]
     pub fn unlock_shared_in(&mut self, cycle: u64, stripes: impl Iterator<Item = usize>) {
+        self.unlock_in_as(LockMode::Shared, cycle, stripes)
+    }
+
+    /// [`StripeLocks::unlock_in`] or [`StripeLocks::unlock_shared_in`], by `mode`.
+    #[inline]
+    pub fn unlock_in_as(
+        &mut self,
+        mode: LockMode,
+        cycle: u64,
+        stripes: impl Iterator<Item = usize>,
+    ) {
         if let Some(k) = self.small_slot(cycle) {
             let (mut bits, mut n) = (0u64, 0usize);
             for stripe in stripes {
                 assert!(
                     stripe < 64 && bits & (1 << stripe) == 0,
-                    "unlocking stripe {:?}, which is not held shared",
+                    "unlocking stripe {:?}, which is not held",
                     StripeId { cycle, stripe }
                 );
                 bits |= 1 << stripe;
                 n += 1;
             }
-            self.unlock_shared_slot(k, cycle, bits, n);
+            self.unlock_slot(mode, k, cycle, bits, n);
             return;
         }
-        self.unlock_shared_in_map(cycle, stripes);
+        self.unlock_in_map(mode, cycle, stripes);
+    }
+
+    /// [`StripeLocks::unlock_in`] of the stripes below 64 whose bits are set in `bits`, `n` of
+    /// them, taken by one successful [`StripeLocks::try_lock_bits`] (or `try_lock_in`).
+    #[inline]
+    pub fn unlock_bits(&mut self, cycle: u64, bits: u64, n: usize) {
+        self.unlock_bits_as(LockMode::Exclusive, cycle, bits, n)
     }
 
     /// [`StripeLocks::unlock_shared_in`] of the stripes below 64 whose bits are set in `bits`,
@@ -686,36 +598,66 @@ impl StripeLocks {
     /// `try_lock_shared_in`).
     #[inline]
     pub fn unlock_shared_bits(&mut self, cycle: u64, bits: u64, n: usize) {
+        self.unlock_bits_as(LockMode::Shared, cycle, bits, n)
+    }
+
+    /// [`StripeLocks::unlock_bits`] or [`StripeLocks::unlock_shared_bits`], by `mode`.
+    #[inline]
+    pub fn unlock_bits_as(&mut self, mode: LockMode, cycle: u64, bits: u64, n: usize) {
         debug_assert_eq!(bits.count_ones() as usize, n, "the count of `bits`");
         if let Some(k) = self.small_slot(cycle) {
-            self.unlock_shared_slot(k, cycle, bits, n);
+            self.unlock_slot(mode, k, cycle, bits, n);
             return;
         }
-        self.unlock_shared_in_map(cycle, BitStripes(bits));
+        self.unlock_in_map(mode, cycle, BitStripes(bits));
     }
 
-    /// Releases `bits` (`n` stripes) held shared by one reader of the cycle in slot `k`.
-    #[inline]
-    fn unlock_shared_slot(&mut self, k: usize, cycle: u64, bits: u64, n: usize) {
-        let (shared, multi) = self.small_shared[k];
+    /// Releases `bits` (`n` stripes) of the cycle in slot `k`, held in `mode` by one plan.
+    // (Always: the simulator calls it with its mode known only at run time, and an out-of-line
+    // call cost more than both modes' code.)
+    #[inline(always)]
+    fn unlock_slot(&mut self, mode: LockMode, k: usize, cycle: u64, bits: u64, n: usize) {
+        let held = self.small[k].1;
+        let first = |w: u64| StripeId {
+            cycle,
+            stripe: w.trailing_zeros() as usize,
+        };
         assert!(
-            shared & bits == bits,
-            "unlocking stripe {:?}, which is not held shared",
-            StripeId {
-                cycle,
-                stripe: (bits & !shared).trailing_zeros() as usize
-            }
+            held & bits == bits,
+            "unlocking stripe {:?}, which is not held",
+            first(bits & !held)
         );
-        if multi & bits != 0 {
-            return self.leave_readers(k, cycle, bits);
+        match mode {
+            LockMode::Exclusive => {
+                // (Read only while some stripe is held shared at all: an exclusive-only run
+                // touches nothing more than before shared locks existed.)
+                assert!(
+                    self.held_shared == 0 || self.small_shared[k].0 & bits == 0,
+                    "unlocking stripe {:?} as exclusive, which is held shared",
+                    first(bits & self.small_shared[k].0)
+                );
+            }
+            LockMode::Shared => {
+                let (shared, multi) = self.small_shared[k];
+                assert!(
+                    shared & bits == bits,
+                    "unlocking stripe {:?}, which is not held shared",
+                    first(bits & !shared)
+                );
+                if multi & bits != 0 {
+                    return self.leave_readers(k, cycle, bits);
+                }
+                self.small_shared[k].0 = shared & !bits;
+                self.held_shared -= n;
+            }
         }
-        self.small[k].1 &= !bits;
-        self.small_shared[k].0 &= !bits;
+        // (A slot whose bits are all clear is free.)
+        self.small[k].1 = held & !bits;
         self.held -= n;
-        self.held_shared -= n;
     }
 
-    /// [`StripeLocks::unlock_shared_slot`] when some of `bits` have other readers left.
+    /// [`StripeLocks::unlock_slot`] of stripes held shared when some of them have other
+    /// readers left.
     #[inline(never)]
     fn leave_readers(&mut self, k: usize, cycle: u64, bits: u64) {
         let (shared, multi) = &mut self.small_shared[k];
@@ -741,9 +683,9 @@ impl StripeLocks {
         self.held_shared -= n;
     }
 
-    /// [`StripeLocks::unlock_shared_in`] of a cycle in the map.
+    /// [`StripeLocks::unlock_in_as`] of a cycle in the map.
     #[inline(never)]
-    fn unlock_shared_in_map(&mut self, cycle: u64, stripes: impl Iterator<Item = usize>) {
+    fn unlock_in_map(&mut self, mode: LockMode, cycle: u64, stripes: impl Iterator<Item = usize>) {
         let mut stripes = stripes.peekable();
         let Some(&first) = stripes.peek() else {
             return;
@@ -751,96 +693,60 @@ impl StripeLocks {
         let std::collections::hash_map::Entry::Occupied(mut entry) = self.cycles.entry(cycle)
         else {
             panic!(
-                "unlocking stripe {:?}, which is not held shared",
+                "unlocking stripe {:?}, which is not held{}",
                 StripeId {
                     cycle,
                     stripe: first
+                },
+                if mode == LockMode::Shared {
+                    " shared"
+                } else {
+                    ""
                 }
             );
         };
         let bits = entry.get_mut();
         let before = bits.count;
-        for stripe in stripes {
-            let id = StripeId { cycle, stripe };
-            let Some(n) = self.readers.get_mut(&id) else {
-                panic!("unlocking stripe {id:?}, which is not held shared");
-            };
-            // (An entry counts one reader or more: it is removed at zero.)
-            *n -= 1;
-            if *n == 0 {
-                self.readers.remove(&id);
-                bits.release(cycle, stripe);
+        let mut shared_gone = 0;
+        match mode {
+            LockMode::Exclusive => {
+                // (A map look-up per stripe only while some stripe of a mapped cycle, or some
+                // stripe with two readers, is held shared.)
+                let any_readers = !self.readers.is_empty();
+                for stripe in stripes {
+                    let id = StripeId { cycle, stripe };
+                    assert!(
+                        !any_readers || !self.readers.contains_key(&id),
+                        "unlocking stripe {id:?} as exclusive, which is held shared"
+                    );
+                    bits.release(cycle, stripe);
+                }
+            }
+            LockMode::Shared => {
+                for stripe in stripes {
+                    let id = StripeId { cycle, stripe };
+                    let Some(n) = self.readers.get_mut(&id) else {
+                        panic!("unlocking stripe {id:?}, which is not held shared");
+                    };
+                    // (An entry counts one reader or more: it is removed at zero.)
+                    *n -= 1;
+                    if *n == 0 {
+                        self.readers.remove(&id);
+                        bits.release(cycle, stripe);
+                        shared_gone += 1;
+                    }
+                }
             }
         }
-        let n = before - bits.count;
-        self.held -= n;
-        self.held_shared -= n;
+        self.held -= before - bits.count;
+        self.held_shared -= shared_gone;
         if bits.count == 0 {
-            Self::free_cycle(entry, &mut self.spare);
-        }
-    }
-
-    // ---- Either mode -----------------------------------------------------------------------
-
-    /// [`StripeLocks::try_lock`] or [`StripeLocks::try_lock_shared`], by `mode`.
-    #[inline]
-    pub fn try_lock_as(&mut self, mode: LockMode, stripes: &[StripeId]) -> bool {
-        match mode {
-            LockMode::Exclusive => self.try_lock(stripes),
-            LockMode::Shared => self.try_lock_shared(stripes),
-        }
-    }
-
-    /// [`StripeLocks::unlock`] or [`StripeLocks::unlock_shared`], by `mode`.
-    #[inline]
-    pub fn unlock_as(&mut self, mode: LockMode, stripes: &[StripeId]) {
-        match mode {
-            LockMode::Exclusive => self.unlock(stripes),
-            LockMode::Shared => self.unlock_shared(stripes),
-        }
-    }
-
-    /// [`StripeLocks::try_lock_in`] or [`StripeLocks::try_lock_shared_in`], by `mode`.
-    #[inline]
-    pub fn try_lock_in_as<I>(&mut self, mode: LockMode, cycle: u64, stripes: I) -> bool
-    where
-        I: Iterator<Item = usize> + Clone,
-    {
-        match mode {
-            LockMode::Exclusive => self.try_lock_in(cycle, stripes),
-            LockMode::Shared => self.try_lock_shared_in(cycle, stripes),
-        }
-    }
-
-    /// [`StripeLocks::unlock_in`] or [`StripeLocks::unlock_shared_in`], by `mode`.
-    #[inline]
-    pub fn unlock_in_as(
-        &mut self,
-        mode: LockMode,
-        cycle: u64,
-        stripes: impl Iterator<Item = usize>,
-    ) {
-        match mode {
-            LockMode::Exclusive => self.unlock_in(cycle, stripes),
-            LockMode::Shared => self.unlock_shared_in(cycle, stripes),
-        }
-    }
-
-    /// [`StripeLocks::try_lock_bits`] or [`StripeLocks::try_lock_shared_bits`], by `mode`.
-    #[inline]
-    pub fn try_lock_bits_as(&mut self, mode: LockMode, cycle: u64, bits: u64, n: usize) -> bool {
-        match mode {
-            LockMode::Exclusive => self.try_lock_bits(cycle, bits, n),
-            LockMode::Shared => self.try_lock_shared_bits(cycle, bits, n),
-        }
-    }
-
-    /// [`StripeLocks::unlock_bits`] or [`StripeLocks::unlock_shared_bits`], by `mode`.
-    #[inline]
-    pub fn unlock_bits_as(&mut self, mode: LockMode, cycle: u64, bits: u64, n: usize) {
-        match mode {
-            LockMode::Exclusive => self.unlock_bits(cycle, bits, n),
-            LockMode::Shared => self.unlock_shared_bits(cycle, bits, n),
+            let mut words = entry.remove().rest;
+            debug_assert!(words.iter().all(|&w| w == 0));
+            if words.capacity() > 0 && self.spare.len() < 64 {
+                words.fill(0);
+                self.spare.push(words);
+            }
         }
     }
 

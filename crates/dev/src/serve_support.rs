@@ -7,12 +7,26 @@
 //! - `Serial`: a mutex around the pool; every request runs whole under it. Simple and
 //!   obviously correct; member I/O of different requests never overlaps.
 //! - `Stripes` (the default): the plan is made under the pool mutex, then the request takes
-//!   its stripe locks ([`raidcore::StripeLocks`], all or nothing), checks under the mutex that
-//!   the plan is still current (no failure, replacement or rebuild of its cycle since) and runs
-//!   *outside* the mutex. Requests on different stripes run in parallel; requests sharing a
-//!   stripe run one after the other, as raidcore's execution contract asks. A member error
-//!   fails the member under the mutex before the stripe locks are released, and the request is
-//!   planned again (degraded).
+//!   its stripe locks ([`raidcore::StripeLocks`], all or nothing, in the plans' mode:
+//!   `raidcore::Plan::lock_mode`), checks under the mutex that the plan is still current (no
+//!   failure, replacement or rebuild of its cycle since) and runs *outside* the mutex.
+//!   Requests on different stripes run in parallel; reads of a stripe, healthy or degraded,
+//!   run together (shared locks); a write, a rebuild step or a deferred-parity flush runs
+//!   alone on its stripes (exclusive locks), as raidcore's execution contract asks. A member
+//!   error fails the member under the mutex before the stripe locks are released, and the
+//!   request is planned again (degraded).
+//!
+//! A read that meets blocks that read wrong (checksum mismatches, bad sectors) repairs them,
+//! and a repair writes: holding its stripes shared, the read lets them go and reads again
+//! with them held exclusively, then repairs what reads wrong under those locks (the pool's
+//! read path, `Pool::read`, owns the pool and needs no locks). An exclusive locker that has to
+//! wait keeps new readers of its stripes out until it got them (`LockTable`), so streams of
+//! overlapping reads cannot starve writes, rebuild steps or repairs.
+//!
+//! No pool-wide lock is held across a served read's member I/O: the pool mutex is held while
+//! planning and checking, and across member I/O only on the rare paths that already did
+//! before: repairing blocks that read wrong (`Pool::absorb`, under the read's exclusive stripe
+//! locks) and recording a member failure (superblocks), and in `verify` (a whole cycle).
 //!
 //! Lock order is always stripe locks, then the pool mutex (never the other way round), so the
 //! two cannot deadlock. Under the pool mutex a request only *tries* its stripe locks (the usual
@@ -43,8 +57,8 @@ use std::time::{Duration, Instant};
 
 use raidcore::superblock::ArrayStateTag;
 use raidcore::{
-    plan_read, plan_read_balanced, read_sources, FlushAdvice, IdleDetector, Plan, Sources,
-    StripeId, StripeLocks,
+    plan_read, plan_read_balanced, read_sources, FlushAdvice, IdleDetector, LockMode, Plan,
+    Sources, StripeId, StripeLocks,
 };
 use serde::{Deserialize, Serialize};
 
@@ -241,22 +255,46 @@ const FOREGROUND_WINDOW_NS: u64 = 500_000_000;
 
 /// The stripe locks held, and how many threads wait for some (so that releasing stripes
 /// nobody waits for wakes nobody: no system call on the common path).
+///
+/// Reads hold their stripes shared (`Plan::lock_mode`), so readers that keep overlapping on a
+/// stripe could keep a writer of it waiting for ever. A thread waiting to take stripes
+/// exclusively marks them in `wanted` (held there shared: a count per stripe) until it got
+/// them, and no new reader takes a marked stripe meanwhile: readers already in finish, the
+/// writer goes, then the readers that arrived behind it (a writer-preferring read-write lock,
+/// per stripe). Writers among themselves are not queued (as before shared locks).
 #[derive(Default)]
 struct LockTable {
     held: StripeLocks,
+    /// Stripes waiting exclusive lockers want (each marked shared once per waiter).
+    wanted: StripeLocks,
     waiters: usize,
 }
 
-/// Stripes held by one request; released (and waiters woken) when dropped.
+impl LockTable {
+    /// Takes `stripes` in `mode` if it may now (all or nothing): a shared lock is also
+    /// refused while a waiting exclusive locker wants one of them.
+    fn try_take(&mut self, mode: LockMode, stripes: &[StripeId]) -> bool {
+        if mode == LockMode::Shared
+            && self.wanted.held() > 0
+            && stripes.iter().any(|&s| self.wanted.is_locked(s))
+        {
+            return false;
+        }
+        self.held.try_lock_as(mode, stripes)
+    }
+}
+
+/// Stripes held by one request, in `mode`; released (and waiters woken) when dropped.
 struct StripeGuard<'a> {
     owner: &'a SharedPool,
     stripes: Vec<StripeId>,
+    mode: LockMode,
 }
 
 impl Drop for StripeGuard<'_> {
     fn drop(&mut self) {
         let mut l = self.owner.locks.lock().unwrap_or_else(|e| e.into_inner());
-        l.held.unlock(&self.stripes);
+        l.held.unlock_as(self.mode, &self.stripes);
         let wake = l.waiters > 0;
         drop(l);
         if wake {
@@ -273,6 +311,16 @@ fn stripe_ids(plans: &[Plan]) -> Vec<StripeId> {
     stripes
 }
 
+/// How a batch of plans holds its stripes: shared when every plan only reads
+/// (`Plan::lock_mode`), exclusively as soon as one writes.
+fn lock_mode(plans: &[Plan]) -> LockMode {
+    if plans.iter().all(|p| p.lock_mode() == LockMode::Shared) {
+        LockMode::Shared
+    } else {
+        LockMode::Exclusive
+    }
+}
+
 /// A served pool as a place writes run ([`crate::pool::write_loop`]): planned under the
 /// pool mutex, run under the stripe locks outside it.
 struct Served<'a>(&'a SharedPool);
@@ -282,7 +330,7 @@ impl<'a> WriteSite for Served<'a> {
 
     fn plan(&mut self, offset: u64, len: u64) -> Result<Option<Attempt<Self::Run>>> {
         let sp: &'a SharedPool = self.0;
-        let (deferred, run) = sp.plan_locked(|p| {
+        let (deferred, run) = sp.plan_locked(false, |p| {
             p.check_range(offset, len)?;
             p.check_lost_for_write(offset, len)?;
             let (plans, deferred) = p.plan_write_listed(offset, len)?;
@@ -549,24 +597,41 @@ impl SharedPool {
         f(p)
     }
 
+    /// Takes the stripes `plans` lock, in their mode ([`lock_mode`]), waiting as long as it
+    /// takes.
     fn lock_stripes(&self, plans: &[Plan]) -> StripeGuard<'_> {
-        self.lock_stripe_ids(stripe_ids(plans))
+        self.lock_stripe_ids(stripe_ids(plans), lock_mode(plans))
     }
 
-    fn lock_stripe_ids(&self, stripes: Vec<StripeId>) -> StripeGuard<'_> {
+    /// Takes `stripes` in `mode`, waiting as long as it takes; an exclusive locker that has
+    /// to wait marks them wanted meanwhile, so that new readers of them wait behind it
+    /// ([`LockTable`]).
+    fn lock_stripe_ids(&self, stripes: Vec<StripeId>, mode: LockMode) -> StripeGuard<'_> {
         let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-        while !l.held.try_lock(&stripes) {
+        let mut wants = false;
+        while !l.try_take(mode, &stripes) {
+            if mode == LockMode::Exclusive && !wants {
+                let marked = l.wanted.try_lock_shared(&stripes);
+                debug_assert!(marked, "nothing holds wanted stripes exclusively");
+                wants = true;
+            }
             l.waiters += 1;
             l = self.unlocked.wait(l).unwrap_or_else(|e| e.into_inner());
             l.waiters -= 1;
         }
+        if wants {
+            // (Readers kept out by the mark are kept out by the lock now: nobody to wake.)
+            l.wanted.unlock_shared(&stripes);
+        }
         StripeGuard {
             owner: self,
             stripes,
+            mode,
         }
     }
 
-    /// Plans a request with `plan` under the pool mutex and takes its stripe locks; returns
+    /// Plans a request with `plan` under the pool mutex and takes its stripe locks, in the
+    /// plans' mode ([`lock_mode`]: shared for a read) or exclusively when `exclusive`; returns
     /// what `plan` returned beside its plans (a lazy write's deferrals, which the caller must
     /// release either way) and the plans, their locks and the members to run them on, or
     /// `None` when the plans went stale while waiting for the locks (plan again). In the usual case the stripes are
@@ -577,27 +642,34 @@ impl SharedPool {
     #[allow(clippy::type_complexity)]
     fn plan_locked<T>(
         &self,
+        exclusive: bool,
         plan: impl FnOnce(&mut Pool) -> Result<(Vec<Plan>, T)>,
     ) -> Result<(T, Option<(Vec<Plan>, StripeGuard<'_>, MemberSet)>)> {
-        let (plans, extra, stripes) = {
+        let (plans, extra, stripes, mode) = {
             let mut g = self.lock()?;
             let p = g.as_mut().ok_or_else(closed)?;
             let (plans, extra) = plan(p)?;
             let stripes = stripe_ids(&plans);
+            let mode = if exclusive {
+                LockMode::Exclusive
+            } else {
+                lock_mode(&plans)
+            };
             let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
             // (Current by construction, unless the planning itself failed a member.)
-            if plans.iter().all(|pl| p.state.plan_is_current(pl)) && l.held.try_lock(&stripes) {
+            if plans.iter().all(|pl| p.state.plan_is_current(pl)) && l.try_take(mode, &stripes) {
                 drop(l);
                 let guard = StripeGuard {
                     owner: self,
                     stripes,
+                    mode,
                 };
                 let members = p.members.handles.clone();
                 return Ok((extra, Some((plans, guard, members))));
             }
-            (plans, extra, stripes)
+            (plans, extra, stripes, mode)
         };
-        let guard = self.lock_stripe_ids(stripes);
+        let guard = self.lock_stripe_ids(stripes, mode);
         let run = self.current_members(&plans)?.map(|m| (plans, guard, m));
         Ok((extra, run))
     }
@@ -658,11 +730,15 @@ impl SharedPool {
             buf.copy_from_slice(&data);
             return Ok(());
         }
+        // Reads hold their stripes shared (other reads of them run meanwhile), until a read
+        // meets blocks that read wrong: repairing them writes, so from then on this request
+        // takes its stripes exclusively.
+        let mut exclusive = false;
         for _ in 0..REPLANS_MAX {
             // Mirrored units are read from the copy MD's read_balance would pick, by the
             // served reads in flight on each member.
             let loads = crate::exec::member_loads(&self.counters);
-            let ((), Some((plans, guard, members))) = self.plan_locked(|p| {
+            let ((), Some((plans, guard, members))) = self.plan_locked(exclusive, |p| {
                 p.check_range(offset, buf.len() as u64)?;
                 // Ranges known lost fail (the plain path's rule; a served rebuild zeroes the
                 // blocks it could not rebuild and lists them here at once).
@@ -693,10 +769,17 @@ impl SharedPool {
                     drop(guard);
                     return self.with_pool(|p| p.check_lost(offset, buf.len() as u64));
                 }
+                Err(e) if e.read_errors.is_empty() && guard.mode == LockMode::Shared => {
+                    // Blocks that read wrong, with the stripes held shared: other reads may
+                    // be reading them, and a repair writes. Let them go and read again with
+                    // the stripes held exclusively; what reads wrong then is repaired.
+                    drop(guard);
+                    exclusive = true;
+                }
                 Err(e) if e.read_errors.is_empty() => {
                     // Blocks that read wrong: repaired (or reported lost) under the pool mutex
-                    // while this request still holds its stripes, which include every stripe
-                    // of the places it read; then read again.
+                    // while this request still holds its stripes exclusively, which include
+                    // every stripe of the places it read; then read again.
                     let r = self.with_pool(|p| p.absorb(e));
                     drop(guard);
                     r?;
@@ -840,7 +923,7 @@ impl SharedPool {
         }
         for _ in 0..REPLANS_MAX {
             // Locked as a read of the range is (its stripes, its state), then looked at.
-            let (srcs, run) = match self.plan_locked(|p| {
+            let (srcs, run) = match self.plan_locked(false, |p| {
                 let srcs = sources(p)?;
                 Ok((plan_read(&p.geo, &p.state, offset, len)?, srcs))
             }) {
@@ -1262,7 +1345,8 @@ impl SharedPool {
             let ids: Vec<StripeId> = (0..stripes)
                 .map(|stripe| StripeId { cycle: c, stripe })
                 .collect();
-            let _guard = self.lock_stripe_ids(ids);
+            // (Shared: verify only reads, as client reads of the cycle do.)
+            let _guard = self.lock_stripe_ids(ids, LockMode::Shared);
             self.with_pool(|p| p.verify_cycle(c, &mut r))?;
         }
         Ok(r)
@@ -1924,7 +2008,7 @@ mod tests {
         let ids: Vec<StripeId> = (0..stripes)
             .map(|stripe| StripeId { cycle: 0, stripe })
             .collect();
-        let guard = shared.lock_stripe_ids(ids);
+        let guard = shared.lock_stripe_ids(ids, LockMode::Exclusive);
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
             let reader = s.spawn(|| {
@@ -1953,6 +2037,67 @@ mod tests {
         let l = shared.locks.lock().unwrap();
         assert_eq!(l.waiters, 0);
         assert_eq!(l.held.held(), 0);
+    }
+
+    /// Reads of a stripe share it, and a write of it waits for them; a read arriving while
+    /// the write waits queues behind it rather than joining the readers (so overlapping
+    /// reads cannot starve writes) and sees what the write wrote.
+    #[test]
+    fn a_write_waits_for_readers_and_readers_arriving_then_wait_for_it() {
+        let dir = Dir::new("readers-writer");
+        let pool = create(&dir.0, SchemeKind::Raid5, p(4), 4);
+        let shared = SharedPool::new(pool, Concurrency::Stripes).unwrap();
+        shared.write(0, &bytes(1, 4096)).unwrap();
+        let stripes = shared
+            .with_pool(|p| Ok(p.geo.healthy().stripes.len()))
+            .unwrap();
+        let ids: Vec<StripeId> = (0..stripes)
+            .map(|stripe| StripeId { cycle: 0, stripe })
+            .collect();
+        // Cycle 0 held shared, as by a read stuck in member I/O.
+        let reader = shared.lock_stripe_ids(ids, LockMode::Shared);
+        // Another read joins it at once.
+        let mut b = vec![0u8; 4096];
+        shared.read(0, &mut b).unwrap();
+        assert_eq!(b, bytes(1, 4096));
+        let until = |what: &str, f: &dyn Fn(&LockTable) -> bool| {
+            let t = Instant::now();
+            while !f(&shared.locks.lock().unwrap()) {
+                if t.elapsed() > Duration::from_secs(20) {
+                    return Err(format!("never: {what}"));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(())
+        };
+        let (waited, late_waited, writer, late) = std::thread::scope(|s| {
+            let writer = s.spawn(|| shared.write(0, &bytes(2, 4096)));
+            let waited = until("the write waits, its stripes wanted", &|l| {
+                l.waiters == 1 && l.wanted.held() > 0
+            });
+            let late = s.spawn(|| {
+                let mut b = vec![0u8; 4096];
+                shared.read(0, &mut b).map(|()| b)
+            });
+            let late_waited = until("the late read waits too", &|l| l.waiters == 2);
+            drop(reader);
+            (
+                waited,
+                late_waited,
+                writer.join().unwrap(),
+                late.join().unwrap(),
+            )
+        });
+        waited.unwrap();
+        late_waited.unwrap();
+        writer.unwrap();
+        assert_eq!(
+            late.unwrap(),
+            bytes(2, 4096),
+            "the late read ran after the write"
+        );
+        let l = shared.locks.lock().unwrap();
+        assert_eq!((l.waiters, l.held.held(), l.wanted.held()), (0, 0, 0));
     }
 
     /// A member whose writes at or past `from` (its data, not the records before it) wait

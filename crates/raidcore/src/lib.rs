@@ -37,7 +37,8 @@
 //! - **Rebuild scheduling** ([`RebuildScheduler`], [`Throttle`]): which cycles to rebuild next
 //!   (sequentially like MD, or many at once) and how fast (MD's `sync_speed_min/max`).
 //! - **Stripe locks** ([`StripeLocks`]): the table an executor uses to serialise plans that
-//!   touch the same stripe.
+//!   touch the same stripe, reads excepted: reads hold their stripes shared ([`LockMode`],
+//!   [`Plan::lock_mode`]), plans that write exclusively.
 //! - **In-memory executor** ([`MemArray`], [`check_consistency`]): runs plans on byte vectors
 //!   and checks parity; used by the tests and by debug builds of other executors.
 //!   [`mem::run_ops`] is the one interpreter of [`Op`]s that every executor calls.
@@ -55,7 +56,7 @@
 //!
 //! ## What an executor must do
 //!
-//! Take [`Plan::locks`] (all or nothing, [`StripeLocks`]), check
+//! Take [`Plan::locks`] (all or nothing, in [`Plan::lock_mode`], [`StripeLocks`]), check
 //! [`ArrayState::plan_is_current`], then: phase 1 every read (any order, in parallel), phase 2
 //! the ops strictly in order, phase 3 every write (any order, in parallel); release the locks;
 //! for rebuild plans, report completion only once the writes are durable. Reads and writes
@@ -136,7 +137,7 @@ pub use lazy::{
     plan_flush_cycle, plan_write_lazy, Bpgl, BpglRecord, FlushAdvice, FlushPlan, IdleDetector,
     LazyGroups, LazyWrite, ParityPolicy,
 };
-pub use lock::StripeLocks;
+pub use lock::{LockMode, StripeLocks};
 pub use mem::{check_consistency, Inconsistency, MemArray, MemError};
 pub use plan::{IoCounts, MemberIo, Op, Plan, PlanKind, Slice};
 pub use planner::{plan_read, plan_read_balanced, plan_rebuild_cycle, plan_write, MemberLoad};

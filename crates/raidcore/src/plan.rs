@@ -12,7 +12,8 @@
 //!
 //! ## Execution contract (what an executor must do)
 //!
-//! 1. Take the plan's stripe locks ([`Plan::locks`], all or nothing, see
+//! 1. Take the plan's stripe locks ([`Plan::locks`], all or nothing, in
+//!    [`Plan::lock_mode`]: shared for a read, exclusive otherwise; see
 //!    [`crate::StripeLocks`]) and check the plan is current
 //!    ([`crate::ArrayState::plan_is_current`]); otherwise re-plan.
 //! 2. **Phase 1**: perform every entry of [`Plan::reads`] (member bytes at `offset_bytes` into
@@ -36,6 +37,7 @@ use std::fmt;
 use layout::Disk;
 
 use crate::array::StripeId;
+use crate::lock::LockMode;
 use crate::policy::WriteMode;
 
 /// A byte range of a plan buffer.
@@ -267,7 +269,8 @@ pub struct Plan {
     pub ops: Vec<Op>,
     /// Phase 3.
     pub writes: Vec<MemberIo>,
-    /// Stripes the executor must hold while the plan runs (sorted, distinct).
+    /// Stripes the executor must hold while the plan runs (sorted, distinct), in
+    /// [`Plan::lock_mode`].
     pub locks: Vec<StripeId>,
     /// For writes: the mode chosen for each parity stripe written (stripe index, mode).
     pub modes: Vec<(usize, WriteMode)>,
@@ -303,6 +306,19 @@ impl std::ops::AddAssign for IoCounts {
 }
 
 impl Plan {
+    /// How the executor holds [`Plan::locks`]: shared for a read ([`PlanKind::Read`], healthy
+    /// or degraded: it writes nothing, so reads of a stripe may run together), exclusively
+    /// for every plan that writes (writes, rebuild cycles, flushes, repairs; a rebuild cycle
+    /// that moves without writes too: it changes where the cycle's data is read from).
+    /// [`Plan::validate`] checks that a read plan writes nothing.
+    #[inline]
+    pub fn lock_mode(&self) -> LockMode {
+        match self.kind {
+            PlanKind::Read => LockMode::Shared,
+            _ => LockMode::Exclusive,
+        }
+    }
+
     /// Member I/O totals over the whole plan.
     pub fn io_counts(&self) -> IoCounts {
         IoCounts {
@@ -350,7 +366,8 @@ impl Plan {
     /// by a write plan; no two reads fill the same bytes; every op reads only bytes filled
     /// before it (by a read or an earlier op), names pairwise disjoint slices of equal length
     /// (codec ops), and has a well-formed erasure list; every write's source is filled; no two
-    /// writes overlap on a member; a read plan fills all of buffer 0; locks sorted and distinct.
+    /// writes overlap on a member; a read plan fills all of buffer 0 and writes nothing; locks
+    /// sorted and distinct.
     pub fn validate(&self) {
         if let Err(e) = self.check() {
             panic!(
@@ -471,6 +488,9 @@ impl Plan {
         }
         if self.kind == PlanKind::Read && !filled[0].covers(0, self.buffers[0]) {
             return Err("a read plan leaves part of the user buffer unfilled".into());
+        }
+        if self.kind == PlanKind::Read && !self.writes.is_empty() {
+            return Err("a read plan writes (it holds its stripes shared)".into());
         }
         if self.locks.windows(2).any(|w| w[0] >= w[1]) {
             return Err("locks not sorted and distinct".into());

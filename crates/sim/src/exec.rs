@@ -9,9 +9,12 @@
 //! held, so memory does not grow with the trace), hands each to the planner and executes the
 //! plans exactly as raidcore's execution contract says:
 //!
-//! 1. take the plan's stripe locks (all or nothing; a plan that cannot waits, and a plan never
-//!    overtakes an older waiting plan of the same cycle, so a rebuild cannot starve), check the
-//!    plan is still current (re-plan otherwise);
+//! 1. take the plan's stripe locks in its mode (`Plan::lock_mode`: shared for a read, so reads
+//!    of a stripe overlap; exclusive for writes, rebuild cycles, flushes and repairs) all or
+//!    nothing; a plan that cannot waits, and a plan never overtakes an older waiting plan of the
+//!    same cycle, so neither a rebuild nor a write can starve (a read arriving behind a waiting
+//!    write of its cycle waits for it, even when the stripes it reads are only read now); check
+//!    the plan is still current (re-plan otherwise);
 //! 2. queue every member read on its disk; when the last one completes, the ops take
 //!    [`SimConfig::ops_ns`] (0 by default: parity math is far faster than a disk);
 //! 3. queue every member write; when the last completes, release the locks. A request
@@ -68,7 +71,7 @@
 //!   cycle + shift; `complete_cycle`/`abort_cycle` report it back). A RAID+ rebuild plan over 59
 //!   disks has ~2,800 member I/Os and was, planned per cycle, most of an offline rebuild's time.
 //!   Debug builds compare each translated rebuild plan with `plan_rebuild_cycle`'s.
-//! - **Memoised small plans** (`Flat`, a 144-byte record of the member I/Os, stripe indices and
+//! - **Memoised small plans** (`Flat`, a 160-byte record of the member I/Os, stripe indices, lock mode and
 //!   generations) sit in the memo's table entry; a hit builds the run record in its slab slot and
 //!   copies the record in once. (Behind an `Rc`, as it was, a hit followed a pointer: a second
 //!   cache miss per request on the way to the locks.)
@@ -87,8 +90,10 @@
 //!   queue keeps each waiter's cycle inline (no plan look-up per skipped waiter), and the pass's
 //!   buffers are reused instead of reallocated.
 //! - **Stripe locks**: a plan locks stripes of its own cycle only, so the executor takes and
-//!   releases them with `StripeLocks::try_lock_in`/`unlock_in` (no `StripeId` list built), and a
-//!   memoised plan keeps its locks as a bit set (`try_lock_bits`/`unlock_bits`: no loop); for a
+//!   releases them with `StripeLocks::try_lock_in_as`/`unlock_in_as` (no `StripeId` list built),
+//!   and a memoised plan keeps its locks as a bit set and its mode as a flag
+//!   (`try_lock_bits_as`/`unlock_bits_as`: no loop; a single reader of a stripe is a bit too, only
+//!   a second one is counted in a map); for a
 //!   cycle below stripe 64 this is one comparison in a 256-slot direct-mapped table, slots chosen
 //!   by Fibonacci hashing (a linear list, searched until its cycle, mispredicted about once per
 //!   look-up; a replay holds dozens of cycles, and a cycle whose slot is taken goes to the map),
@@ -128,8 +133,8 @@ use layout::Disk;
 use raidcore::fxhash::FxHashMap;
 use raidcore::{
     check_consistency, plan_read, plan_read_balanced, plan_write, ArrayState, CoreError, Geometry,
-    MemArray, MemberLoad, Plan, PlanKind, RebuildOrder, RebuildScheduler, SpeedLimits, StripeId,
-    StripeLocks, WritePolicy,
+    LockMode, MemArray, MemberLoad, Plan, PlanKind, RebuildOrder, RebuildScheduler, SpeedLimits,
+    StripeId, StripeLocks, WritePolicy,
 };
 
 use crate::disk::{Disk as _, DiskIo, DiskModel, DiskParamError, DriveParams, Rotation};
@@ -641,6 +646,16 @@ impl PlanRun {
         }
     }
 
+    /// How the plan holds its stripes (shared for a read, `Plan::lock_mode`).
+    #[inline]
+    fn lock_mode(&self) -> LockMode {
+        match &self.flat {
+            Some(f) if f.shared => LockMode::Shared,
+            Some(_) => LockMode::Exclusive,
+            None => self.plan().lock_mode(),
+        }
+    }
+
     /// The plan has ops (phase 2).
     fn has_ops(&self) -> bool {
         match &self.flat {
@@ -711,6 +726,8 @@ struct Flat {
     /// `locks_in_bits` says: then the locks are taken and released without a loop over them.
     lock_bits: u64,
     locks_in_bits: bool,
+    /// The plan holds its stripes shared (`Plan::lock_mode`: a read).
+    shared: bool,
     reads: u8,
     writes: u8,
     locks_len: u8,
@@ -733,6 +750,7 @@ impl Flat {
             locks: [0; FLAT_LOCKS],
             lock_bits: 0,
             locks_in_bits: plan.locks.iter().all(|l| l.stripe < 64),
+            shared: plan.lock_mode() == LockMode::Shared,
             reads: plan.reads.len() as u8,
             writes: plan.writes.len() as u8,
             locks_len: plan.locks.len() as u8,
@@ -1618,16 +1636,19 @@ impl Simulator {
         );
     }
 
-    /// Takes run `id`'s stripe locks; false if some are held. (A plan locks stripes of its
-    /// own cycle only, so one per-cycle call takes them all, translated or not.)
+    /// Takes run `id`'s stripe locks, in its plan's mode (shared for a read); false if some
+    /// are held by a plan it cannot run beside. (A plan locks stripes of its own cycle only,
+    /// so one per-cycle call takes them all, translated or not.)
     fn lock_run(&mut self, id: u32) -> bool {
         let run = self.plans.get(id);
+        let mode = run.lock_mode();
         match &run.flat {
             Some(f) if f.locks_in_bits => {
                 self.locks
-                    .try_lock_bits(run.cycle, f.lock_bits, usize::from(f.locks_len))
+                    .try_lock_bits_as(mode, run.cycle, f.lock_bits, usize::from(f.locks_len))
             }
-            Some(f) => self.locks.try_lock_in(
+            Some(f) => self.locks.try_lock_in_as(
+                mode,
                 run.cycle,
                 f.locks[..usize::from(f.locks_len)]
                     .iter()
@@ -1637,7 +1658,7 @@ impl Simulator {
                 let locks = &run.plan().locks;
                 debug_assert!(locks.iter().all(|l| l.cycle == run.plan().cycle));
                 self.locks
-                    .try_lock_in(run.cycle, locks.iter().map(|l| l.stripe))
+                    .try_lock_in_as(mode, run.cycle, locks.iter().map(|l| l.stripe))
             }
         }
     }
@@ -1649,20 +1670,23 @@ impl Simulator {
         if (self.retrying || !self.lock_waiters.is_empty()) && !self.released.contains(&run.cycle) {
             self.released.push(run.cycle);
         }
+        let mode = run.lock_mode();
         match &run.flat {
             Some(f) if f.locks_in_bits => {
                 self.locks
-                    .unlock_bits(run.cycle, f.lock_bits, usize::from(f.locks_len))
+                    .unlock_bits_as(mode, run.cycle, f.lock_bits, usize::from(f.locks_len))
             }
-            Some(f) => self.locks.unlock_in(
+            Some(f) => self.locks.unlock_in_as(
+                mode,
                 run.cycle,
                 f.locks[..usize::from(f.locks_len)]
                     .iter()
                     .map(|&s| s as usize),
             ),
-            None => self
-                .locks
-                .unlock_in(run.cycle, run.plan().locks.iter().map(|l| l.stripe)),
+            None => {
+                self.locks
+                    .unlock_in_as(mode, run.cycle, run.plan().locks.iter().map(|l| l.stripe))
+            }
         }
     }
 
@@ -1815,8 +1839,9 @@ impl Simulator {
                     assert_eq!(cycle, self.plans.get(id).cycle);
                     let mut stripes = Vec::new();
                     self.plans.get(id).stripes_into(&mut stripes);
+                    let mode = self.plans.get(id).lock_mode();
                     assert!(
-                        stripes.iter().any(|&l| self.locks.is_locked(l))
+                        stripes.iter().any(|&l| self.locks.conflicts(mode, l))
                             || self
                                 .lock_waiters
                                 .iter()
@@ -1846,7 +1871,8 @@ impl Simulator {
                 if cfg!(debug_assertions) && !freed {
                     let mut stripes = Vec::new();
                     self.plans.get(id).stripes_into(&mut stripes);
-                    let held = stripes.iter().any(|&l| self.locks.is_locked(l));
+                    let mode = self.plans.get(id).lock_mode();
+                    let held = stripes.iter().any(|&l| self.locks.conflicts(mode, l));
                     assert!(
                         held || skipped.contains(&cycle),
                         "a waiter skipped as still blocked could have started"

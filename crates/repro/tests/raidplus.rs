@@ -61,6 +61,16 @@ const ALLOWED: &[Differs] = &[
         why: APPS,
     },
     Differs {
+        experiment: "fig10d",
+        label: "read-friendly / native, sequential read",
+        lo: 0.8,
+        hi: 2.4,
+        why: "quick run's 256 KiB units: since reads hold their stripes shared (issue 29) a \
+              stream's requests of one stripe no longer wait for one another, and how the \
+              ordering lays consecutive units on each disk decides the bandwidth (2.56x; the \
+              full run's 64 KiB units give 1.46x)",
+    },
+    Differs {
         experiment: "fig6",
         label: "RAID-5 rebuild / RAID+ rebuild",
         lo: 0.39,
@@ -109,11 +119,6 @@ const FAILS: &[Fails] = &[
         claim: "Spreading the rebuild cuts Fin2's mean latency*",
         why: "the simulated rebuild keeps RAID+ at MD's minimum rate whatever the load and \
               locks a whole pool cycle",
-    },
-    Fails {
-        experiment: "fig9",
-        claim: "RAID+ does better than RAID_H on average",
-        why: "random-access stand-ins have little of the locality RAID+ gains from",
     },
     Fails {
         experiment: "fig8",

@@ -181,7 +181,7 @@ impl CycleBits {
     }
 }
 
-/// The stripe indices of a run of `stripes` of one cycle, and the run's length.
+/// How many stripes at the start of `stripes` (not empty) are of its first stripe's cycle.
 fn run_of(stripes: &[StripeId]) -> usize {
     let c = stripes[0].cycle;
     stripes.iter().take_while(|s| s.cycle == c).count()

@@ -427,6 +427,17 @@ fn owned_buffers_are_accepted() {
     assert!(xor::verify(&data, &parity).unwrap());
 }
 
+/// `k` buffers of `len` random bytes, each aligned to 64 bytes.
+fn random_aligned(k: usize, len: usize, rng: &mut Rng) -> Vec<isal_ref::AlignedBuf> {
+    (0..k)
+        .map(|_| {
+            let mut b = isal_ref::AlignedBuf::zeroed(len);
+            rng.fill(&mut b);
+            b
+        })
+        .collect()
+}
+
 /// Buffers of 256 KiB and more, aligned to 64 bytes, take the non-temporal
 /// store path of the SIMD kernels (with a tail that is not a whole block).
 #[test]
@@ -435,13 +446,7 @@ fn large_aligned_buffers_take_the_streaming_path() {
     let len = 256 * 1024 + 3 * 64 + 17;
     let k = 6;
     let mut rng = Rng::new(99);
-    let data: Vec<AlignedBuf> = (0..k)
-        .map(|_| {
-            let mut b = AlignedBuf::zeroed(len);
-            rng.fill(&mut b);
-            b
-        })
-        .collect();
+    let data = random_aligned(k, len, &mut rng);
     let refs: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
     let (want_p, want_q) = (spec_p(&refs, len), spec_q(&refs, len));
     for isa in Isa::available() {
@@ -484,13 +489,7 @@ fn wide_codes_over_long_buffers_encode_and_recover() {
     let len = 256 * 1024 + 3 * 2048 + 5 * 64 + 17;
     let mut rng = Rng::new(2048);
     for k in [8usize, 11, 16] {
-        let data: Vec<AlignedBuf> = (0..k)
-            .map(|_| {
-                let mut b = AlignedBuf::zeroed(len);
-                rng.fill(&mut b);
-                b
-            })
-            .collect();
+        let data = random_aligned(k, len, &mut rng);
         let refs: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
         let (want_p, want_q) = (spec_p(&refs, len), spec_q(&refs, len));
         for isa in Isa::available() {

@@ -1992,6 +1992,16 @@ mod tests {
         sp.close().unwrap();
     }
 
+    /// Every stripe of cycle `c`, as a rebuild step or `verify` locks them.
+    fn cycle_stripes(shared: &SharedPool, c: u64) -> Vec<StripeId> {
+        let stripes = shared
+            .with_pool(|p| Ok(p.geo.healthy().stripes.len()))
+            .unwrap();
+        (0..stripes)
+            .map(|stripe| StripeId { cycle: c, stripe })
+            .collect()
+    }
+
     /// A request whose stripe is held waits (it is not run, and is not lost) until the holder
     /// releases it, and then sees the holder's write; releasing with nobody waiting leaves no
     /// waiter behind.
@@ -2002,12 +2012,7 @@ mod tests {
         let shared = SharedPool::new(pool, Concurrency::Stripes).unwrap();
         shared.write(0, &bytes(1, 4096)).unwrap();
         // Take every stripe of cycle 0 as a writer would.
-        let stripes = shared
-            .with_pool(|p| Ok(p.geo.healthy().stripes.len()))
-            .unwrap();
-        let ids: Vec<StripeId> = (0..stripes)
-            .map(|stripe| StripeId { cycle: 0, stripe })
-            .collect();
+        let ids = cycle_stripes(&shared, 0);
         let guard = shared.lock_stripe_ids(ids, LockMode::Exclusive);
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
@@ -2048,12 +2053,7 @@ mod tests {
         let pool = create(&dir.0, SchemeKind::Raid5, p(4), 4);
         let shared = SharedPool::new(pool, Concurrency::Stripes).unwrap();
         shared.write(0, &bytes(1, 4096)).unwrap();
-        let stripes = shared
-            .with_pool(|p| Ok(p.geo.healthy().stripes.len()))
-            .unwrap();
-        let ids: Vec<StripeId> = (0..stripes)
-            .map(|stripe| StripeId { cycle: 0, stripe })
-            .collect();
+        let ids = cycle_stripes(&shared, 0);
         // Cycle 0 held shared, as by a read stuck in member I/O.
         let reader = shared.lock_stripe_ids(ids, LockMode::Shared);
         // Another read joins it at once.

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use dev::pool::{CreateOpts, Metadata, Pool};
+use dev::pool::{test_opts, CreateOpts, Metadata, Pool};
 use dev::serve_support::{Concurrency, SharedPool};
 use dev::{Faulty, Member};
-use layout::{Params, SchemeKind};
+use layout::SchemeKind;
 
 struct Dir(PathBuf);
 impl Dir {
@@ -33,16 +33,8 @@ const CHUNK: u64 = 16 << 10;
 
 fn opts(dir: &Path, kind: SchemeKind, n: usize) -> CreateOpts {
     CreateOpts {
-        size_bytes: Some(4 << 20),
-        ..CreateOpts::new(
-            kind,
-            Params {
-                disks: Some(n),
-                ..Params::default()
-            },
-            (0..n).map(|i| dir.join(format!("m{i}.img"))).collect(),
-            CHUNK,
-        )
+        chunk_bytes: CHUNK,
+        ..test_opts(kind, dir, n, 4 << 20)
     }
 }
 

@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use dev::crash::{Apply, CrashSim};
-use dev::pool::{CreateOpts, Pool};
+use dev::pool::{test_opts, CreateOpts, Pool};
 use dev::serve_support::{Concurrency, PoolBackend, SharedPool};
-use layout::{Params, SchemeKind};
+use layout::SchemeKind;
 use nbd::client::{Address, Client};
 use nbd::{Export, ExportInfo, Server, ServerOptions};
 
@@ -45,16 +45,8 @@ fn a_flush_on_one_connection_makes_writes_of_the_others_durable() {
         let mut pool = Pool::create(
             &desc,
             CreateOpts {
-                size_bytes: Some(4 << 20),
-                ..CreateOpts::new(
-                    SchemeKind::Raid5,
-                    Params {
-                        disks: Some(4),
-                        ..Params::default()
-                    },
-                    (0..4).map(|i| dir.0.join(format!("m{i}.img"))).collect(),
-                    16 << 10,
-                )
+                chunk_bytes: 16 << 10,
+                ..test_opts(SchemeKind::Raid5, &dir.0, 4, 4 << 20)
             },
         )
         .unwrap();

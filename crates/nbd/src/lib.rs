@@ -56,8 +56,8 @@ pub mod transport;
 
 pub use backend::{Backend, Extent, MemBackend};
 pub use server::{
-    block_status_descriptors, BlockSize, Command, Event, ExportInfo, ProtocolError, Request,
-    ServerConfig, ServerConn, TlsPolicy, DEFAULT_MAX_PAYLOAD,
+    block_status_descriptors, BlockSize, Command, Event, ExportInfo, PayloadBuffers, ProtocolError,
+    Request, ServerConfig, ServerConn, TlsPolicy, DEFAULT_MAX_PAYLOAD, DIRECT_PAYLOAD_BYTES,
 };
 pub use tls::{TlsError, TlsServer, TlsStream};
 pub use transport::{Export, Logger, Server, ServerOptions, Stats, Stream};

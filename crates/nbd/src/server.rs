@@ -13,6 +13,7 @@
 //! here panics on any input.
 
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use crate::proto::*;
 
@@ -269,7 +270,9 @@ enum State {
         left: u32,
         /// The reply to send instead of executing, when the request was invalid.
         error: Option<(u32, String)>,
+        /// The whole payload's room; `filled` bytes of it received.
         data: Vec<u8>,
+        filled: usize,
     },
     /// Skipping a too-long write payload, then `EOVERFLOW`.
     PayloadDiscard {
@@ -304,6 +307,57 @@ pub struct ServerConn {
     tls_pending: bool,
     /// The session runs inside TLS.
     tls_active: bool,
+    /// Write payload buffers given back after their writes ran.
+    buffers: PayloadBuffers,
+}
+
+/// Payloads at least this long (what is left of them) are read straight into their buffer
+/// ([`ServerConn::payload_space`]); shorter ones come through the caller's buffer, with the
+/// next request's header in the same read.
+pub const DIRECT_PAYLOAD_BYTES: usize = 64 << 10;
+
+/// Write payload buffers handed back once their writes ran ([`PayloadBuffers::give`]), reused
+/// for later payloads of the connection: a reused buffer is already allocated and its bytes
+/// initialised, so a payload of the same size is read into it with no allocation and no
+/// zeroing. At most [`PayloadBuffers::KEEP_BYTES`] are kept.
+#[derive(Clone, Default)]
+pub struct PayloadBuffers(Arc<Mutex<Vec<Vec<u8>>>>);
+
+impl PayloadBuffers {
+    /// The most bytes of buffers kept for reuse (per connection).
+    pub const KEEP_BYTES: usize = 32 << 20;
+
+    /// Gives a payload buffer back once its write ran (kept if it is large enough to be
+    /// worth it and there is room).
+    pub fn give(&self, v: Vec<u8>) {
+        if v.capacity() < DIRECT_PAYLOAD_BYTES {
+            return;
+        }
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes: usize = kept.iter().map(|b| b.capacity()).sum();
+        if bytes + v.capacity() <= Self::KEEP_BYTES {
+            kept.push(v);
+        }
+    }
+
+    /// A buffer of `len` bytes (a kept one when one is large enough; its bytes are whatever
+    /// it held, every one to be overwritten by the payload).
+    fn take(&self, len: usize) -> Vec<u8> {
+        if len >= DIRECT_PAYLOAD_BYTES {
+            let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(i) = kept.iter().position(|b| b.capacity() >= len) {
+                let mut v = kept.swap_remove(i);
+                drop(kept);
+                if v.len() >= len {
+                    v.truncate(len);
+                } else {
+                    v.resize(len, 0);
+                }
+                return v;
+            }
+        }
+        vec![0u8; len]
+    }
 }
 
 impl ServerConn {
@@ -327,6 +381,45 @@ impl ServerConn {
             shutting_down: false,
             tls_pending: false,
             tls_active: false,
+            buffers: PayloadBuffers::default(),
+        }
+    }
+
+    /// Where the transport gives write payload buffers back once their writes ran (see
+    /// [`PayloadBuffers`]).
+    pub fn payload_buffers(&self) -> PayloadBuffers {
+        self.buffers.clone()
+    }
+
+    /// While a write payload is being received, nothing else is buffered and at least
+    /// [`DIRECT_PAYLOAD_BYTES`] of it are still to come: the room for the rest of it, for the
+    /// transport to read from the socket straight into (no copy through its own buffer); it
+    /// then reports what it read with [`ServerConn::payload_received`]. `None` otherwise: read
+    /// into a buffer of your own and call [`ServerConn::receive`].
+    pub fn payload_space(&mut self) -> Option<&mut [u8]> {
+        if !self.inbuf.is_empty() {
+            return None;
+        }
+        match &mut self.state {
+            State::Payload {
+                left, data, filled, ..
+            } if *left as usize >= DIRECT_PAYLOAD_BYTES => {
+                Some(&mut data[*filled..*filled + *left as usize])
+            }
+            _ => None,
+        }
+    }
+
+    /// `n` bytes were read into the front of [`ServerConn::payload_space`].
+    pub fn payload_received(&mut self, n: usize) {
+        let State::Payload { left, filled, .. } = &mut self.state else {
+            panic!("payload_received outside a payload");
+        };
+        assert!(n <= *left as usize, "more payload received than was room");
+        *filled += n;
+        *left -= n as u32;
+        if *left == 0 {
+            self.finish_payload();
         }
     }
 
@@ -427,10 +520,14 @@ impl ServerConn {
     fn consume_streaming(&mut self, data: &[u8]) -> Option<usize> {
         match &mut self.state {
             State::Payload {
-                left, data: buf, ..
+                left,
+                data: buf,
+                filled,
+                ..
             } => {
                 let n = (*left as usize).min(data.len());
-                buf.extend_from_slice(&data[..n]);
+                buf[*filled..*filled + n].copy_from_slice(&data[..n]);
+                *filled += n;
                 *left -= n as u32;
                 if *left == 0 {
                     self.finish_payload();
@@ -843,7 +940,8 @@ impl ServerConn {
                 offset,
                 left: len,
                 error,
-                data: Vec::with_capacity(len as usize),
+                data: self.buffers.take(len as usize),
+                filled: 0,
             };
             if len == 0 {
                 self.finish_payload();
@@ -1480,6 +1578,90 @@ mod tests {
         assert_eq!((r[0].0, r[0].1), (OPT_INFO, REP_ERR_TOO_BIG));
         c.receive(&opt(OPT_GO, &go_data("a", &[])));
         assert_eq!(events(&mut c), vec![Event::Selected { export: 0 }]);
+    }
+
+    /// A large write payload read straight into its buffer (`payload_space`) gives the same
+    /// request as one fed through `receive`, however the bytes are split between the two; the
+    /// tail shorter than `DIRECT_PAYLOAD_BYTES` and buffered bytes go through `receive`.
+    #[test]
+    fn large_payloads_are_received_in_place_in_any_pieces() {
+        let len = 3 * DIRECT_PAYLOAD_BYTES as u32 + 100;
+        let payload: Vec<u8> = (0..len).map(|i| (i.wrapping_mul(7) + 3) as u8).collect();
+        let mut stream = req(0, CMD_WRITE, 9, 4096, len);
+        stream.extend_from_slice(&payload);
+        stream.extend_from_slice(&req(0, CMD_FLUSH, 10, 0, 0));
+        let want = vec![
+            Event::Request(Request {
+                handle: 9,
+                flags: 0,
+                command: Command::Write {
+                    offset: 4096,
+                    data: payload.clone(),
+                },
+            }),
+            Event::Request(Request {
+                handle: 10,
+                flags: 0,
+                command: Command::Flush,
+            }),
+        ];
+        for (first, piece) in [(0usize, 1000usize), (1, 7), (28, 40_000), (5_028, 65_536)] {
+            let mut c = transmitting("a", false);
+            c.receive(&stream[..first]);
+            let mut pos = first;
+            let mut direct = 0;
+            while pos < stream.len() {
+                let n = piece.min(stream.len() - pos);
+                match c.payload_space() {
+                    Some(room) => {
+                        assert!(room.len() >= DIRECT_PAYLOAD_BYTES);
+                        let n = n.min(room.len());
+                        room[..n].copy_from_slice(&stream[pos..pos + n]);
+                        c.payload_received(n);
+                        direct += n;
+                        pos += n;
+                    }
+                    None => {
+                        c.receive(&stream[pos..pos + n]);
+                        pos += n;
+                    }
+                }
+            }
+            assert!(
+                direct > 0,
+                "first {first}, pieces of {piece}: some bytes went in place"
+            );
+            assert_eq!(events(&mut c), want, "first {first}, pieces of {piece}");
+            assert!(c.payload_space().is_none());
+        }
+    }
+
+    /// Payload buffers given back are reused (same allocation, no zeroing needed since every
+    /// byte is overwritten), small ones are not kept, and the bytes kept are bounded.
+    #[test]
+    fn payload_buffers_are_reused_and_bounded() {
+        let b = PayloadBuffers::default();
+        let big = vec![1u8; 2 * DIRECT_PAYLOAD_BYTES];
+        let at = big.as_ptr();
+        b.give(big);
+        let again = b.take(2 * DIRECT_PAYLOAD_BYTES - 10);
+        assert_eq!(again.as_ptr(), at, "the kept buffer");
+        assert_eq!(again.len(), 2 * DIRECT_PAYLOAD_BYTES - 10);
+        let fresh = b.take(DIRECT_PAYLOAD_BYTES);
+        assert!(
+            fresh.iter().all(|&x| x == 0),
+            "nothing kept: a new zeroed buffer"
+        );
+        b.give(vec![0u8; 100]);
+        assert!(b.0.lock().unwrap().is_empty(), "small buffers are not kept");
+        for _ in 0..100 {
+            b.give(vec![0u8; 1 << 20]);
+        }
+        let kept: usize = b.0.lock().unwrap().iter().map(|v| v.capacity()).sum();
+        assert!(kept <= PayloadBuffers::KEEP_BYTES && kept > 0, "{kept}");
+        // A larger payload than any kept buffer gets a new one.
+        let large = b.take(2 << 20);
+        assert_eq!(large.len(), 2 << 20);
     }
 
     #[test]

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use crate::backend::Backend;
 use crate::proto::{errno_of, ReplyEncoder, EIO, META_BASE_ALLOCATION_ID};
 use crate::server::{
-    block_status_descriptors, Command, Event, ExportInfo, Request, ServerConfig, ServerConn,
-    TlsPolicy,
+    block_status_descriptors, Command, Event, ExportInfo, PayloadBuffers, Request, ServerConfig,
+    ServerConn, TlsPolicy,
 };
 use crate::tls::TlsServer;
 
@@ -318,9 +318,15 @@ impl Server {
                         return Ok(false);
                     }
                 }
-                match reader.read(&mut buf) {
-                    Ok(0) => conn.receive_eof(),
-                    Ok(n) => conn.receive(&buf[..n]),
+                // A large write payload goes from the socket straight into its buffer.
+                let got = match conn.payload_space() {
+                    Some(room) => reader.read(room).map(|n| (n, true)),
+                    None => reader.read(&mut buf).map(|n| (n, false)),
+                };
+                match got {
+                    Ok((0, _)) => conn.receive_eof(),
+                    Ok((n, true)) => conn.payload_received(n),
+                    Ok((n, false)) => conn.receive(&buf[..n]),
                     Err(e)
                         if matches!(
                             e.kind(),
@@ -350,6 +356,7 @@ impl Server {
                                     minimum: e.info.block.minimum,
                                 },
                                 Arc::clone(&writer),
+                                conn.payload_buffers(),
                             ));
                         }
                         Event::Request(r) => match &workers {
@@ -392,6 +399,7 @@ impl Workers {
         backend: Arc<dyn Backend>,
         enc: Replies,
         writer: Arc<Mutex<S>>,
+        buffers: PayloadBuffers,
     ) -> Workers {
         let (tx, rx) = sync_channel::<Request>(server.opts.queue_depth.max(1));
         let rx = Arc::new(Mutex::new(rx));
@@ -401,6 +409,7 @@ impl Workers {
                 let backend = Arc::clone(&backend);
                 let writer = Arc::clone(&writer);
                 let server = Arc::clone(server);
+                let buffers = buffers.clone();
                 std::thread::spawn(move || {
                     // This worker's read buffer, reused from request to request (see
                     // `ReadBuf`).
@@ -411,7 +420,7 @@ impl Workers {
                             r.recv()
                         };
                         let Ok(req) = req else { return };
-                        let (header, payload) = execute(&*backend, enc, req, &mut rbuf);
+                        let (header, payload) = execute(&*backend, enc, req, &mut rbuf, &buffers);
                         server.stats.requests.fetch_add(1, Ordering::Relaxed);
                         let mut w = writer.lock().unwrap_or_else(|e| e.into_inner());
                         // A client that went away cannot get its reply; keep draining the
@@ -518,6 +527,7 @@ fn execute<'b>(
     replies: Replies,
     req: Request,
     rbuf: &'b mut ReadBuf,
+    buffers: &PayloadBuffers,
 ) -> (Vec<u8>, &'b [u8]) {
     let enc = replies.enc;
     let handle = req.handle;
@@ -545,6 +555,7 @@ fn execute<'b>(
                     } else {
                         backend.write(offset, &data)
                     })?;
+                    buffers.give(data);
                     Ok((enc.ok(handle), 0))
                 }
                 Command::Flush => {
@@ -634,18 +645,25 @@ mod tests {
         let enc = ReplyEncoder { structured: false };
         let replies = Replies { enc, minimum: 1 };
         let mut rbuf = ReadBuf::default();
+        let bufs = PayloadBuffers::default();
         let read = |offset: u64, len: u32| Request {
             handle: 7,
             flags: 0,
             command: Command::Read { offset, len },
         };
         for (offset, len) in [(0u64, 1u32 << 20), (1000, 10), (5, 0), (4096, 65536)] {
-            let (header, payload) = execute(&backend, replies, read(offset, len), &mut rbuf);
+            let (header, payload) = execute(&backend, replies, read(offset, len), &mut rbuf, &bufs);
             assert_eq!(header, enc.read_ok_header(7, offset, len));
             assert_eq!(payload, &data[offset as usize..][..len as usize]);
         }
         // Past the end: an error reply, no data.
-        let (_, payload) = execute(&backend, replies, read((1 << 20) - 10, 20), &mut rbuf);
+        let (_, payload) = execute(
+            &backend,
+            replies,
+            read((1 << 20) - 10, 20),
+            &mut rbuf,
+            &bufs,
+        );
         assert!(payload.is_empty());
         // An oversized buffer is freed after its reply; a normal one is kept.
         rbuf.get(READ_BUF_KEEP + 1);

@@ -58,9 +58,10 @@ pub const SUM_BYTES: u64 = 8;
 /// known to be lost, so that reading them fails instead of returning what is there.
 pub const POISON: u32 = 0xDEAD_10CC;
 
-/// Entries per 512-byte sector of the region: each sector ends with 4 zero bytes and the
-/// CRC-32C of its first 508 bytes, so that a sector torn by a crash (random bytes) is
-/// recognised at open and its copy of those entries ignored in favour of another copy.
+/// Entries per 512-byte sector of the region: each sector ends with a 4-byte mark and a seal,
+/// the CRC-32C of its first 508 bytes and of its place ([`PLACE_MARK`]), so that a sector torn
+/// by a crash (random bytes) or written to the wrong place is recognised at open and its copy
+/// of those entries ignored in favour of another copy.
 /// (Sectors, not pages: a crash tears a write at sector granularity, and the untorn sectors of
 /// a torn page are still good.)
 pub const ENTRIES_PER_SECTOR: u64 = (512 - 8) / SUM_BYTES;
@@ -81,17 +82,42 @@ fn section_bytes(data_bytes: u64) -> u64 {
     blocks.div_ceil(ENTRIES_PER_PAGE) * 4096
 }
 
-/// Seals every sector of region pages: CRC-32C of its bytes 0..508 in its last 4 bytes.
-fn seal_sectors(pages: &mut [u8]) {
-    for sector in pages.chunks_exact_mut(512) {
-        let crc = !crc_update(!0, &sector[..508]);
+/// Bytes 504..508 of a sector sealed with its place: the seal then also covers whose entries
+/// the sector holds (the owner member) and the sector's index in their section, so that a
+/// sector written to the wrong place of a region (a misdirected write) fails its seal there
+/// instead of passing for the entries of other blocks, whose newer generations would win at
+/// open. Sectors written before the mark existed hold zeros there and are checked as they
+/// were sealed (CRC of bytes 0..508 alone).
+const PLACE_MARK: [u8; 4] = *b"LOC1";
+
+/// The seal of a marked sector: CRC-32C of bytes 0..508, the owner (u32 LE) and the sector's
+/// index in the owner's section (u64 LE).
+fn place_seal(sector: &[u8], owner: usize, index: u64) -> u32 {
+    let mut st = crc_update(!0, &sector[..508]);
+    st = crc_update(st, &(owner as u32).to_le_bytes());
+    st = crc_update(st, &index.to_le_bytes());
+    !st
+}
+
+/// Seals every sector of region pages of member `owner`'s entries, the first being sector
+/// `first_sector` of its section: [`PLACE_MARK`] in bytes 504..508, the seal in the last 4.
+fn seal_sectors(pages: &mut [u8], owner: usize, first_sector: u64) {
+    for (k, sector) in pages.chunks_exact_mut(512).enumerate() {
+        sector[504..508].copy_from_slice(&PLACE_MARK);
+        let crc = place_seal(sector, owner, first_sector + k as u64);
         sector[508..512].copy_from_slice(&crc.to_le_bytes());
     }
 }
 
-/// Whether a region sector is whole (its CRC matches).
-fn sector_ok(sector: &[u8]) -> bool {
-    (!crc_update(!0, &sector[..508])).to_le_bytes() == sector[508..512]
+/// Whether a region sector is whole and in its place: sector `index` of member `owner`'s
+/// section.
+fn sector_ok(sector: &[u8], owner: usize, index: u64) -> bool {
+    let stored = &sector[508..512];
+    if sector[504..508] == PLACE_MARK {
+        place_seal(sector, owner, index).to_le_bytes() == stored
+    } else {
+        (!crc_update(!0, &sector[..508])).to_le_bytes() == stored
+    }
 }
 
 /// Bytes of checksum region for `data_bytes` of data area holding `copies` sections.
@@ -346,7 +372,12 @@ impl Checksums {
             // blocks to vouch).
             let whole: Vec<Vec<bool>> = found
                 .iter()
-                .map(|(_, buf)| buf.chunks_exact(512).map(sector_ok).collect())
+                .map(|(_, buf)| {
+                    buf.chunks_exact(512)
+                        .enumerate()
+                        .map(|(s, sector)| sector_ok(sector, i, s as u64))
+                        .collect()
+                })
                 .collect();
             let mut stale_blocks: Vec<(u64, u64)> = Vec::new();
             for (b, s) in c.members[i].sums.iter().enumerate() {
@@ -529,7 +560,7 @@ impl Checksums {
             buf[at..at + 4].copy_from_slice(&crc_of(e).to_le_bytes());
             buf[at + 4..at + 8].copy_from_slice(&gen_of(e).to_le_bytes());
         }
-        seal_sectors(&mut buf);
+        seal_sectors(&mut buf, i, p0 * 8);
         (p0, buf)
     }
 
@@ -632,5 +663,39 @@ mod tests {
         assert_eq!(entry_offset(62), 62 * 8);
         assert_eq!(entry_offset(63), 512);
         assert_eq!(entry_offset(504), 4096);
+    }
+
+    #[test]
+    fn a_sector_is_sealed_to_its_place_and_old_seals_still_verify() {
+        let mut page = vec![0u8; 4096];
+        for (k, b) in page.iter_mut().enumerate() {
+            *b = (k * 13 + 1) as u8;
+        }
+        seal_sectors(&mut page, 2, 16);
+        for (k, sector) in page.chunks_exact(512).enumerate() {
+            let at = 16 + k as u64;
+            assert!(sector_ok(sector, 2, at), "sector {k} in its place");
+            assert!(!sector_ok(sector, 2, at + 1), "sector {k} one sector off");
+            assert!(!sector_ok(sector, 2, at + 8), "sector {k} one page off");
+            assert!(
+                !sector_ok(sector, 3, at),
+                "sector {k} in another member's section"
+            );
+            let mut torn = sector.to_vec();
+            torn[100] ^= 4;
+            assert!(!sector_ok(&torn, 2, at), "sector {k} with a flipped bit");
+        }
+        // A sector sealed before the mark existed: zeros in 504..508, CRC of 0..508.
+        let mut old = page[..512].to_vec();
+        old[504..508].fill(0);
+        let crc = !crc_update(!0, &old[..508]);
+        old[508..512].copy_from_slice(&crc.to_le_bytes());
+        assert!(sector_ok(&old, 2, 16));
+        assert!(
+            sector_ok(&old, 5, 99),
+            "an old seal does not know its place"
+        );
+        old[7] ^= 1;
+        assert!(!sector_ok(&old, 2, 16));
     }
 }

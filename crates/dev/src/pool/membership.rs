@@ -223,10 +223,15 @@ impl Pool {
         };
         self.reset_checksums_of(i, &m, path)?;
         self.state.replace(&self.geo, i as Disk)?;
-        if let Some(j) = &self.wh.journal {
-            j.member_replaced(i as u32);
-        }
         self.members.handles[i] = Some(m);
+        if let Some(j) = self.wh.journal.clone() {
+            j.member_replaced(i as u32, &self.members.handles)
+                .map_err(|e| PoolError::Io(e.to_string()))?;
+            let failed = j.take_failed_members();
+            if !failed.is_empty() {
+                self.fail_members(&failed)?;
+            }
+        }
         self.record_replaced(i, path)
     }
 

@@ -731,16 +731,20 @@ mod tests {
             .iter()
             .map(|g| Some(Arc::clone(g) as Arc<dyn Member>))
             .collect();
-        let g = JournalGeometry {
+        let j = Journal::create(rig_geometry(), &members).unwrap();
+        (gated, members, j)
+    }
+
+    /// The journal geometry of [`rig`].
+    fn rig_geometry() -> JournalGeometry {
+        JournalGeometry {
             uuid: [7; 16],
             offset: 0,
             len: 256 << 10,
             copies: 3,
             data_offset: 512 << 10,
             data_bytes: 256 << 10,
-        };
-        let j = Journal::create(g, &members).unwrap();
-        (gated, members, j)
+        }
     }
 
     /// Runs an append on another thread and calls `meanwhile` while member 0's write of it
@@ -832,16 +836,8 @@ mod tests {
         ];
         j.append(&now, &entries).unwrap();
         drop(j);
-        let g = JournalGeometry {
-            uuid: [7; 16],
-            offset: 0,
-            len: 256 << 10,
-            copies: 3,
-            data_offset: 512 << 10,
-            data_bytes: 256 << 10,
-        };
         let mut replayed = Vec::new();
-        Journal::recover(g, &now, |m, off, data| {
+        Journal::recover(rig_geometry(), &now, |m, off, data| {
             replayed.push((m, off, data.len()));
             Ok(())
         })

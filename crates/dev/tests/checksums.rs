@@ -975,12 +975,7 @@ fn a_torn_entry_in_a_stripe_with_deferred_parity_is_vouched_for() {
     let (mut pool, mut data) = filled(&d.0, SchemeKind::Raid6, params(6, None), true);
     pool.set_parity(ParityPolicy::Lazy).unwrap();
     let geo = pool.geometry().clone();
-    let data_places: Vec<PlaceId> = geo
-        .stripe_places(0)
-        .iter()
-        .copied()
-        .filter(|&q| geo.role(q) == Role::Data)
-        .collect();
+    let data_places = places_with(&pool, 0, Role::Data);
     assert!(
         data_places.len() >= 3,
         "RAID6 of 6 has 4 data units a stripe"
@@ -1044,12 +1039,7 @@ fn a_torn_entry_is_vouched_for_beside_a_damaged_block_in_a_suspect_page() {
     let d = TempDir::new("csum-torn-suspect");
     let (pool, data) = filled(&d.0, SchemeKind::Raid5, params(4, None), true);
     let geo = pool.geometry().clone();
-    let data_places: Vec<PlaceId> = geo
-        .stripe_places(0)
-        .iter()
-        .copied()
-        .filter(|&q| geo.role(q) == Role::Data)
-        .collect();
+    let data_places = places_with(&pool, 0, Role::Data);
     let (m, at) = where_is(&pool, 1, data_places[0], 0);
     let (mo, at_other) = where_is(&pool, 1, data_places[1], 0);
     assert_ne!(m, mo);

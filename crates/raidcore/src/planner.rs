@@ -80,6 +80,14 @@ impl Part {
     pub(crate) fn places(&self) -> impl Iterator<Item = PlaceId> + '_ {
         self.pieces.iter().map(|p| p.place)
     }
+
+    /// Each piece of the part (one chunk's worth at most): its data place, and its offset
+    /// and length in bytes from the start of the range that was split.
+    pub(crate) fn pieces(&self) -> impl Iterator<Item = (PlaceId, u64, u64)> + '_ {
+        self.pieces
+            .iter()
+            .map(|p| (p.place, self.user_offset + p.uoff as u64, p.b - p.a))
+    }
 }
 
 pub(crate) fn split(geo: &Geometry, offset: u64, len: u64) -> Result<Vec<Part>, CoreError> {

@@ -26,6 +26,7 @@
 use layout::Disk;
 
 use crate::array::{ArrayState, Geometry};
+use crate::planner::split;
 use crate::recon::View;
 use crate::CoreError;
 
@@ -59,68 +60,47 @@ pub fn read_sources(
     offset: u64,
     len: u64,
 ) -> Result<Vec<Sources>, CoreError> {
-    let capacity = geo.capacity_bytes();
-    let end = offset.checked_add(len);
-    if end.is_none_or(|e| e > capacity) {
-        return Err(CoreError::OutOfRange {
-            offset,
-            len,
-            capacity,
-        });
-    }
-    let end = offset + len;
     let cb = geo.chunk_bytes();
     let mut out = Vec::new();
-    // Whether the cycle last looked at is impaired (asked once per cycle: a RAID+ cycle has
-    // thousands of places).
-    let mut cycle: Option<(u64, bool)> = None;
-    let mut pos = offset;
-    while pos < end {
-        let chunk = pos / cb;
-        let piece_end = ((chunk + 1) * cb).min(end);
-        let (c, index) = geo.locate_chunk(chunk);
+    for part in split(geo, offset, len)? {
+        let c = part.cycle;
         let view = View::current(geo, state, c);
-        let impaired = match cycle {
-            Some((k, i)) if k == c => i,
-            _ => {
-                let i = view.any_lost();
-                cycle = Some((c, i));
-                i
-            }
-        };
-        let ranges = if impaired {
-            let rows = geo.stride_rows() * cb;
-            (0..geo.disks() as Disk)
-                .map(|member| MemberRange {
-                    member,
-                    offset_bytes: geo.base_row(c) * cb,
-                    len: rows,
-                })
-                .collect()
-        } else {
-            let p = geo.data_place(index);
-            let mut v: Vec<MemberRange> = Vec::new();
-            for &(s, _) in geo.place_units(p) {
-                for &u in geo.stripe_places(s) {
-                    let loc = view.loc(u);
-                    let r = MemberRange {
-                        member: loc.disk,
-                        offset_bytes: geo.member_offset(c, loc, 0),
-                        len: cb,
-                    };
-                    if !v.contains(&r) {
-                        v.push(r);
+        // Whether the cycle is impaired (asked once per cycle: a RAID+ cycle has thousands
+        // of places).
+        let impaired = view.any_lost();
+        for (p, at, piece_len) in part.pieces() {
+            let ranges = if impaired {
+                let rows = geo.stride_rows() * cb;
+                (0..geo.disks() as Disk)
+                    .map(|member| MemberRange {
+                        member,
+                        offset_bytes: geo.base_row(c) * cb,
+                        len: rows,
+                    })
+                    .collect()
+            } else {
+                let mut v: Vec<MemberRange> = Vec::new();
+                for &(s, _) in geo.place_units(p) {
+                    for &u in geo.stripe_places(s) {
+                        let loc = view.loc(u);
+                        let r = MemberRange {
+                            member: loc.disk,
+                            offset_bytes: geo.member_offset(c, loc, 0),
+                            len: cb,
+                        };
+                        if !v.contains(&r) {
+                            v.push(r);
+                        }
                     }
                 }
-            }
-            v
-        };
-        out.push(Sources {
-            offset: pos,
-            len: piece_end - pos,
-            ranges,
-        });
-        pos = piece_end;
+                v
+            };
+            out.push(Sources {
+                offset: offset + at,
+                len: piece_len,
+                ranges,
+            });
+        }
     }
     Ok(out)
 }

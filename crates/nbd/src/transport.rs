@@ -41,9 +41,18 @@ pub type Logger = Arc<dyn Fn(&str) + Send + Sync>;
 /// Tuning of the server.
 #[derive(Clone)]
 pub struct ServerOptions {
-    /// Threads per connection (requests of one connection executed at once; each reads its
-    /// next request itself, so at most this many are read ahead of their execution).
+    /// Threads per connection at most (requests of one connection executed at once; each
+    /// reads its next request itself, so at most this many are read ahead of their
+    /// execution).
     pub workers_per_connection: usize,
+    /// Threads over all connections in transmission: each runs
+    /// `threads_total / connections` threads (at least one, at most
+    /// [`ServerOptions::workers_per_connection`]), adjusted as connections come and go: a
+    /// thread beyond its connection's share ends after its request, and one is started when
+    /// the share grows. With 16 connections on 2 cores, 8 threads each ran 4 KiB random
+    /// writes at 0.8x of 2 each (bench/nbd.sh: more threads than the cores can run only
+    /// switch), while one connection needs its 8 to keep slow members busy.
+    pub threads_total: usize,
     /// How often blocked reads and accepts look at the shutdown flag.
     pub poll_interval: Duration,
     /// How long a reply may wait for a client that does not read before the connection is
@@ -66,6 +75,7 @@ impl Default for ServerOptions {
             // more requests in flight): on a loaded machine, 1 MiB reads were faster with 8
             // workers than with 4 (bench/nbd.sh).
             workers_per_connection: 8,
+            threads_total: 32,
             poll_interval: Duration::from_millis(100),
             write_timeout: Duration::from_secs(30),
             log: None,
@@ -128,6 +138,9 @@ pub struct Stats {
     pub connections: AtomicU64,
     /// Connections open now.
     pub open: AtomicUsize,
+    /// Of them, those in transmission (past negotiation; their threads share
+    /// [`ServerOptions::threads_total`]).
+    pub transmitting: AtomicUsize,
     /// Requests executed.
     pub requests: AtomicU64,
     /// Connections dropped for a protocol violation.
@@ -333,6 +346,8 @@ impl Server {
                     minimum: e.info.block.minimum,
                 };
                 let buffers = conn.payload_buffers();
+                let _counted = Transmitting::new(&self.stats.transmitting);
+                let threads = self.thread_share();
                 let session = Mutex::new(Session {
                     reader,
                     conn,
@@ -340,21 +355,25 @@ impl Server {
                     shutdown_seen: None,
                     reading: true,
                     error: None,
+                    threads,
                 });
                 // Every thread of the connection reads its next request itself (one at a
                 // time, under the session lock) and executes it: nbdkit's model. A request
                 // then crosses no thread boundary; handing each one from a reader thread to a
                 // worker cost two wake-ups per request (4 KiB random writes at 0.7x nbdkit).
-                let threads = self.opts.workers_per_connection.max(1);
+                let c = ConnThreads {
+                    session: &session,
+                    backend: &*backend,
+                    replies,
+                    writer: &writer,
+                    buffers: &buffers,
+                    peer,
+                };
                 std::thread::scope(|s| {
                     for _ in 1..threads {
-                        s.spawn(|| {
-                            self.serve_requests(
-                                &session, &*backend, replies, &writer, &buffers, peer,
-                            )
-                        });
+                        s.spawn(|| self.serve_requests(s, &c));
                     }
-                    self.serve_requests(&session, &*backend, replies, &writer, &buffers, peer);
+                    self.serve_requests(s, &c);
                 });
                 let session = session.into_inner().unwrap_or_else(|e| e.into_inner());
                 session.reader.shutdown_both();
@@ -374,28 +393,56 @@ impl Server {
         }
     }
 
+    /// Threads a connection in transmission runs now: its share of
+    /// [`ServerOptions::threads_total`], at least one, at most
+    /// [`ServerOptions::workers_per_connection`].
+    fn thread_share(&self) -> usize {
+        let conns = self.stats.transmitting.load(Ordering::Acquire).max(1);
+        (self.opts.threads_total / conns).clamp(1, self.opts.workers_per_connection.max(1))
+    }
+
     /// One thread of a connection in transmission: takes the next request (reading from the
     /// socket when none is parsed yet), executes it and sends its reply, until the session
     /// ends. Requests already received are executed even when the server stops.
-    fn serve_requests<S: Stream>(
-        &self,
-        session: &Mutex<Session<S>>,
-        backend: &dyn Backend,
-        replies: Replies,
-        writer: &Mutex<S>,
-        buffers: &PayloadBuffers,
-        peer: &str,
+    ///
+    /// Keeps the connection at its share of threads ([`ServerOptions::threads_total`]): a
+    /// thread beyond it ends before reading again (never the last one), and a thread that
+    /// took a request while the connection is below it starts another.
+    fn serve_requests<'scope, 'env, S: Stream>(
+        &'env self,
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        c: &'env ConnThreads<'env, S>,
     ) {
+        let ConnThreads {
+            session,
+            backend,
+            replies,
+            writer,
+            buffers,
+            peer,
+        } = *c;
         // This thread's read buffer, reused from request to request (see `ReadBuf`).
         let mut rbuf = ReadBuf::default();
         loop {
-            let req = {
+            let (req, more) = {
                 let mut g = session.lock().unwrap_or_else(|e| e.into_inner());
-                match self.next_request(&mut g, writer, peer) {
-                    Some(r) => r,
-                    None => return,
+                let share = self.thread_share();
+                if g.threads > share && g.threads > 1 {
+                    g.threads -= 1;
+                    return;
                 }
+                let Some(r) = self.next_request(&mut g, writer, peer) else {
+                    return;
+                };
+                let more = g.reading && g.threads < share;
+                if more {
+                    g.threads += 1;
+                }
+                (r, more)
             };
+            if more {
+                scope.spawn(move || self.serve_requests(scope, c));
+            }
             let (header, payload) = execute(backend, replies, req, &mut rbuf, buffers);
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
             let mut w = writer.lock().unwrap_or_else(|e| e.into_inner());
@@ -486,6 +533,32 @@ enum Phase {
     End,
 }
 
+/// Counts a connection in transmission while it lives.
+struct Transmitting<'a>(&'a AtomicUsize);
+
+impl<'a> Transmitting<'a> {
+    fn new(n: &'a AtomicUsize) -> Transmitting<'a> {
+        n.fetch_add(1, Ordering::AcqRel);
+        Transmitting(n)
+    }
+}
+
+impl Drop for Transmitting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What the threads of a connection in transmission share.
+struct ConnThreads<'a, S> {
+    session: &'a Mutex<Session<S>>,
+    backend: &'a dyn Backend,
+    replies: Replies,
+    writer: &'a Mutex<S>,
+    buffers: &'a PayloadBuffers,
+    peer: &'a str,
+}
+
 /// A connection in transmission, shared by its threads: whichever holds it reads.
 struct Session<S> {
     reader: S,
@@ -498,6 +571,8 @@ struct Session<S> {
     reading: bool,
     /// The socket error that ended the session.
     error: Option<io::Error>,
+    /// The connection's threads alive.
+    threads: usize,
 }
 
 /// Whether a read error only means "nothing yet" (the poll timeout, a signal).

@@ -605,3 +605,115 @@ fn block_status_replies_keep_the_rules_whatever_the_backend_says() {
     server.stop();
     th.join().unwrap();
 }
+
+/// A backend whose reads each take `READ_TIME` and that keeps the most reads it ran at once.
+struct Concurrency {
+    mem: MemBackend,
+    running: Mutex<(usize, usize)>,
+}
+
+const READ_TIME: Duration = Duration::from_millis(150);
+
+impl Concurrency {
+    /// The most reads that ran at once since the last call.
+    fn take_peak(&self) -> usize {
+        std::mem::take(&mut self.running.lock().unwrap().1)
+    }
+}
+
+impl Backend for Concurrency {
+    fn size(&self) -> u64 {
+        self.mem.size()
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        {
+            let mut r = self.running.lock().unwrap();
+            r.0 += 1;
+            r.1 = r.1.max(r.0);
+        }
+        std::thread::sleep(READ_TIME);
+        self.running.lock().unwrap().0 -= 1;
+        self.mem.read(offset, buf)
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.mem.write(offset, data)
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The connections in transmission share `threads_total` threads: a lone connection runs
+/// `workers_per_connection` requests at once, one among four runs one at a time, and it runs
+/// its full number again once the others have gone.
+#[test]
+fn connections_share_the_threads_and_get_them_back() {
+    let backend = Arc::new(Concurrency {
+        mem: MemBackend::new(1 << 20),
+        running: Mutex::new((0, 0)),
+    });
+    let t = TestServer::start_exports(
+        vec![Export {
+            info: ExportInfo::new("x", 1 << 20),
+            backend: backend.clone(),
+        }],
+        ServerOptions {
+            workers_per_connection: 4,
+            threads_total: 4,
+            ..ServerOptions::default()
+        },
+    );
+    let transmitting = |n: usize| {
+        let started = std::time::Instant::now();
+        while t
+            .server
+            .stats()
+            .transmitting
+            .load(std::sync::atomic::Ordering::SeqCst)
+            != n
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "never {n} connections"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
+    // Eight reads in flight on `c`; the peak number run at once.
+    let burst = |c: &mut RawClient| {
+        let mut batch = Vec::new();
+        for h in 0..8u64 {
+            batch.extend_from_slice(&req_bytes(0, CMD_READ, h, 4096 * h, 512));
+        }
+        c.send(&batch);
+        for _ in 0..8 {
+            assert_eq!(c.read_reply_for(512).error, 0);
+        }
+        backend.take_peak()
+    };
+    let mut c = RawClient::open(&t.socket, "x", false);
+    transmitting(1);
+    assert_eq!(
+        burst(&mut c),
+        4,
+        "a lone connection runs workers_per_connection at once"
+    );
+    let others: Vec<RawClient> = (0..3)
+        .map(|_| RawClient::open(&t.socket, "x", false))
+        .collect();
+    transmitting(4);
+    // The first request may still find the threads of before (each ends after its request).
+    burst(&mut c);
+    assert_eq!(
+        burst(&mut c),
+        1,
+        "one of four connections runs 4 / 4 threads"
+    );
+    drop(others);
+    transmitting(1);
+    assert_eq!(
+        burst(&mut c),
+        4,
+        "the share comes back when the others leave"
+    );
+}

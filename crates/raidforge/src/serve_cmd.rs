@@ -64,6 +64,11 @@ pub struct ServeArgs {
     /// clients commonly keep 8 or more in flight).
     #[arg(long, default_value_t = 8)]
     pub workers: usize,
+    /// Worker threads over all client connections: with many connections each gets an equal
+    /// share (at least one, at most --workers), so that 16 clients on a small machine do not
+    /// run 128 threads that only take turns on its cores.
+    #[arg(long, default_value_t = 32)]
+    pub threads_total: usize,
     /// Largest read or write request accepted (advertised to clients as the maximum payload).
     #[arg(long, value_parser = parse_size, default_value = "32M")]
     pub max_request: u64,
@@ -571,6 +576,7 @@ fn serve(
         exports,
         ServerOptions {
             workers_per_connection: a.workers.max(1),
+            threads_total: a.threads_total.max(1),
             log: log.clone(),
             tls_required: a.tls == crate::serve_tls::TlsMode::Require,
             tls,

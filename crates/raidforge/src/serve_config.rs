@@ -50,6 +50,7 @@ struct ServeConfig {
     socket: Option<PathBuf>,
     concurrency: Option<String>,
     workers: Option<usize>,
+    threads_total: Option<usize>,
     max_request: Option<Amount>,
     verbose: Option<bool>,
     force: Option<bool>,
@@ -184,6 +185,9 @@ impl ServeConfig {
         if let Some(w) = self.workers {
             a.workers = w;
         }
+        if let Some(t) = self.threads_total {
+            a.threads_total = t;
+        }
         if let Some(v) = self.max_request {
             a.max_request = size("max-request", v)?;
         }
@@ -289,6 +293,7 @@ mod tests {
 listen = "127.0.0.1:0"
 socket = "nbd.sock"
 workers = 3
+threads-total = 12
 max-request = "1M"
 no-auto-heal = false
 rebuild-delay = 2
@@ -331,7 +336,10 @@ export = "bee"
         );
         assert_eq!(a.listen.as_deref(), Some("127.0.0.1:0"));
         assert_eq!(a.socket, Some(dir.join("nbd.sock")));
-        assert_eq!((a.workers, a.max_request), (3, 1 << 20));
+        assert_eq!(
+            (a.workers, a.threads_total, a.max_request),
+            (3, 12, 1 << 20)
+        );
         assert_eq!((a.rebuild_delay, a.io_timeout), (2.0, 1.5));
         assert_eq!(a.rebuild_speed_max.unwrap().bytes_per_sec, 50 << 20);
         assert_eq!(a.rebuild_speed_min.unwrap().bytes_per_sec, 1_000_000);

@@ -38,6 +38,8 @@ pub struct BenchConfig {
     pub isa: Option<codec::Isa>,
     /// Measure ISA-L too when it can be loaded.
     pub with_isal: bool,
+    /// Which of ISA-L's kernels to measure against.
+    pub isal_kernels: crate::IsalKernels,
 }
 
 impl Default for BenchConfig {
@@ -52,6 +54,7 @@ impl Default for BenchConfig {
             repetitions: 40,
             isa: None,
             with_isal: true,
+            isal_kernels: crate::IsalKernels::Dispatched,
         }
     }
 }
@@ -88,6 +91,8 @@ pub struct BenchReport {
     pub isa: codec::Isa,
     /// `Ok(())` when ISA-L was measured, otherwise why not.
     pub isal: Result<(), String>,
+    /// Which of ISA-L's kernels were measured.
+    pub isal_kernels: crate::IsalKernels,
     /// The figures.
     pub cases: Vec<BenchCase>,
 }
@@ -99,7 +104,7 @@ pub fn run_parity_bench(cfg: &BenchConfig) -> BenchReport {
     let isal = if !cfg.with_isal {
         Err("not requested".to_string())
     } else {
-        crate::load_library().map_err(|e| e.to_string())
+        crate::kernels_available(cfg.isal_kernels).map_err(|e| e.to_string())
     };
     let mut cases = Vec::new();
     for &chunk in &cfg.chunk_sizes {
@@ -112,6 +117,7 @@ pub fn run_parity_bench(cfg: &BenchConfig) -> BenchReport {
         cpu: cpu_model(),
         isa,
         isal,
+        isal_kernels: cfg.isal_kernels,
         cases,
     }
 }
@@ -173,7 +179,7 @@ fn bench_shape(
         };
         let isal_fn = &mut || {
             let mut parity = parity.borrow_mut();
-            encode_isal(&data, &mut parity);
+            encode_isal(cfg.isal_kernels, &data, &mut parity);
         };
         let times = if isal {
             measure(&mut [ours, isal_fn])
@@ -182,7 +188,7 @@ fn bench_shape(
         };
         let parity = parity.into_inner();
         if isal {
-            encode_isal(&data, parity);
+            encode_isal(cfg.isal_kernels, &data, parity);
             let theirs: Vec<Vec<u8>> = parity.iter().map(|b| b.to_vec()).collect();
             encode_ours(isa, &data, parity);
             for (ours, theirs) in parity.iter().zip(&theirs) {
@@ -244,11 +250,11 @@ fn encode_ours(isa: codec::Isa, data: &[&[u8]], parity: &mut [&mut [u8]]) {
     }
 }
 
-/// ISA-L's encode of `data` into `parity`.
-fn encode_isal(data: &[&[u8]], parity: &mut [&mut [u8]]) {
+/// ISA-L's encode of `data` into `parity`, with `kernels`.
+fn encode_isal(kernels: crate::IsalKernels, data: &[&[u8]], parity: &mut [&mut [u8]]) {
     match parity {
-        [p] => crate::xor_gen(data, p).expect("ISA-L xor_gen"),
-        [p, q] => crate::pq_gen(data, p, q).expect("ISA-L pq_gen"),
+        [p] => crate::xor_gen_with(kernels, data, p).expect("ISA-L xor_gen"),
+        [p, q] => crate::pq_gen_with(kernels, data, p, q).expect("ISA-L pq_gen"),
         _ => unreachable!("one or two parity buffers"),
     }
 }
@@ -302,20 +308,23 @@ fn cpu_model() -> Option<String> {
 
 impl BenchReport {
     /// The report as one JSON object:
-    /// `{"cpu": .., "isa": .., "isal": "ok" | "<reason>", "cases": [{"op",
+    /// `{"cpu": .., "isa": .., "isal": "ok" | "<reason>", "isal_functions": ["xor_gen",
+    /// "pq_gen"] (or the AVX2-machine kernels' names), "cases": [{"op",
     /// "k", "p", "chunk", "isa", "ours_gbps", "isal_gbps", "ratio",
     /// "decode_vs_encode"}, ..]}` with `null` for absent values; a case's
     /// `isa` is the codec path that ran it.
     pub fn to_json(&self) -> String {
         let mut s = String::from("{");
         s += &format!(
-            "\"cpu\":{},\"isa\":{},\"isal\":{},\"cases\":[",
+            "\"cpu\":{},\"isa\":{},\"isal\":{},\"isal_functions\":[{},{}],\"cases\":[",
             self.cpu.as_deref().map_or("null".to_string(), json_string),
             json_string(self.isa.name()),
             json_string(match &self.isal {
                 Ok(()) => "ok",
                 Err(e) => e,
             }),
+            json_string(self.isal_kernels.functions().0),
+            json_string(self.isal_kernels.functions().1),
         );
         for (i, c) in self.cases.iter().enumerate() {
             if i > 0 {
@@ -341,13 +350,15 @@ impl BenchReport {
     /// The report as an aligned text table, one line per case.
     pub fn to_table(&self) -> String {
         let mut s = format!(
-            "cpu: {}\ncodec path: {}\nISA-L: {}\n",
+            "cpu: {}\ncodec path: {}\nISA-L: {} ({} / {})\n",
             self.cpu.as_deref().unwrap_or("unknown"),
             self.isa,
             match &self.isal {
                 Ok(()) => "loaded",
                 Err(e) => e,
-            }
+            },
+            self.isal_kernels.functions().0,
+            self.isal_kernels.functions().1,
         );
         s += &format!(
             "{:<9} {:>4} {:>8} {:>7} {:>10} {:>10} {:>7} {:>10}\n",
@@ -414,6 +425,7 @@ mod tests {
             repetitions: 2,
             isa: None,
             with_isal: false,
+            isal_kernels: crate::IsalKernels::Dispatched,
         };
         let report = run_parity_bench(&cfg);
         let ops: Vec<_> = report.cases.iter().map(|c| (c.op, c.k, c.p)).collect();
@@ -451,6 +463,7 @@ mod tests {
             repetitions: 1,
             isa: Some(codec::Isa::Scalar),
             with_isal: false,
+            isal_kernels: crate::IsalKernels::Dispatched,
         };
         let report = run_parity_bench(&cfg);
         assert_eq!(report.cases.len(), 3);
@@ -463,6 +476,42 @@ mod tests {
             "{table}"
         );
         assert_eq!(report.to_json().matches("\"isa\":\"scalar\"").count(), 4);
+    }
+
+    /// Against ISA-L's AVX2-machine kernels, every encode case is measured beside them (when
+    /// this machine can run them) and the report names the functions called.
+    #[test]
+    fn avx2_machine_kernels_are_measured_and_named() {
+        let cfg = BenchConfig {
+            shapes: vec![(3, 1), (4, 2)],
+            chunk_sizes: vec![4096],
+            case_secs: 0.002,
+            repetitions: 2,
+            isa: None,
+            with_isal: true,
+            isal_kernels: crate::IsalKernels::Avx2Machine,
+        };
+        let report = run_parity_bench(&cfg);
+        let json = report.to_json();
+        assert!(
+            json.contains("\"isal_functions\":[\"xor_gen_avx\",\"pq_gen_avx2\"]"),
+            "{json}"
+        );
+        assert!(report.to_table().contains("(xor_gen_avx / pq_gen_avx2)"));
+        match crate::kernels_available(crate::IsalKernels::Avx2Machine) {
+            Ok(()) => {
+                assert_eq!(report.isal, Ok(()));
+                let encodes: Vec<&BenchCase> = report
+                    .cases
+                    .iter()
+                    .filter(|c| c.op.ends_with("_gen"))
+                    .collect();
+                assert_eq!(encodes.len(), 2);
+                assert!(encodes.iter().all(|c| c.isal_gbps.is_some_and(|g| g > 0.0)));
+            }
+            // (No ISA-L here, or a CPU without AVX2: the report says why.)
+            Err(e) => assert_eq!(report.isal, Err(e.to_string())),
+        }
     }
 
     #[test]

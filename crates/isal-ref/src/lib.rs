@@ -61,6 +61,46 @@ type RaidFn = unsafe extern "C" fn(c_int, c_int, *mut *mut c_void) -> c_int;
 struct Library {
     xor_gen: RaidFn,
     pq_gen: RaidFn,
+    /// The AVX2-machine kernels ([`IsalKernels::Avx2Machine`]), when the library exports them.
+    xor_gen_avx: Option<RaidFn>,
+    pq_gen_avx2: Option<RaidFn>,
+}
+
+/// Which of ISA-L's kernels a call runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IsalKernels {
+    /// The library's own choice for this CPU (`xor_gen`, `pq_gen`).
+    #[default]
+    Dispatched,
+    /// The kernels ISA-L's dispatcher picks on a CPU with AVX2 and no AVX-512 (its
+    /// `raid/raid_multibinary.asm`: `xor_gen_avx` and `pq_gen_avx2`), called directly: on an
+    /// AVX-512 machine they measure what ISA-L does on an AVX2-only one. Needs AVX2.
+    Avx2Machine,
+}
+
+impl IsalKernels {
+    /// The C functions called for XOR and for P+Q.
+    pub fn functions(self) -> (&'static str, &'static str) {
+        match self {
+            IsalKernels::Dispatched => ("xor_gen", "pq_gen"),
+            IsalKernels::Avx2Machine => ("xor_gen_avx", "pq_gen_avx2"),
+        }
+    }
+
+    /// The kernels' name, as `raidforge bench parity --isal-kernels` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            IsalKernels::Dispatched => "dispatched",
+            IsalKernels::Avx2Machine => "avx2",
+        }
+    }
+
+    /// The kernels named `name` ([`IsalKernels::name`]).
+    pub fn from_name(name: &str) -> Option<IsalKernels> {
+        [IsalKernels::Dispatched, IsalKernels::Avx2Machine]
+            .into_iter()
+            .find(|k| k.name() == name)
+    }
 }
 
 fn library() -> Result<&'static Library, IsalError> {
@@ -105,6 +145,8 @@ fn load() -> Result<Library, String> {
         Ok(Library {
             xor_gen: symbol(c"xor_gen")?,
             pq_gen: symbol(c"pq_gen")?,
+            xor_gen_avx: symbol(c"xor_gen_avx").ok(),
+            pq_gen_avx2: symbol(c"pq_gen_avx2").ok(),
         })
     }
 }
@@ -162,39 +204,89 @@ fn pointer_array(
 /// ISA-L `xor_gen`: `parity = XOR of data`. Needs 2..=255 sources of equal
 /// length, all buffers 32-byte aligned.
 pub fn xor_gen(data: &[&[u8]], parity: &mut [u8]) -> Result<(), IsalError> {
-    let lib = library()?;
-    let mut array = [std::ptr::null_mut(); MAX_SOURCES + 2];
-    let (n, len) = pointer_array(data, &mut [parity], 1, &mut array)?;
-    // SAFETY: `array` holds `n` pointers to buffers of `len` bytes, aligned
-    // as ISA-L requires; only the last (the parity) is written, and it is a
-    // `&mut` borrow distinct from the sources.
-    let code = unsafe { (lib.xor_gen)(n as c_int, len, array.as_mut_ptr()) };
-    if code == 0 {
-        Ok(())
-    } else {
-        Err(IsalError::Failed {
-            function: "xor_gen",
-            code,
-        })
-    }
+    xor_gen_with(IsalKernels::Dispatched, data, parity)
 }
 
 /// ISA-L `pq_gen`: P and Q of `data`. Needs 2..=255 sources of equal length,
 /// a length that is a multiple of 32, and 32-byte aligned buffers.
 pub fn pq_gen(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) -> Result<(), IsalError> {
+    pq_gen_with(IsalKernels::Dispatched, data, p, q)
+}
+
+/// The function `kernels` runs for XOR (`pq` false) or P+Q, and its name.
+fn kernel(kernels: IsalKernels, pq: bool) -> Result<(RaidFn, &'static str), IsalError> {
     let lib = library()?;
+    let (xor_name, pq_name) = kernels.functions();
+    let name = if pq { pq_name } else { xor_name };
+    let f = match kernels {
+        IsalKernels::Dispatched => Some(if pq { lib.pq_gen } else { lib.xor_gen }),
+        IsalKernels::Avx2Machine => {
+            #[cfg(target_arch = "x86_64")]
+            let avx2 = std::arch::is_x86_feature_detected!("avx2");
+            #[cfg(not(target_arch = "x86_64"))]
+            let avx2 = false;
+            if !avx2 {
+                return Err(IsalError::Unavailable(format!(
+                    "{name} needs a CPU with AVX2"
+                )));
+            }
+            if pq {
+                lib.pq_gen_avx2
+            } else {
+                lib.xor_gen_avx
+            }
+        }
+    };
+    f.map(|f| (f, name))
+        .ok_or_else(|| IsalError::Unavailable(format!("the library does not export {name}")))
+}
+
+/// [`xor_gen`] with the given kernels.
+pub fn xor_gen_with(
+    kernels: IsalKernels,
+    data: &[&[u8]],
+    parity: &mut [u8],
+) -> Result<(), IsalError> {
+    let (f, function) = kernel(kernels, false)?;
     let mut array = [std::ptr::null_mut(); MAX_SOURCES + 2];
-    let (n, len) = pointer_array(data, &mut [p, q], 32, &mut array)?;
-    // SAFETY: as for `xor_gen`; the last two pointers (P, Q) are written.
-    let code = unsafe { (lib.pq_gen)(n as c_int, len, array.as_mut_ptr()) };
+    let (n, len) = pointer_array(data, &mut [parity], 1, &mut array)?;
+    // SAFETY: `array` holds `n` pointers to buffers of `len` bytes, aligned
+    // as ISA-L requires; only the last (the parity) is written, and it is a
+    // `&mut` borrow distinct from the sources. `kernel` returns an
+    // instruction-set specific function only on a CPU that has it.
+    let code = unsafe { f(n as c_int, len, array.as_mut_ptr()) };
     if code == 0 {
         Ok(())
     } else {
-        Err(IsalError::Failed {
-            function: "pq_gen",
-            code,
-        })
+        Err(IsalError::Failed { function, code })
     }
+}
+
+/// [`pq_gen`] with the given kernels.
+pub fn pq_gen_with(
+    kernels: IsalKernels,
+    data: &[&[u8]],
+    p: &mut [u8],
+    q: &mut [u8],
+) -> Result<(), IsalError> {
+    let (f, function) = kernel(kernels, true)?;
+    let mut array = [std::ptr::null_mut(); MAX_SOURCES + 2];
+    let (n, len) = pointer_array(data, &mut [p, q], 32, &mut array)?;
+    // SAFETY: as for `xor_gen_with`; the last two pointers (P, Q) are written.
+    let code = unsafe { f(n as c_int, len, array.as_mut_ptr()) };
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(IsalError::Failed { function, code })
+    }
+}
+
+/// Whether `kernels` can run here (the library loaded, exporting them, on a CPU that has
+/// their instructions), or why not.
+pub fn kernels_available(kernels: IsalKernels) -> Result<(), IsalError> {
+    kernel(kernels, false)
+        .and(kernel(kernels, true))
+        .map(|_| ())
 }
 
 /// A zero-initialised heap buffer aligned to [`AlignedBuf::ALIGN`] bytes.

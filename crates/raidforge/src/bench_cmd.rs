@@ -12,7 +12,8 @@ pub enum BenchCommand {
     /// instruction-set path that ran (scalar, sse2, avx2, avx512, gfni). Takes about 20 seconds;
     /// on a busy machine compare the ratios, which are measured side by side.
     Parity {
-        /// Print one JSON object: {"cpu", "isa", "isal", "cases": [{"op", "k", "p", "chunk", "isa",
+        /// Print one JSON object: {"cpu", "isa", "isal", "isal_functions", "cases": [{"op", "k",
+        /// "p", "chunk", "isa",
         /// "ours_gbps", "isal_gbps", "ratio", "decode_vs_encode"}]}.
         #[arg(long)]
         json: bool,
@@ -22,6 +23,12 @@ pub enum BenchCommand {
         /// Instruction set to force: scalar, sse2, avx2, avx512, gfni (default: the best this CPU has).
         #[arg(long)]
         isa: Option<String>,
+        /// ISA-L's kernels to compare with: `dispatched` (xor_gen / pq_gen: ISA-L's choice for
+        /// this CPU) or `avx2` (xor_gen_avx / pq_gen_avx2, called directly: what ISA-L runs on a
+        /// CPU with AVX2 and no AVX-512). Default: `avx2` with `--isa avx2`, so that the two
+        /// sides are what an AVX2-only machine runs; `dispatched` otherwise.
+        #[arg(long)]
+        isal_kernels: Option<String>,
     },
 }
 
@@ -31,6 +38,7 @@ pub fn run(c: BenchCommand) -> anyhow::Result<()> {
             json,
             case_secs,
             isa,
+            isal_kernels,
         } => {
             let mut cfg = BenchConfig::default();
             if let Some(s) = case_secs {
@@ -53,6 +61,13 @@ pub fn run(c: BenchCommand) -> anyhow::Result<()> {
                     }
                 }
             }
+            cfg.isal_kernels = match isal_kernels.as_deref() {
+                None if cfg.isa == Some(codec::Isa::Avx2) => isal_ref::IsalKernels::Avx2Machine,
+                None => isal_ref::IsalKernels::Dispatched,
+                Some(name) => isal_ref::IsalKernels::from_name(name).ok_or_else(|| {
+                    anyhow::anyhow!("unknown ISA-L kernels '{name}'; choose dispatched or avx2")
+                })?,
+            };
             if !json {
                 eprintln!("measuring parity speed on one core (about 20 seconds)...");
             }

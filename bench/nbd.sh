@@ -9,6 +9,11 @@
 # for each case, so that drift on a busy machine touches all three alike. Prints IOPS and MB/s
 # per case, and the ratios raidforge RAID0 / nbdkit-file and raidforge RAID5 / RAID0.
 #
+# With ROUNDS=N (default 3) every case runs N times, the three targets back to back each time;
+# the figures printed are medians over the rounds: IOPS per target, and each ratio taken
+# within a round (this machine's 16-job runs swing by a third from one run to the next, for
+# nbdkit as for raidforge; the ratio of two neighbouring runs moves less).
+#
 # Needs: fio, nbdkit (apt-get install fio nbdkit), python3.
 # Usage: bench/nbd.sh [SECONDS_PER_CASE] [JOBS...]   (defaults: 5 seconds, jobs 1 4 16)
 # The files live in BENCH_DIR (default /dev/shm when there is one, else /tmp): on a tmpfs the
@@ -59,33 +64,43 @@ declare -A uri=(
   [raid0]="nbd+unix:///raid0?socket=$dir/rf.sock"
   [raid5]="nbd+unix:///raid5?socket=$dir/rf.sock"
 )
+rounds=${ROUNDS:-3}
 for jobs in "${jobs_list[@]}"; do
   for c in "seqwrite write 1M 8" "seqread read 1M 8" "randwrite randwrite 4K 32" "randread randread 4K 32"; do
     read -r name rw bs qd <<<"$c"
-    for target in nbdkit raid0 raid5; do
-      run "$target-$name-j$jobs" "${uri[$target]}" "$rw" "$bs" "$qd" "$jobs"
+    for round in $(seq "$rounds"); do
+      for target in nbdkit raid0 raid5; do
+        run "$target-$name-j$jobs-r$round" "${uri[$target]}" "$rw" "$bs" "$qd" "$jobs"
+      done
     done
   done
 done
 
-python3 - "$dir" "${jobs_list[@]}" <<'PY'
-import json, sys
-d, jobs = sys.argv[1], sys.argv[2:]
+python3 - "$dir" "$rounds" "${jobs_list[@]}" <<'PY'
+import json, statistics, sys
+d, rounds, jobs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 def res(name):
     j = json.load(open(f"{d}/{name}.json"))["jobs"][0]
     side = j["write"] if j["write"]["io_bytes"] > 0 else j["read"]
     return side["iops"], side["bw_bytes"] / 1e6
 cases = ["seqwrite", "seqread", "randwrite", "randread"]
+targets = ["nbdkit", "raid0", "raid5"]
+med = statistics.median
+print(f"rounds: {rounds} (medians over the rounds)")
 print(f"{'case':<10} {'jobs':>4} {'target':<8} {'IOPS':>10} {'MB/s':>10}")
 r = {}
 for n in jobs:
     for c in cases:
-        for t in ["nbdkit", "raid0", "raid5"]:
-            r[t, c, n] = res(f"{t}-{c}-j{n}")
-            print(f"{c:<10} {n:>4} {t:<8} {r[t,c,n][0]:>10.0f} {r[t,c,n][1]:>10.1f}")
+        for t in targets:
+            r[t, c, n] = [res(f"{t}-{c}-j{n}-r{k}") for k in range(1, rounds + 1)]
+            iops, mbs = med(x[0] for x in r[t, c, n]), med(x[1] for x in r[t, c, n])
+            print(f"{c:<10} {n:>4} {t:<8} {iops:>10.0f} {mbs:>10.1f}")
 print()
-print(f"{'case':<10} {'jobs':>4} {'raid0/nbdkit-file':>18} {'raid5/raid0':>12}")
+print(f"{'case':<10} {'jobs':>4} {'raid0/nbdkit-file':>18} {'raid5/raid0':>12}   raid0/nbdkit-file per round")
 for n in jobs:
     for c in cases:
-        print(f"{c:<10} {n:>4} {r['raid0',c,n][0]/r['nbdkit',c,n][0]:>17.2f}x {r['raid5',c,n][0]/r['raid0',c,n][0]:>11.2f}x")
+        per = [a[0] / b[0] for a, b in zip(r["raid0", c, n], r["nbdkit", c, n])]
+        r5 = med(a[0] / b[0] for a, b in zip(r["raid5", c, n], r["raid0", c, n]))
+        rounds_txt = " ".join(f"{x:.2f}" for x in per)
+        print(f"{c:<10} {n:>4} {med(per):>17.2f}x {r5:>11.2f}x   {rounds_txt}")
 PY

@@ -1589,10 +1589,12 @@ impl Run {
             None
         };
         self.report.rebuilds += 1;
+        let parallel_cycles = 1 + self.rng.below(8) as usize;
         let opts = RebuildOpts {
-            parallel_cycles: 1 + self.rng.below(8) as usize,
+            parallel_cycles,
             max_cycles,
             batches_in_flight: 1 + self.rng.below(2) as usize,
+            window_bytes: draw_window(parallel_cycles),
             ..RebuildOpts::default()
         };
         match self.pool().rebuild(&opts, |_| {}) {
@@ -1885,6 +1887,17 @@ pub fn parse_seed(s: &str) -> Option<u64> {
     match s.strip_prefix("0x") {
         Some(h) => u64::from_str_radix(h, 16).ok(),
         None => s.parse().ok(),
+    }
+}
+
+/// A rebuild window for a run drawn with `parallel_cycles` (derived from it, so that the
+/// seeds kept before windows existed still replay the same faults): one byte (every group
+/// of buffers its own window), 64 KiB, or the default.
+pub(crate) fn draw_window(parallel_cycles: usize) -> usize {
+    match parallel_cycles % 3 {
+        0 => 1,
+        1 => 64 << 10,
+        _ => crate::pool::DEFAULT_REBUILD_WINDOW,
     }
 }
 

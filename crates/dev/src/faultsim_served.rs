@@ -1282,8 +1282,10 @@ impl ServedRun {
     /// A rebuild's batch and speed limits, rate-limited at times so that it overlaps with the
     /// clients, crashes and faults.
     fn draw_rebuild_opts(&mut self) -> RebuildOpts {
+        let parallel_cycles = 1 + self.rng.below(8) as usize;
         RebuildOpts {
-            parallel_cycles: 1 + self.rng.below(8) as usize,
+            parallel_cycles,
+            window_bytes: crate::faultsim::draw_window(parallel_cycles),
             speed_max_bytes_per_sec: if self.rng.chance(0.5) {
                 Some((256 << 10) * (1 + self.rng.below(16)))
             } else {

@@ -1157,7 +1157,8 @@ impl SharedPool {
         let Some(batch) = self.with_pool(|p| p.begin_rebuild_step(opts, cur))? else {
             return Ok(None);
         };
-        self.run_rebuild_batch(cur, &batch).map(Some)
+        self.run_rebuild_batch(cur, &batch, opts.window_bytes)
+            .map(Some)
     }
 
     /// Runs a batch planned by [`Pool::begin_rebuild_step`] under its stripe locks and
@@ -1166,6 +1167,7 @@ impl SharedPool {
         &self,
         cur: &mut RebuildCursor,
         batch: &[(u64, Plan)],
+        window_bytes: usize,
     ) -> Result<RebuildProgress> {
         let all: Vec<Plan> = batch.iter().map(|(_, p)| p.clone()).collect();
         let guard = self.lock_stripes(&all);
@@ -1185,14 +1187,8 @@ impl SharedPool {
                 .collect();
             Ok((ran, p.members.handles.clone()))
         })?;
-        let outcome = if ran.is_empty() {
-            Ok(())
-        } else {
-            let only: Vec<Plan> = ran.iter().map(|(_, p)| p.clone()).collect();
-            let mut empty: Vec<Vec<u8>> = only.iter().map(|_| Vec::new()).collect();
-            let mut users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
-            run_plans(&only, &mut users, &self.view(&members))
-        };
+        // A window at a time (the stripe locks held for the whole batch).
+        let outcome = crate::pool::run_rebuild_windows(&ran, window_bytes, &self.view(&members));
         let r = self.with_pool(|p| p.end_rebuild_batch(cur, &ran, outcome));
         drop(guard);
         r
@@ -1955,7 +1951,8 @@ mod tests {
             })
             .unwrap();
         assert_eq!(current, vec![false, false, true, true]);
-        sp.run_rebuild_batch(&mut cur, &batch).unwrap();
+        sp.run_rebuild_batch(&mut cur, &batch, opts.window_bytes)
+            .unwrap();
         let target = sp.with_pool(|p| Ok(p.state.target_generation())).unwrap();
         let gens: Vec<bool> = sp
             .with_pool(|p| {

@@ -352,6 +352,8 @@ impl Rig {
             speed_min_bytes_per_sec: None,
             batches_in_flight: self.in_flight,
             max_cycles,
+            // Windows of 4 KiB, 256 KiB or 16 MiB: plans cut into many pieces, a few, or none.
+            window_bytes: 4096 << (self.parallel % 3 * 6),
         }
     }
 

@@ -211,6 +211,53 @@ impl Op {
             Op::XorRecover { units, .. } | Op::PqRecover { units, .. } => units.clone(),
         }
     }
+    /// The op with every slice `s` replaced by `f(s)`.
+    pub fn map_slices(&self, f: impl Fn(Slice) -> Slice) -> Op {
+        let all = |v: &[Slice]| v.iter().map(|&s| f(s)).collect::<Vec<_>>();
+        match self {
+            Op::Copy { src, dst } => Op::Copy {
+                src: f(*src),
+                dst: f(*dst),
+            },
+            Op::Zero { dst } => Op::Zero { dst: f(*dst) },
+            Op::XorEncode { data, p } => Op::XorEncode {
+                data: all(data),
+                p: f(*p),
+            },
+            Op::PqEncode { data, p, q } => Op::PqEncode {
+                data: all(data),
+                p: f(*p),
+                q: f(*q),
+            },
+            Op::XorUpdate { parity, old, new } => Op::XorUpdate {
+                parity: f(*parity),
+                old: f(*old),
+                new: f(*new),
+            },
+            Op::PqUpdate {
+                p,
+                q,
+                index,
+                old,
+                new,
+            } => Op::PqUpdate {
+                p: f(*p),
+                q: f(*q),
+                index: *index,
+                old: f(*old),
+                new: f(*new),
+            },
+            Op::XorRecover { units, erased } => Op::XorRecover {
+                units: all(units),
+                erased: *erased,
+            },
+            Op::PqRecover { units, erased } => Op::PqRecover {
+                units: all(units),
+                erased: erased.clone(),
+            },
+        }
+    }
+
     /// Short name for diagnostics.
     pub fn name(&self) -> &'static str {
         match self {
@@ -306,6 +353,154 @@ impl std::ops::AddAssign for IoCounts {
 }
 
 impl Plan {
+    /// The plan cut into plans that each hold at most `max_bytes` of buffers (or one group
+    /// of buffers that work together, when that group alone is larger), for an executor that
+    /// streams a large plan (a rebuild cycle of a wide declustered layout holds hundreds of
+    /// MiB) through a bounded window of memory. Run one after the other, or each one's reads
+    /// beside the previous one's writes, the pieces do what the plan does.
+    ///
+    /// A group is a set of buffers joined by the ops that name them together, with the reads
+    /// that fill them, those ops and the writes that take from them: groups share nothing, so
+    /// each piece keeps its ops in the plan's order and runs on its own. The plan comes back
+    /// whole (one piece) when it has a user buffer (buffer 0 not empty: a read or a write,
+    /// whose caller owns that buffer), fits in `max_bytes`, or writes member bytes that it
+    /// also reads (a piece run after another must not read what that one wrote; a move
+    /// within the members can do this, a rebuild into new places does not). Every piece
+    /// keeps the plan's kind, cycle, generations and locks; progress is the whole plan's
+    /// (mark a rebuild cycle rebuilt once every piece of it ran).
+    pub fn windows(&self, max_bytes: usize) -> Vec<Plan> {
+        let total: usize = self.buffers.iter().sum();
+        if self.buffers.first() != Some(&0) || total <= max_bytes || self.reads_what_it_writes() {
+            return vec![self.clone()];
+        }
+        // Union-find over buffers: an op joins the buffers it names.
+        let n = self.buffers.len();
+        let mut parent: Vec<usize> = (0..n).collect();
+        fn root(parent: &mut [usize], mut b: usize) -> usize {
+            while parent[b] != b {
+                parent[b] = parent[parent[b]];
+                b = parent[b];
+            }
+            b
+        }
+        for op in &self.ops {
+            let slices = op.slices();
+            let first = root(&mut parent, slices[0].buf);
+            for s in &slices[1..] {
+                let r = root(&mut parent, s.buf);
+                parent[r] = first;
+            }
+        }
+        if (1..n).any(|b| root(&mut parent, b) == root(&mut parent, 0)) {
+            return vec![self.clone()];
+        }
+        // Groups in order of their first buffer, into windows of at most `max_bytes`.
+        let mut window_of_root: Vec<Option<usize>> = vec![None; n];
+        let mut window_of_buf = vec![usize::MAX; n];
+        let mut sizes: Vec<usize> = Vec::new();
+        let mut group_bytes = vec![0usize; n];
+        for b in 1..n {
+            let r = root(&mut parent, b);
+            group_bytes[r] += self.buffers[b];
+        }
+        for b in 1..n {
+            let r = root(&mut parent, b);
+            let w = match window_of_root[r] {
+                Some(w) => w,
+                None => {
+                    let fits = sizes
+                        .last()
+                        .is_some_and(|&used| used + group_bytes[r] <= max_bytes);
+                    if fits {
+                        *sizes.last_mut().expect("checked") += group_bytes[r];
+                    } else {
+                        sizes.push(group_bytes[r]);
+                    }
+                    window_of_root[r] = Some(sizes.len() - 1);
+                    sizes.len() - 1
+                }
+            };
+            window_of_buf[b] = w;
+        }
+        let mut pieces: Vec<Plan> = (0..sizes.len())
+            .map(|_| Plan {
+                buffers: vec![0],
+                reads: Vec::new(),
+                ops: Vec::new(),
+                writes: Vec::new(),
+                ..self.clone_header()
+            })
+            .collect();
+        let mut renumber = vec![0usize; n];
+        for b in 1..n {
+            let piece = &mut pieces[window_of_buf[b]];
+            renumber[b] = piece.buffers.len();
+            piece.buffers.push(self.buffers[b]);
+        }
+        let map = |s: Slice| Slice {
+            buf: renumber[s.buf],
+            ..s
+        };
+        for r in &self.reads {
+            pieces[window_of_buf[r.data.buf]].reads.push(MemberIo {
+                data: map(r.data),
+                ..*r
+            });
+        }
+        for op in &self.ops {
+            pieces[window_of_buf[op.slices()[0].buf]]
+                .ops
+                .push(op.map_slices(map));
+        }
+        for w in &self.writes {
+            pieces[window_of_buf[w.data.buf]].writes.push(MemberIo {
+                data: map(w.data),
+                ..*w
+            });
+        }
+        pieces
+    }
+
+    /// The plan without its buffers and I/O (what every piece of [`Plan::windows`] keeps).
+    fn clone_header(&self) -> Plan {
+        Plan {
+            kind: self.kind,
+            cycle: self.cycle,
+            layout_generation: self.layout_generation,
+            state_generation: self.state_generation,
+            user_offset: self.user_offset,
+            buffers: Vec::new(),
+            reads: Vec::new(),
+            ops: Vec::new(),
+            writes: Vec::new(),
+            locks: self.locks.clone(),
+            modes: self.modes.clone(),
+            bpgl_removals: self.bpgl_removals,
+        }
+    }
+
+    /// Whether some member bytes the plan writes are also bytes it reads.
+    fn reads_what_it_writes(&self) -> bool {
+        let mut reads: Vec<(Disk, u64, u64)> = self
+            .reads
+            .iter()
+            .map(|r| (r.member, r.offset_bytes, r.offset_bytes + r.data.len as u64))
+            .collect();
+        reads.sort_unstable();
+        // The furthest end of the reads of the same member up to each one.
+        let mut furthest = Vec::with_capacity(reads.len());
+        for (i, &(m, _, e)) in reads.iter().enumerate() {
+            let before = (i > 0 && reads[i - 1].0 == m).then(|| furthest[i - 1]);
+            furthest.push(before.map_or(e, |f: u64| f.max(e)));
+        }
+        self.writes.iter().any(|w| {
+            let (m, a, e) = (w.member, w.offset_bytes, w.offset_bytes + w.data.len as u64);
+            // Of the reads of member `m` that start before `e`, does one end past `a`?
+            let hi = reads.partition_point(|&(rm, ra, _)| (rm, ra) < (m, e));
+            hi > 0 && reads[hi - 1].0 == m && furthest[hi - 1] > a
+        })
+    }
+
     /// How the executor holds [`Plan::locks`], when it keeps nothing per block beside the
     /// data (the simulator; see [`Plan::lock_mode_with`]).
     #[inline]

@@ -43,9 +43,10 @@ pub(crate) use intent::{IntentGuard, WriteIntent, INTENT_CLEAR_AFTER};
 pub use md::mdadm_data_offset;
 pub use opts::{
     default_journal_bytes, test_opts, CreateOpts, MemberWrap, Metadata, RebuildOpts, WriteHole,
-    DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
+    DEFAULT_REBUILD_WINDOW, DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
 };
 pub(crate) use persist::flush_each;
+pub(crate) use rebuild::run_rebuild_windows;
 pub use rebuild::{RebuildCursor, RebuildProgress};
 pub use status::{MemberStatus, Status, VerifyReport};
 

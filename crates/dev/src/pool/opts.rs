@@ -165,7 +165,16 @@ pub struct RebuildOpts {
     /// Stop after rebuilding this many cycles (None = rebuild everything). The progress made
     /// is recorded in the superblocks, so a later rebuild resumes where this one stopped.
     pub max_cycles: Option<u64>,
+    /// Bytes of buffers a batch's plans are run in at a time ([`raidcore::Plan::windows`]):
+    /// a window is read and computed while the one before it is written, so a rebuild holds
+    /// about two windows, whatever the size of a cycle (a RAID+ cycle over 31 members is
+    /// hundreds of MiB). A group of buffers that work together is never cut, so one window
+    /// may be larger.
+    pub window_bytes: usize,
 }
+
+/// [`RebuildOpts::window_bytes`] by default.
+pub const DEFAULT_REBUILD_WINDOW: usize = 16 << 20;
 
 impl Default for RebuildOpts {
     /// Eight cycles at a time, two batches in flight, no speed limit, every cycle.
@@ -176,6 +185,7 @@ impl Default for RebuildOpts {
             speed_min_bytes_per_sec: None,
             batches_in_flight: 2,
             max_cycles: None,
+            window_bytes: DEFAULT_REBUILD_WINDOW,
         }
     }
 }

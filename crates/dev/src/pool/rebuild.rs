@@ -77,6 +77,48 @@ fn rebuild_target(p: &raidcore::Plan) -> u32 {
 /// A batch being rebuilt: its cycles and their plans.
 pub(crate) type RebuildBatch = Vec<(u64, raidcore::Plan)>;
 
+/// The plans of `batch` cut into windows of at most `window_bytes` of buffers each
+/// ([`raidcore::Plan::windows`]; small pieces of several cycles share a window). Run in
+/// order, or each window's reads beside the previous one's writes, they do what the batch's
+/// plans do.
+pub(crate) fn rebuild_windows(
+    batch: &[(u64, raidcore::Plan)],
+    window_bytes: usize,
+) -> Vec<Vec<raidcore::Plan>> {
+    let window_bytes = window_bytes.max(1);
+    let mut out: Vec<Vec<raidcore::Plan>> = Vec::new();
+    let mut used = 0usize;
+    for (_, p) in batch {
+        for piece in p.windows(window_bytes) {
+            let bytes: usize = piece.buffers.iter().sum();
+            match out.last_mut() {
+                Some(w) if used + bytes <= window_bytes => w.push(piece),
+                _ => {
+                    out.push(vec![piece]);
+                    used = 0;
+                }
+            }
+            used += bytes;
+        }
+    }
+    out
+}
+
+/// Runs `batch`'s plans a window at a time ([`rebuild_windows`]), stopping at the first
+/// window that fails.
+pub(crate) fn run_rebuild_windows(
+    batch: &[(u64, raidcore::Plan)],
+    window_bytes: usize,
+    view: &crate::exec::Members<'_>,
+) -> std::result::Result<(), crate::exec::BatchErrors> {
+    for w in rebuild_windows(batch, window_bytes) {
+        let mut empty: Vec<Vec<u8>> = w.iter().map(|_| Vec::new()).collect();
+        let mut users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
+        run_plans(&w, &mut users, view)?;
+    }
+    Ok(())
+}
+
 impl Pool {
     /// The progress of the rebuild at `cur`.
     pub(crate) fn rebuild_progress(&self, cur: &RebuildCursor) -> RebuildProgress {
@@ -256,11 +298,15 @@ impl Pool {
 
     /// Moves every cycle to the newest layout generation: rebuilds lost units into their
     /// destinations (spares, spare space, a replacement) and copies units back after a
-    /// replacement. Calls `progress` after every batch.
+    /// replacement. Calls `progress` after every window.
     ///
-    /// Batches run as a two-stage pipeline: while batch *i* writes, batch *i+1* is read and
-    /// computed (their cycles occupy disjoint member ranges); without it a rebuild into one
-    /// spare alternates between reading the survivors and writing the spare.
+    /// Batches of `opts.parallel_cycles` cycles are cut into windows of
+    /// `opts.window_bytes` ([`rebuild_windows`]) that stream through a two-stage pipeline:
+    /// while window *i* writes, window *i+1* (of the same batch or the next) is read and
+    /// computed; their cycles, or their groups of buffers within a cycle, occupy disjoint
+    /// member ranges. A batch is marked rebuilt once its last window is written. Without the
+    /// pipeline a rebuild into one spare alternates between reading the survivors and
+    /// writing the spare; without the windows it holds whole cycles in memory.
     pub fn rebuild(
         &mut self,
         opts: &RebuildOpts,
@@ -275,37 +321,52 @@ impl Pool {
         }
         self.rebuild_begin(&mut cur)?;
         let max_cycles = opts.max_cycles.unwrap_or(u64::MAX);
-        let mut pending: Option<(RebuildBatch, Vec<Vec<Vec<u8>>>)> = None;
+        let pipelined = opts.batches_in_flight > 1;
+        // Windows not yet read, each with the batch it ends (its last window).
+        let mut queue: std::collections::VecDeque<(Vec<raidcore::Plan>, Option<RebuildBatch>)> =
+            Default::default();
+        // The window read and computed, to be written next.
+        let mut pending: Option<(Vec<raidcore::Plan>, Vec<Vec<Vec<u8>>>, Option<RebuildBatch>)> =
+            None;
+        // Cycles planned and not yet marked.
+        let mut unmarked: Vec<u64> = Vec::new();
         // A cycle that cannot be planned stops the rebuild; what was done before it is
         // still committed and recorded.
         let mut stop: Option<PoolError> = None;
         loop {
-            let in_flight: Vec<u64> = pending
-                .iter()
-                .flat_map(|(b, _)| b.iter().map(|x| x.0))
-                .collect();
-            let room = max_cycles.saturating_sub(cur.rebuilt + in_flight.len() as u64);
-            let mut batch = Vec::new();
-            if stop.is_none() && room > 0 {
-                let n = (opts.parallel_cycles as u64).min(room) as usize;
-                match self.plan_rebuild_batch(&mut cur, n, &in_flight) {
-                    Ok(b) => batch = b,
-                    Err(e) => stop = Some(e),
+            if queue.is_empty() && stop.is_none() {
+                let room = max_cycles.saturating_sub(cur.rebuilt + unmarked.len() as u64);
+                if room > 0 {
+                    let n = (opts.parallel_cycles as u64).min(room) as usize;
+                    match self.plan_rebuild_batch(&mut cur, n, &unmarked) {
+                        Ok(b) if !b.is_empty() => {
+                            unmarked.extend(b.iter().map(|x| x.0));
+                            let mut ws = rebuild_windows(&b, opts.window_bytes);
+                            let last = ws.pop().expect("a batch has plans");
+                            queue.extend(ws.into_iter().map(|w| (w, None)));
+                            queue.push_back((last, Some(b)));
+                        }
+                        Ok(_) => {}
+                        Err(e) => stop = Some(e),
+                    }
                 }
             }
-            if batch.is_empty() && pending.is_none() {
+            let next = queue.pop_front();
+            if next.is_none() && pending.is_none() {
                 break;
             }
-            let pipelined = opts.batches_in_flight > 1;
-            let (prepared, committed) = self.run_rebuild_stage(&batch, pending.as_ref(), pipelined);
+            let (prepared, committed) = self.run_rebuild_stage(
+                next.as_ref().map(|(w, _)| &w[..]),
+                pending.as_ref().map(|(w, bufs, _)| (&w[..], bufs)),
+                pipelined,
+            );
             let failed = match (prepared, committed) {
                 (Ok(bufs), Ok(())) => {
-                    if let Some((done, _)) = pending.take() {
+                    if let Some((_, _, Some(done))) = pending.take() {
                         self.mark_rebuilt_batch(&mut cur, &done);
+                        unmarked.retain(|c| !done.iter().any(|(d, _)| d == c));
                     }
-                    if !batch.is_empty() {
-                        pending = Some((batch, bufs));
-                    }
+                    pending = next.map(|(w, ends)| (w, bufs, ends));
                     None
                 }
                 (Err(mut e), Err(c)) => {
@@ -318,6 +379,8 @@ impl Pool {
             if let Some(e) = failed {
                 // Plan again with the new failure set; batches not marked are found again.
                 pending = None;
+                queue.clear();
+                unmarked.clear();
                 self.rebuild_batch_failed(&mut cur, e)?;
                 continue;
             }
@@ -335,36 +398,42 @@ impl Pool {
         }
     }
 
-    /// One stage of the pipeline: reads and computes `batch` while `pending` (read and
-    /// computed in the previous stage) is written, in parallel when `pipelined`.
+    /// One stage of the pipeline: reads and computes the window `next` while `pending` (read
+    /// and computed in the previous stage) is written, in parallel when `pipelined`.
     #[allow(clippy::type_complexity)]
     fn run_rebuild_stage(
         &self,
-        batch: &RebuildBatch,
-        pending: Option<&(RebuildBatch, Vec<Vec<Vec<u8>>>)>,
+        next: Option<&[raidcore::Plan]>,
+        pending: Option<(&[raidcore::Plan], &Vec<Vec<Vec<u8>>>)>,
         pipelined: bool,
     ) -> (
         std::result::Result<Vec<Vec<Vec<u8>>>, crate::exec::BatchErrors>,
         std::result::Result<(), crate::exec::BatchErrors>,
     ) {
-        let plans: Vec<raidcore::Plan> = batch.iter().map(|(_, p)| p.clone()).collect();
+        let plans = next.unwrap_or(&[]);
         let mut empty: Vec<Vec<u8>> = plans.iter().map(|_| Vec::new()).collect();
         let users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
         let view = self.members_view();
-        let commit = |(b, bufs): &(RebuildBatch, Vec<Vec<Vec<u8>>>)| {
-            let ps: Vec<raidcore::Plan> = b.iter().map(|(_, p)| p.clone()).collect();
-            crate::exec::commit(&ps, bufs, &view)
+        let commit = |(ps, bufs): (&[raidcore::Plan], &Vec<Vec<Vec<u8>>>)| {
+            crate::exec::commit(ps, bufs, &view)
+        };
+        let prepare = || {
+            if plans.is_empty() {
+                Ok(Vec::new())
+            } else {
+                crate::exec::prepare(plans, &users, &view)
+            }
         };
         if pipelined {
             std::thread::scope(|s| {
-                let committing = pending.map(|p| s.spawn(|| commit(p)));
-                let prepared = crate::exec::prepare(&plans, &users, &view);
+                let committing = pending.map(|p| s.spawn(move || commit(p)));
+                let prepared = prepare();
                 let committed = committing.map_or(Ok(()), |h| h.join().expect("commit thread"));
                 (prepared, committed)
             })
         } else {
             let committed = pending.map_or(Ok(()), commit);
-            (crate::exec::prepare(&plans, &users, &view), committed)
+            (prepare(), committed)
         }
     }
 
@@ -399,10 +468,7 @@ impl Pool {
         let Some(batch) = self.begin_rebuild_step(opts, cur)? else {
             return Ok(None);
         };
-        let plans: Vec<raidcore::Plan> = batch.iter().map(|(_, p)| p.clone()).collect();
-        let mut empty: Vec<Vec<u8>> = plans.iter().map(|_| Vec::new()).collect();
-        let mut users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
-        let outcome = run_plans(&plans, &mut users, &self.members_view());
+        let outcome = run_rebuild_windows(&batch, opts.window_bytes, &self.members_view());
         self.end_rebuild_batch(cur, &batch, outcome).map(Some)
     }
 }

@@ -150,9 +150,78 @@ pub fn run_ops(ops: &[Op], bufs: &mut [Vec<u8>]) -> Result<(), MemError> {
     Ok(())
 }
 
-/// One op. Slices are copied out and back, which keeps this executor simple and safe; a
-/// production executor splits its buffers instead (the slices of one op never overlap).
+/// One op: in place when every slice it names lies in a buffer of its own (the planner's
+/// usual case), else on copies of its slices ([`run_op_copying`]).
 fn run_op(bufs: &mut [Vec<u8>], op: &Op) -> Result<(), MemError> {
+    let slices = op.slices();
+    if slices.len() < 2 || !distinct_buffers(&slices) {
+        return run_op_copying(bufs, op);
+    }
+    // Each buffer is moved out of `bufs` while the op runs on it (no byte is copied; a
+    // profile of a RAID5 rebuild put 46 % of its time in the copies and their page faults)
+    // and put back whatever the outcome. `slices` follow `Op::slices`' order.
+    let mut taken: Vec<Vec<u8>> = slices
+        .iter()
+        .map(|s| std::mem::take(&mut bufs[s.buf]))
+        .collect();
+    let out = {
+        let mut v: Vec<&mut [u8]> = taken
+            .iter_mut()
+            .zip(&slices)
+            .map(|(b, s)| &mut b[s.off..s.end()])
+            .collect();
+        run_op_on(op, &mut v)
+    };
+    for (b, s) in taken.into_iter().zip(&slices) {
+        bufs[s.buf] = b;
+    }
+    out
+}
+
+/// Whether the slices lie in distinct buffers.
+fn distinct_buffers(slices: &[Slice]) -> bool {
+    let mut b: Vec<usize> = slices.iter().map(|s| s.buf).collect();
+    b.sort_unstable();
+    b.windows(2).all(|w| w[0] != w[1])
+}
+
+/// `op` on its slices, borrowed in [`Op::slices`]' order.
+fn run_op_on(op: &Op, v: &mut [&mut [u8]]) -> Result<(), MemError> {
+    match op {
+        Op::Copy { .. } => {
+            let (src, dst) = v.split_at_mut(1);
+            dst[0].copy_from_slice(src[0]);
+        }
+        Op::Zero { .. } => v[0].fill(0),
+        Op::XorEncode { data, .. } => {
+            let (d, p) = v.split_at_mut(data.len());
+            codec::xor::encode(d, p[0])?;
+        }
+        Op::PqEncode { data, .. } => {
+            let (d, pq) = v.split_at_mut(data.len());
+            let (p, q) = pq.split_at_mut(1);
+            codec::pq::encode(d, p[0], q[0])?;
+        }
+        Op::XorUpdate { .. } => {
+            // [parity, old, new]
+            let (par, rest) = v.split_at_mut(1);
+            codec::xor::update(par[0], rest[0], rest[1])?;
+        }
+        Op::PqUpdate { index, .. } => {
+            // [p, q, old, new]
+            let (pq, rest) = v.split_at_mut(2);
+            let (p, q) = pq.split_at_mut(1);
+            codec::pq::update(p[0], q[0], *index, rest[0], rest[1])?;
+        }
+        Op::XorRecover { erased, .. } => codec::xor::recover(v, &[*erased])?,
+        Op::PqRecover { erased, .. } => codec::pq::recover(v, erased)?,
+    }
+    Ok(())
+}
+
+/// One op on copies of its slices, put back afterwards: for an op that names one buffer
+/// twice.
+fn run_op_copying(bufs: &mut [Vec<u8>], op: &Op) -> Result<(), MemError> {
     match op {
         Op::Copy { src, dst } => {
             let v = get(bufs, *src);
@@ -273,4 +342,94 @@ pub fn check_consistency(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Buffers `1..=n` of `len` bytes each, filled from `seed`.
+    fn bufs(n: usize, len: usize, seed: u64) -> Vec<Vec<u8>> {
+        let mut s = seed | 1;
+        (0..=n)
+            .map(|i| {
+                (0..if i == 0 { 0 } else { len })
+                    .map(|_| {
+                        s ^= s << 13;
+                        s ^= s >> 7;
+                        s ^= s << 17;
+                        s as u8
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// In place (each slice in a buffer of its own) and on copies, every kind of op leaves
+    /// the same bytes in every buffer, on whole buffers and on slices inside them.
+    #[test]
+    fn ops_in_place_do_what_ops_on_copies_do() {
+        let at = |buf, off| Slice { buf, off, len: 96 };
+        for off in [0, 32] {
+            let ops = [
+                Op::Copy {
+                    src: at(1, off),
+                    dst: at(2, off),
+                },
+                Op::XorEncode {
+                    data: vec![at(1, off), at(2, off), at(3, off)],
+                    p: at(4, off),
+                },
+                Op::PqEncode {
+                    data: vec![at(1, off), at(2, off), at(3, off)],
+                    p: at(4, off),
+                    q: at(5, off),
+                },
+                Op::XorUpdate {
+                    parity: at(1, off),
+                    old: at(2, off),
+                    new: at(3, off),
+                },
+                Op::PqUpdate {
+                    p: at(1, off),
+                    q: at(2, off),
+                    index: 2,
+                    old: at(3, off),
+                    new: at(4, off),
+                },
+                Op::XorRecover {
+                    units: vec![at(1, off), at(2, off), at(3, off), at(4, off)],
+                    erased: 2,
+                },
+                Op::PqRecover {
+                    units: vec![at(1, off), at(2, off), at(3, off), at(4, off), at(5, off)],
+                    erased: vec![0, 3],
+                },
+            ];
+            for (i, op) in ops.iter().enumerate() {
+                assert!(distinct_buffers(&op.slices()));
+                let mut a = bufs(5, 160, i as u64 + 1);
+                let mut b = a.clone();
+                run_op(&mut a, op).unwrap();
+                run_op_copying(&mut b, op).unwrap();
+                assert_eq!(a, b, "{} at offset {off}", op.name());
+                assert_ne!(
+                    a,
+                    bufs(5, 160, i as u64 + 1),
+                    "{} changed nothing",
+                    op.name()
+                );
+            }
+        }
+        // An op naming one buffer twice takes the copying path, with the same result.
+        let op = Op::XorEncode {
+            data: vec![at(1, 0), at(1, 96)],
+            p: at(2, 0),
+        };
+        assert!(!distinct_buffers(&op.slices()));
+        let mut a = bufs(2, 192, 9);
+        run_op(&mut a, &op).unwrap();
+        let want: Vec<u8> = (0..96).map(|i| a[1][i] ^ a[1][96 + i]).collect();
+        assert_eq!(&a[2][..96], &want[..]);
+    }
 }

@@ -316,7 +316,8 @@ impl Server {
                     Err(e) => return Err(e),
                 }
                 send(&writer, conn.take_output())?;
-                while let Some(ev) = conn.poll_event() {
+                // (Every event of negotiation ends it.)
+                if let Some(ev) = conn.poll_event() {
                     match ev {
                         Event::Selected { export } => return Ok(Phase::Transmission(export)),
                         Event::Request(_) => unreachable!("requests follow the export selection"),

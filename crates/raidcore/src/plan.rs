@@ -403,6 +403,7 @@ impl Plan {
             let r = root(&mut parent, b);
             group_bytes[r] += self.buffers[b];
         }
+        #[allow(clippy::needless_range_loop)] // (`b` indexes three tables)
         for b in 1..n {
             let r = root(&mut parent, b);
             let w = match window_of_root[r] {

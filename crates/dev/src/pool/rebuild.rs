@@ -325,9 +325,9 @@ impl Pool {
         // Windows not yet read, each with the batch it ends (its last window).
         let mut queue: std::collections::VecDeque<(Vec<raidcore::Plan>, Option<RebuildBatch>)> =
             Default::default();
-        // The window read and computed, to be written next.
-        let mut pending: Option<(Vec<raidcore::Plan>, Vec<Vec<Vec<u8>>>, Option<RebuildBatch>)> =
-            None;
+        // The window read and computed (its plans' buffers), to be written next.
+        type Prepared = (Vec<raidcore::Plan>, Vec<Vec<Vec<u8>>>, Option<RebuildBatch>);
+        let mut pending: Option<Prepared> = None;
         // Cycles planned and not yet marked.
         let mut unmarked: Vec<u64> = Vec::new();
         // A cycle that cannot be planned stops the rebuild; what was done before it is

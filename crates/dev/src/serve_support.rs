@@ -374,14 +374,10 @@ fn stripe_ids(plans: &[Plan]) -> Vec<StripeId> {
     stripes
 }
 
-/// How a batch of plans holds its stripes: shared when every plan may
-/// ([`Plan::lock_mode_with`]: reads, and writes of the user's bytes alone when the pool keeps
-/// nothing per block beside its data, `side_state`), exclusively as soon as one may not.
-fn lock_mode(plans: &[Plan], side_state: bool) -> LockMode {
-    if plans
-        .iter()
-        .all(|p| p.lock_mode_with(side_state) == LockMode::Shared)
-    {
+/// How a batch of plans holds its stripes: shared when every plan only reads
+/// (`Plan::lock_mode`), exclusively as soon as one writes.
+fn lock_mode(plans: &[Plan]) -> LockMode {
+    if plans.iter().all(|p| p.lock_mode() == LockMode::Shared) {
         LockMode::Shared
     } else {
         LockMode::Exclusive
@@ -665,17 +661,10 @@ impl SharedPool {
         f(p)
     }
 
-    /// Whether the pool keeps state per block beside its data that concurrent writes of a
-    /// block could leave out of step with it (checksums, a write journal): then every write
-    /// holds its stripes exclusively ([`Plan::lock_mode_with`]).
-    fn side_state(&self) -> bool {
-        self.checksums.is_some() || self.journal.is_some()
-    }
-
     /// Takes the stripes `plans` lock, in their mode ([`lock_mode`]), waiting as long as it
     /// takes.
     fn lock_stripes(&self, plans: &[Plan]) -> StripeGuard<'_> {
-        self.lock_stripe_ids(stripe_ids(plans), lock_mode(plans, self.side_state()))
+        self.lock_stripe_ids(stripe_ids(plans), lock_mode(plans))
     }
 
     /// Takes `stripes` in `mode`, waiting as long as it takes; an exclusive locker that has
@@ -738,7 +727,7 @@ impl SharedPool {
             let mode = if exclusive {
                 LockMode::Exclusive
             } else {
-                lock_mode(&plans, self.side_state())
+                lock_mode(&plans)
             };
             let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
             // (Current by construction, unless the planning itself failed a member.)
@@ -2182,60 +2171,6 @@ mod tests {
         );
         let l = shared.locks.lock().unwrap();
         assert_eq!((l.waiters, l.held.held(), l.wanted.held()), (0, 0, 0));
-    }
-
-    /// A RAID0 write puts the user's bytes alone on the members, so it shares its stripe
-    /// (`Plan::lock_mode_with`): it runs while the stripe is held shared (as by a read in
-    /// member I/O) and while another such write holds it, where an exclusive lock would wait.
-    /// A pool with checksums keeps its writes exclusive: the same write waits there.
-    #[test]
-    fn raid0_writes_share_their_stripes_unless_the_pool_keeps_checksums() {
-        for checksums in [false, true] {
-            let dir = Dir::new(if checksums { "share-csum" } else { "share" });
-            let pool = Pool::create(
-                &dir.0.join("pool.json"),
-                CreateOpts {
-                    chunk_bytes: 16 << 10,
-                    checksums,
-                    ..test_opts(SchemeKind::Raid0, &dir.0, 4, 6 << 20)
-                },
-            )
-            .unwrap();
-            let shared = SharedPool::new(pool, Concurrency::Stripes).unwrap();
-            let ids = cycle_stripes(&shared, 0);
-            // Held shared: a read's lock, and a sharing write's.
-            let holder = shared.lock_stripe_ids(ids, LockMode::Shared);
-            let done = AtomicBool::new(false);
-            std::thread::scope(|s| {
-                let writer = s.spawn(|| {
-                    shared.write(4096, &bytes(3, 8192)).unwrap();
-                    done.store(true, Ordering::SeqCst);
-                });
-                let t = Instant::now();
-                // Either the write finishes or it registers as a waiter.
-                while !done.load(Ordering::SeqCst) && shared.locks.lock().unwrap().waiters == 0 {
-                    assert!(
-                        t.elapsed() < Duration::from_secs(10),
-                        "write neither ran nor waited"
-                    );
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                std::thread::sleep(Duration::from_millis(50));
-                assert_eq!(
-                    done.load(Ordering::SeqCst),
-                    !checksums,
-                    "checksums {checksums}: the write {} while the stripe was held shared",
-                    if checksums { "ran" } else { "waited" }
-                );
-                drop(holder);
-                writer.join().unwrap();
-            });
-            let mut b = vec![0u8; 8192];
-            shared.read(4096, &mut b).unwrap();
-            assert_eq!(b, bytes(3, 8192));
-            let l = shared.locks.lock().unwrap();
-            assert_eq!((l.waiters, l.held.held()), (0, 0));
-        }
     }
 
     /// Waiters on many stripes, each woken only by the release of the stripe in its way (or

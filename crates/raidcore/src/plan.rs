@@ -502,59 +502,17 @@ impl Plan {
         })
     }
 
-    /// How the executor holds [`Plan::locks`], when it keeps nothing per block beside the
-    /// data (the simulator; see [`Plan::lock_mode_with`]).
+    /// How the executor holds [`Plan::locks`]: shared for a read ([`PlanKind::Read`], healthy
+    /// or degraded: it writes nothing, so reads of a stripe may run together), exclusively
+    /// for every plan that writes (writes, rebuild cycles, flushes, repairs; a rebuild cycle
+    /// that moves without writes too: it changes where the cycle's data is read from).
+    /// [`Plan::validate`] checks that a read plan writes nothing.
     #[inline]
     pub fn lock_mode(&self) -> LockMode {
-        self.lock_mode_with(false)
-    }
-
-    /// How the executor holds [`Plan::locks`]:
-    /// - shared for a read ([`PlanKind::Read`], healthy or degraded: it writes nothing, so
-    ///   reads of a stripe may run together; [`Plan::validate`] checks that it writes nothing);
-    /// - shared for a write that only puts the user's bytes in place
-    ///   ([`Plan::writes_user_bytes_only`]), unless `side_state`: such a write keeps no
-    ///   relation between blocks (no parity, no second copy, nothing read back), so two of
-    ///   them on one stripe leave every block with one writer's bytes whatever their order,
-    ///   which is all a block device promises for overlapping writes in flight (Linux MD's
-    ///   RAID0 takes no lock at all). `side_state` is for an executor that keeps state per
-    ///   block beside the data, which two writes of one block in flight could leave out of
-    ///   step with it (block checksums, a journal replayed in its own order): there such
-    ///   writes stay exclusive;
-    /// - exclusively for every other plan that writes (writes with parity or copies, rebuild
-    ///   cycles, flushes, repairs; a rebuild cycle that moves without writes too: it changes
-    ///   where the cycle's data is read from), so they exclude the shared plans as well.
-    #[inline]
-    pub fn lock_mode_with(&self, side_state: bool) -> LockMode {
         match self.kind {
             PlanKind::Read => LockMode::Shared,
-            PlanKind::Write if !side_state && self.writes_user_bytes_only() => LockMode::Shared,
             _ => LockMode::Exclusive,
         }
-    }
-
-    /// Whether this is a write plan whose member writes are the user's bytes and nothing
-    /// else: no member read, no computation, every write straight from buffer 0, no user
-    /// byte written twice, and no background parity left stale for later (a lazy write's
-    /// deferral, which a flush must order against). A RAID0 write is one; so is a write to
-    /// a stripe whose redundancy is all lost (a RAID5 stripe whose parity member failed, a
-    /// mirror with one copy left).
-    pub fn writes_user_bytes_only(&self) -> bool {
-        if self.kind != PlanKind::Write
-            || !self.reads.is_empty()
-            || !self.ops.is_empty()
-            || self.bpgl_removals.is_some()
-            || self.writes.iter().any(|w| w.data.buf != 0)
-        {
-            return false;
-        }
-        let mut from: Vec<(usize, usize)> = self
-            .writes
-            .iter()
-            .map(|w| (w.data.off, w.data.off + w.data.len))
-            .collect();
-        from.sort_unstable();
-        from.windows(2).all(|w| w[0].1 <= w[1].0)
     }
 
     /// Member I/O totals over the whole plan.

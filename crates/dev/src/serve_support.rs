@@ -682,14 +682,22 @@ impl SharedPool {
             // Sleep until the stripe in the way is released (a release of another stripe of
             // the same bucket wakes us too: we try again). The mark just set stops readers
             // only, so an exclusive locker always finds a held stripe in its way.
-            let Some(blocker) = l.blocker(mode, &stripes) else {
-                debug_assert!(false, "refused stripes with nothing in the way");
-                continue;
-            };
-            let b = wait_bucket(blocker);
+            let blocker = l.blocker(mode, &stripes);
+            debug_assert!(blocker.is_some(), "refused stripes with nothing in the way");
+            let b = wait_bucket(blocker.unwrap_or(stripes[0]));
             l.waiters += 1;
             l.sleeping[b] += 1;
-            l = self.unlocked[b].wait(l).unwrap_or_else(|e| e.into_inner());
+            l = match blocker {
+                Some(_) => self.unlocked[b].wait(l).unwrap_or_else(|e| e.into_inner()),
+                // (Never expected; should it happen, try again soon rather than retry at
+                // once with the lock held, which would stop every release.)
+                None => {
+                    self.unlocked[b]
+                        .wait_timeout(l, Duration::from_millis(1))
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
             l.sleeping[b] -= 1;
             l.waiters -= 1;
         }

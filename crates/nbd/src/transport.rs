@@ -50,8 +50,9 @@ pub struct ServerOptions {
     /// [`ServerOptions::workers_per_connection`]), adjusted as connections come and go: a
     /// thread beyond its connection's share ends after its request, and one is started when
     /// the share grows. With 16 connections on 2 cores, 8 threads each ran 4 KiB random
-    /// writes at 0.8x of 2 each (bench/nbd.sh: more threads than the cores can run only
-    /// switch), while one connection needs its 8 to keep slow members busy.
+    /// writes at about 0.85x of 2 each (74-77 K against 87-93 K IOPS, fio over NBD on tmpfs:
+    /// more threads than the cores can run only switch), while one connection needs its 8
+    /// to keep slow members busy.
     pub threads_total: usize,
     /// How often blocked reads and accepts look at the shutdown flag.
     pub poll_interval: Duration,

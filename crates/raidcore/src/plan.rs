@@ -423,15 +423,7 @@ impl Plan {
             };
             window_of_buf[b] = w;
         }
-        let mut pieces: Vec<Plan> = (0..sizes.len())
-            .map(|_| Plan {
-                buffers: vec![0],
-                reads: Vec::new(),
-                ops: Vec::new(),
-                writes: Vec::new(),
-                ..self.clone_header()
-            })
-            .collect();
+        let mut pieces: Vec<Plan> = (0..sizes.len()).map(|_| self.empty_piece()).collect();
         let mut renumber = vec![0usize; n];
         for b in 1..n {
             let piece = &mut pieces[window_of_buf[b]];
@@ -462,15 +454,16 @@ impl Plan {
         pieces
     }
 
-    /// The plan without its buffers and I/O (what every piece of [`Plan::windows`] keeps).
-    fn clone_header(&self) -> Plan {
+    /// The plan without its I/O and with only an empty user buffer: what every piece of
+    /// [`Plan::windows`] starts from.
+    fn empty_piece(&self) -> Plan {
         Plan {
             kind: self.kind,
             cycle: self.cycle,
             layout_generation: self.layout_generation,
             state_generation: self.state_generation,
             user_offset: self.user_offset,
-            buffers: Vec::new(),
+            buffers: vec![0],
             reads: Vec::new(),
             ops: Vec::new(),
             writes: Vec::new(),

@@ -597,6 +597,13 @@ pub struct Model {
     /// Sectors of failed writes since the last flush: `base` (the new bytes) or any version
     /// in `pend`.
     unk: std::collections::HashSet<u64>,
+    /// Every version each sector was given, oldest first, as (write number, the harness's
+    /// step, whether the write failed, its first bytes): a wrong read names the version it
+    /// returned, if any, which tells stale data from garbage.
+    history: HashMap<u64, Vec<(u64, u64, bool, [u8; 8])>>,
+    writes: u64,
+    /// The harness's step, recorded with each write.
+    pub step: u64,
 }
 
 impl Model {
@@ -606,6 +613,9 @@ impl Model {
             pend: HashMap::new(),
             amb: HashMap::new(),
             unk: Default::default(),
+            history: HashMap::new(),
+            writes: 0,
+            step: 0,
         }
     }
     fn sector(&self, s: u64) -> &[u8] {
@@ -613,9 +623,19 @@ impl Model {
     }
     /// Records a write (sector aligned).
     pub fn write(&mut self, offset: u64, data: &[u8]) {
+        self.record(offset, data, false);
+    }
+    fn record(&mut self, offset: u64, data: &[u8], failed: bool) {
         assert!(offset.is_multiple_of(SECTOR) && (data.len() as u64).is_multiple_of(SECTOR));
+        self.writes += 1;
         for (k, chunk) in data.chunks(SECTOR as usize).enumerate() {
             let s = offset / SECTOR + k as u64;
+            self.history.entry(s).or_default().push((
+                self.writes,
+                self.step,
+                failed,
+                chunk[..8].try_into().unwrap(),
+            ));
             self.unk.remove(&s);
             let old = self.sector(s).to_vec();
             let e = self.pend.entry(s).or_default();
@@ -631,7 +651,7 @@ impl Model {
     /// or the new bytes (a crash may tear it like any unflushed write), and stays so across
     /// flushes until read or rewritten.
     pub fn write_unknown(&mut self, offset: u64, data: &[u8]) {
-        self.write(offset, data);
+        self.record(offset, data, true);
         for k in 0..data.len() as u64 / SECTOR {
             self.unk.insert(offset / SECTOR + k);
         }
@@ -692,9 +712,26 @@ impl Model {
                     .zip(self.sector(s))
                     .position(|(a, b)| a != b)
                     .unwrap_or(0);
+                let history = self.history.get(&s).map(Vec::as_slice).unwrap_or(&[]);
+                let version = match history
+                    .iter()
+                    .rposition(|v| got.len() >= 8 && v.3 == got[..8])
+                {
+                    Some(i) => {
+                        let (n, step, failed, _) = history[i];
+                        format!(
+                            " (it is version {} of {} of this sector: write {n} at step {step}{})",
+                            i + 1,
+                            history.len(),
+                            if failed { ", which failed" } else { "" }
+                        )
+                    }
+                    None if got.iter().all(|&b| b == 0) => " (zeros)".to_string(),
+                    None => " (no version written to this sector)".to_string(),
+                };
                 return Err(format!(
                     "volume sector {s} (bytes {}..{}) read wrong: first difference at byte {} of \
-                     it (read {:02x?}, expected {:02x?}){}",
+                     it (read {:02x?}, expected {:02x?}){}{version}",
                     s * SECTOR,
                     (s + 1) * SECTOR,
                     first,

@@ -248,6 +248,57 @@ impl Shared {
         })
         .unwrap_or_default()
     }
+    /// Every place of the stripe holding volume sector `s`: member, role, checksum state.
+    fn debug_row(sp: &SharedPool, s: u64) -> String {
+        {
+            sp.with_pool(|p| {
+                let st = p.state();
+                let geo = p.geometry();
+                let o = s * SECTOR;
+                let (c, idx) = geo.locate_chunk(o / geo.chunk_bytes());
+                let dp = geo.data_place(idx);
+                let (si, _) = geo.place_units(dp)[0];
+                let in_chunk = (o % geo.chunk_bytes()) / 4096 * 4096;
+                let mut out = format!("row of sector {s}: cycle {c} stripe {si}:");
+                for &pl in geo.stripe_places(si) {
+                    let (loc, valid) = raidcore::repair::place_loc(geo, st, c, pl);
+                    let moff = geo.member_offset(c, loc, in_chunk);
+                    let cs = p.integrity.checksums.as_ref().map(|cs| {
+                        let stored = cs.stored(loc.disk as usize, moff);
+                        let mut raw = vec![0u8; 4096];
+                        let m = p.members.handles[loc.disk as usize]
+                            .as_ref()
+                            .map(|m| m.read_at(&mut raw, p.data_offset_bytes() + moff).is_ok());
+                        let matches = m == Some(true) && cs.matches(loc.disk as usize, moff, &raw);
+                        format!(
+                            "{}{}",
+                            if stored == crate::csum::POISON {
+                                "POISON"
+                            } else {
+                                "sum"
+                            },
+                            if matches { " ok" } else { " MISMATCH" }
+                        )
+                    });
+                    out += &format!(
+                        " [place {pl} {:?} member {} byte {moff} valid {valid} {cs:?}]",
+                        geo.role(pl),
+                        loc.disk
+                    );
+                }
+                out += &format!(
+                    " lost {:?}",
+                    p.status()
+                        .lost
+                        .iter()
+                        .map(|l| (l.logical_offset, l.length))
+                        .collect::<Vec<_>>()
+                );
+                Ok(out)
+            })
+            .unwrap_or_default()
+        }
+    }
     fn log(&self, a: std::fmt::Arguments<'_>) {
         if self.verbose {
             eprintln!("faultsim-served: {a}");
@@ -364,6 +415,7 @@ impl ClientState {
         let fua = self.rng.chance(0.05);
         let e0 = sh.epoch.load(Ordering::SeqCst);
         let events0 = sh.engine_events();
+        self.model.step = sh.step.load(Ordering::SeqCst);
         let r = c.write_at(&data, off, fua);
         let dead = sh.crash.is_dead();
         self.writes += 1;
@@ -1674,6 +1726,19 @@ impl ServedRun {
                         Ok(()) => c.bytes_verified += sh.run_bytes,
                         Err(why) => {
                             let msg = format!("final check, client {} run {run}: {why}", c.id);
+                            if sh.verbose {
+                                let sector = why
+                                    .split("volume sector ")
+                                    .nth(1)
+                                    .and_then(|t| t.split(' ').next())
+                                    .and_then(|t| t.parse::<u64>().ok());
+                                if let Some(s) = sector {
+                                    eprintln!(
+                                        "faultsim-served: DEBUG {}",
+                                        Shared::debug_row(sp, s)
+                                    );
+                                }
+                            }
                             if sh.within {
                                 c.losses.push(msg);
                                 return;

@@ -836,10 +836,11 @@ impl Pool {
         }
     }
 
-    /// During a rebuild: repairs what can be, and for what cannot, records the loss, writes
-    /// zeros over the unreadable blocks (a rewrite lets a disk remap a bad sector; the content
-    /// is lost either way) so that the rebuild can go on, and remembers the blocks to mark
-    /// once the rebuild is over.
+    /// During a rebuild: repairs what can be, and for what cannot, records the loss, makes the
+    /// blocks that read wrong read again (those the medium still returns keep their bytes
+    /// under a checksum that matches them; zeros go over those it cannot return, since a
+    /// rewrite lets a disk remap a bad sector and the content is lost either way) so that the
+    /// rebuild can go on, and remembers the blocks to mark once the rebuild is over.
     pub(crate) fn repair_in_rebuild(&mut self, bad: &[BadRange]) -> Result<()> {
         let out = self.repair_ranges(bad)?;
         if !out.lost.is_empty() {
@@ -865,32 +866,51 @@ impl Pool {
                     continue;
                 }
                 let off = self.geo.member_offset(g.cycle, loc, g.ra);
-                let zeros = vec![0u8; (g.rb - g.ra) as usize];
-                let r = m
-                    .write_at(&zeros, self.map.data_offset_bytes + off)
-                    .and_then(|_| {
-                        if let Some(cs) = &self.integrity.checksums {
-                            cs.record(loc.disk as usize, off, &zeros);
-                            cs.write_pages(
-                                loc.disk as usize,
-                                &self.members.handles,
-                                off / BLOCK_BYTES,
-                                (off + zeros.len() as u64) / BLOCK_BYTES,
-                            )?;
-                        }
-                        Ok(())
-                    });
+                let at = self.map.data_offset_bytes + off;
+                // A block the medium still returns keeps its bytes: only its checksum entry is
+                // made to match them. Such a block read wrong by its checksum: damaged at rest,
+                // or marked lost by an earlier rebuild, whose bytes are then exactly what the
+                // stripe's parity was computed with. Zeros written over it would change the
+                // stripe under its parity, and the rebuild would reconstruct the *other* units
+                // of the stripe (data the redundancy still held, perhaps rewritten by the user
+                // since the loss) wrong, with matching checksums (served fault harness, seed
+                // 0x6b0922a7: a user rewrote a lost range; a later rebuild zeroed a marked
+                // block of its stripe and rebuilt the rewritten unit from the zeros). Only a
+                // block that cannot be read gets zeros, whose write lets the disk remap it.
+                let mut bytes = vec![0u8; (g.rb - g.ra) as usize];
+                let readable = m.read_at(&mut bytes, at).is_ok();
+                if !readable {
+                    bytes.fill(0);
+                }
+                let r = (if readable {
+                    Ok(())
+                } else {
+                    m.write_at(&bytes, at)
+                })
+                .and_then(|_| {
+                    if let Some(cs) = &self.integrity.checksums {
+                        cs.record(loc.disk as usize, off, &bytes);
+                        cs.write_pages(
+                            loc.disk as usize,
+                            &self.members.handles,
+                            off / BLOCK_BYTES,
+                            (off + bytes.len() as u64) / BLOCK_BYTES,
+                        )?;
+                    }
+                    Ok(())
+                });
                 if r.is_err() {
                     self.fail_members(&[loc.disk])?;
+                    continue;
+                }
+                if readable {
                     continue;
                 }
                 // The rewrite must have cleared the read error (a remapped sector); if the
                 // block still cannot be read, the rebuild cannot go past it: stop and say so
                 // (failing the member would lose every other unit it still holds).
-                let mut back = vec![0u8; zeros.len()];
-                if m.read_at(&mut back, self.map.data_offset_bytes + off)
-                    .is_err()
-                {
+                let mut back = vec![0u8; bytes.len()];
+                if m.read_at(&mut back, at).is_err() {
                     self.integrity.lost_pending.push(g.clone());
                     self.poison_pending()?;
                     return Err(PoolError::Io(format!(
@@ -900,7 +920,7 @@ impl Pool {
                          member {} too",
                         loc.disk,
                         self.map.data_offset_bytes + off,
-                        self.map.data_offset_bytes + off + zeros.len() as u64,
+                        at + bytes.len() as u64,
                         describe_ranges(&g.ranges),
                         loc.disk
                     )));
@@ -928,11 +948,18 @@ impl Pool {
                     continue;
                 }
                 let off = self.geo.member_offset(g.cycle, loc, g.ra);
-                let mut b = off;
-                while b < off + (g.rb - g.ra) {
-                    cs.poison(loc.disk as usize, &self.members.handles, b)
-                        .map_err(|e| PoolError::Io(format!("marking lost blocks: {e}")))?;
-                    b += BLOCK_BYTES;
+                let mut k = 0;
+                while k < g.rb - g.ra {
+                    // A block the user rewrote whole since the loss was found holds their
+                    // data again (its range is no longer listed lost): marking it would lose
+                    // an acknowledged write.
+                    let still_lost = logical_offset(&self.geo, g.cycle, p, g.ra + k)
+                        .is_none_or(|lo| self.check_lost(lo, BLOCK_BYTES).is_err());
+                    if still_lost {
+                        cs.poison(loc.disk as usize, &self.members.handles, off + k)
+                            .map_err(|e| PoolError::Io(format!("marking lost blocks: {e}")))?;
+                    }
+                    k += BLOCK_BYTES;
                 }
             }
         }

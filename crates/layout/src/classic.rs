@@ -122,6 +122,9 @@ impl Classic {
 }
 
 impl Scheme for Classic {
+    fn relocation_keeps_offsets(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         match self.kind {
             ClassicKind::Raid0 => "raid0",
@@ -237,6 +240,9 @@ impl Grouped {
 }
 
 impl Scheme for Grouped {
+    fn relocation_keeps_offsets(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         match self.kind {
             GroupedKind::Raid50 => "raid50",

@@ -182,9 +182,47 @@ pub struct Cycle {
     /// Data units in logical order. For ordinary layouts this is every stripe's data units in
     /// stripe order; RM2 lists each data unit once although it belongs to two groups.
     pub data: Vec<Loc>,
+    /// The stripes on each disk, built on first use ([`Cycle::stripes_on`]).
+    on_disk: DiskIndex,
 }
 
+/// A cycle's stripes per disk, built when first asked for. Not part of the cycle's value:
+/// clones start without it and comparisons ignore it.
+#[derive(Default)]
+struct DiskIndex(std::sync::OnceLock<Vec<Vec<u32>>>);
+
+impl Clone for DiskIndex {
+    fn clone(&self) -> DiskIndex {
+        DiskIndex::default()
+    }
+}
+
+impl fmt::Debug for DiskIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DiskIndex")
+    }
+}
+
+impl PartialEq for DiskIndex {
+    fn eq(&self, _: &DiskIndex) -> bool {
+        true
+    }
+}
+
+impl Eq for DiskIndex {}
+
 impl Cycle {
+    /// Builds a cycle with its own logical data order (`data`: each data place once).
+    pub fn with_data(disks: usize, rows: u64, stripes: Vec<Stripe>, data: Vec<Loc>) -> Cycle {
+        Cycle {
+            disks,
+            rows,
+            stripes,
+            data,
+            on_disk: DiskIndex::default(),
+        }
+    }
+
     /// Builds a cycle whose logical data order is the stripes' data units in order.
     pub fn from_stripes(disks: usize, rows: u64, stripes: Vec<Stripe>) -> Cycle {
         let data = stripes
@@ -196,6 +234,7 @@ impl Cycle {
             rows,
             stripes,
             data,
+            on_disk: DiskIndex::default(),
         };
         c.assert_well_formed();
         c
@@ -205,7 +244,15 @@ impl Cycle {
     /// bounds, no place used by two different units (except a data unit shared by several XOR
     /// groups, as in RM2), and every data place listed once in `data`.
     pub fn assert_well_formed(&self) {
-        let mut owner: HashMap<Loc, Role> = HashMap::new();
+        // Who owns each place: a flat table over disks x rows when it is not much larger than
+        // the cycle (every layout here fills most of its rows), a map otherwise. (A map of
+        // every unit was 40 % of opening a 251-disk RAID+ array.)
+        let cells = self.disks as u64 * self.rows;
+        let units: u64 = self.stripes.iter().map(|s| s.units.len() as u64).sum();
+        let flat = cells <= (4 * units).max(1 << 20);
+        let mut table: Vec<Option<Role>> = vec![None; if flat { cells as usize } else { 0 }];
+        let mut map: fxhash::FxHashMap<Loc, Role> = Default::default();
+        let mut data_places = 0usize;
         for (si, s) in self.stripes.iter().enumerate() {
             assert!(!s.units.is_empty(), "stripe {si} has no units");
             for u in &s.units {
@@ -220,21 +267,58 @@ impl Cycle {
                     u.offset,
                     self.rows
                 );
-                if let Some(prev) = owner.insert(u.loc(), u.role) {
-                    assert!(
+                let prev = if flat {
+                    let slot = &mut table[(u.disk as u64 * self.rows + u.offset) as usize];
+                    slot.replace(u.role)
+                } else {
+                    map.insert(u.loc(), u.role)
+                };
+                match prev {
+                    Some(prev) => assert!(
                         prev == Role::Data && u.role == Role::Data && s.code == Code::Xor,
                         "stripe {si}: place {:?} used twice",
                         u.loc()
-                    );
+                    ),
+                    None => data_places += usize::from(u.role == Role::Data),
                 }
             }
         }
-        let data_places = owner.values().filter(|r| **r == Role::Data).count();
         assert_eq!(
             data_places,
             self.data.len(),
             "data list must name every data place once"
         );
+    }
+
+    /// The stripes with a unit on `disk`, ascending (an index built on the first call, one
+    /// pass over the units): what a relocation or a recovery after failures looks at, without
+    /// a pass over every stripe per failure set (an array over 255 disks asks for hundreds).
+    pub fn stripes_on(&self, disk: Disk) -> &[u32] {
+        let index = self.on_disk.0.get_or_init(|| {
+            let mut index: Vec<Vec<u32>> = vec![Vec::new(); self.disks];
+            for (si, s) in self.stripes.iter().enumerate() {
+                for u in &s.units {
+                    if let Some(list) = index.get_mut(u.disk as usize) {
+                        if list.last() != Some(&(si as u32)) {
+                            list.push(si as u32);
+                        }
+                    }
+                }
+            }
+            index
+        });
+        index.get(disk as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// The stripes with a unit on any of `disks`, ascending, each once.
+    pub fn stripes_on_any(&self, disks: &[Disk]) -> Vec<usize> {
+        let mut out: Vec<usize> = disks
+            .iter()
+            .flat_map(|&d| self.stripes_on(d).iter().map(|&s| s as usize))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// Number of data chunks per cycle.
@@ -301,6 +385,7 @@ impl Cycle {
             rows,
             stripes,
             data: self.data.iter().map(|l| mv(*l)).collect(),
+            on_disk: DiskIndex::default(),
         }
     }
 }
@@ -359,6 +444,20 @@ pub trait Scheme: Send + Sync + fmt::Debug {
     /// replacement disk when there are not enough spares.
     fn relocate(&self, failed: &[Disk]) -> Result<Relocation, LayoutError> {
         default_relocate(self.cycle(), &self.spare_disks(), failed)
+    }
+    /// Whether every relocation keeps each unit's offset (the default [`Scheme::relocate`]:
+    /// onto a spare disk or in place), so that a rebuilt cycle has the healthy cycle's rows
+    /// whatever fails. A scheme that overrides `relocate` says so only if its moves keep
+    /// offsets too.
+    fn relocation_keeps_offsets(&self) -> bool {
+        false
+    }
+    /// [`recovery_rows`] for `failed` when the scheme knows it without relocating every unit
+    /// (a large enclosure asks it of every member when an array is opened); `None` to have it
+    /// computed. When `Some`, it must be exactly what the computation gives, and the failures
+    /// must be ones the scheme survives.
+    fn recovery_rows_hint(&self, _failed: &[Disk]) -> Option<u64> {
+        None
     }
     /// Extra data for JSON output (S2-RAID sub-arrays), as a JSON fragment `"key": value`
     /// without braces, or `None`.
@@ -482,6 +581,9 @@ pub fn recovery_plan(scheme: &dyn Scheme, failed: &[Disk]) -> Result<RecoveryPla
 /// the rebuilt cycle: the rows a cycle needs after these failures (what an array sizing its
 /// cycles asks for every failure set it must absorb).
 pub fn recovery_rows(scheme: &dyn Scheme, failed: &[Disk]) -> Result<u64, LayoutError> {
+    if let Some(rows) = scheme.recovery_rows_hint(failed) {
+        return Ok(rows);
+    }
     let (moves, _) = peel(scheme, failed, false)?;
     Ok(Cycle::relocated_rows(scheme.cycle().rows, &moves))
 }
@@ -518,12 +620,7 @@ fn peel(
             Some(Source::Disk(*l))
         }
     };
-    let mut pending: Vec<usize> = Vec::new();
-    for (si, s) in cycle.stripes.iter().enumerate() {
-        if s.units.iter().any(|u| is_lost(&u.loc())) {
-            pending.push(si);
-        }
-    }
+    let mut pending: Vec<usize> = cycle.stripes_on_any(failed);
     let mut repairs = Vec::new();
     // Peeling: repeat until no stripe makes progress. Each round repairs every stripe whose
     // lost units are within its code's reach given what is known so far.

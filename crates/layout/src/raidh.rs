@@ -191,6 +191,9 @@ impl RaidH {
 }
 
 impl Scheme for RaidH {
+    fn relocation_keeps_offsets(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "raidh"
     }

@@ -143,28 +143,40 @@ fn build_cycle(n: usize, level: u8, choices: &[Vec<usize>]) -> Cycle {
 }
 
 /// Places lost units on surviving disks outside their stripe, chosen by `pick`, at offsets after
-/// the data rows (each target disk fills its spare space in order).
+/// the data rows (each target disk fills its spare space in order). `pick(stripe, unit,
+/// excluded)` gets the disks it may not choose (failed, or already in the stripe), sorted.
 fn relocate_with(
     cycle: &Cycle,
     failed: &[Disk],
-    mut pick: impl FnMut(usize, usize, &dyn Fn(usize) -> bool) -> Option<usize>,
+    mut pick: impl FnMut(usize, usize, &[usize]) -> Option<usize>,
 ) -> Result<Relocation, LayoutError> {
     let mut moves: HashMap<Loc, Loc> = HashMap::new();
     let mut spare_next = vec![cycle.rows; cycle.disks];
-    for (si, s) in cycle.stripes.iter().enumerate() {
-        let mut used: Vec<usize> = s.units.iter().map(|u| u.disk as usize).collect();
+    let mut excluded: Vec<usize> = Vec::new();
+    for si in cycle.stripes_on_any(failed) {
+        let s = &cycle.stripes[si];
         for (ui, u) in s.units.iter().enumerate() {
             if !failed.contains(&u.disk) {
                 continue;
             }
-            let ok = |d: usize| !failed.contains(&(d as Disk)) && !used.contains(&d);
-            let d = pick(si, ui, &ok).ok_or_else(|| {
+            // Recomputed per lost unit: the stripe's disks, its units placed so far and the
+            // failed disks (a stripe loses at most a few units).
+            excluded.clear();
+            excluded.extend(failed.iter().map(|&d| d as usize));
+            excluded.extend(s.units.iter().map(|u| u.disk as usize));
+            excluded.extend(
+                s.units[..ui]
+                    .iter()
+                    .filter_map(|v| moves.get(&v.loc()).map(|l| l.disk as usize)),
+            );
+            excluded.sort_unstable();
+            excluded.dedup();
+            let d = pick(si, ui, &excluded).ok_or_else(|| {
                 LayoutError::NoSpareSpace(format!(
                     "stripe {si} has no surviving disk outside it to rebuild onto"
                 ))
             })?;
-            debug_assert!(ok(d));
-            used.push(d);
+            debug_assert!(excluded.binary_search(&d).is_err());
             moves.insert(
                 u.loc(),
                 Loc {
@@ -176,6 +188,19 @@ fn relocate_with(
         }
     }
     Ok(moves)
+}
+
+/// The `i`-th disk of `0..n` not in `excluded` (sorted, distinct), if there is one.
+fn nth_allowed(n: usize, excluded: &[usize], i: usize) -> Option<usize> {
+    let mut d = i;
+    for &e in excluded {
+        if e <= d {
+            d += 1;
+        } else {
+            break;
+        }
+    }
+    (d < n).then_some(d)
 }
 
 /// RAID_R: each stripe on k disks drawn uniformly at random (seeded).
@@ -227,9 +252,10 @@ impl Scheme for RandomPlacement {
     fn relocate(&self, failed: &[Disk]) -> Result<Relocation, LayoutError> {
         let n = self.cycle.disks;
         let mut rng = SplitMix64::new(self.seed ^ 0x5245_4255_494C_44); // "REBUILD"
-        relocate_with(&self.cycle, failed, |_, _, ok| {
-            let cands: Vec<usize> = (0..n).filter(|d| ok(*d)).collect();
-            (!cands.is_empty()).then(|| cands[rng.below(cands.len())])
+        relocate_with(&self.cycle, failed, |_, _, excluded| {
+            // Uniform over the allowed disks, counted without listing them.
+            let allowed = n - excluded.iter().filter(|&&e| e < n).count();
+            (allowed > 0).then(|| nth_allowed(n, excluded, rng.below(allowed)).unwrap())
         })
     }
 }
@@ -308,9 +334,10 @@ impl Scheme for HashPlacement {
     fn relocate(&self, failed: &[Disk]) -> Result<Relocation, LayoutError> {
         let n = self.cycle.disks;
         let k = self.cycle.stripes.first().map_or(0, |s| s.units.len()) as u32;
-        relocate_with(&self.cycle, failed, |s, ui, ok| {
+        relocate_with(&self.cycle, failed, |s, ui, excluded| {
             // Continue the stripe's hash sequence past its k placements.
-            crush_choose(n, s, k + 64 * ui as u32, self.seed, ok)
+            let ok = |d: usize| excluded.binary_search(&d).is_err();
+            crush_choose(n, s, k + 64 * ui as u32, self.seed, &ok)
         })
     }
 }

@@ -265,12 +265,7 @@ impl Rm2 {
                 })
             })
             .collect();
-        let cycle = Cycle {
-            disks: n + spares,
-            rows: m as u64,
-            stripes,
-            data,
-        };
+        let cycle = Cycle::with_data(n + spares, m as u64, stripes, data);
         cycle.assert_well_formed();
         // Every data unit in exactly two groups, every group on distinct disks.
         let mut count = vec![0u8; n * m1];
@@ -414,6 +409,9 @@ fn remaining_bound(nb: &[u64], v: usize, taken: u64) -> u32 {
 }
 
 impl Scheme for Rm2 {
+    fn relocation_keeps_offsets(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "rm2"
     }

@@ -315,6 +315,44 @@ fn recovery_rows_is_the_rebuilt_cycles_rows() {
     }
 }
 
+/// A scheme that says its relocations keep offsets (so that arrays skip relocating to size
+/// their cycles) keeps them for every failure set it relocates; the classic schemes say so.
+#[test]
+fn relocation_keeps_offsets_when_it_says_so() {
+    for (kind, params) in cases() {
+        let s = build(kind, &params).unwrap();
+        let claims = s.relocation_keeps_offsets();
+        let classic = matches!(
+            kind,
+            SchemeKind::Raid0
+                | SchemeKind::Raid1
+                | SchemeKind::Raid10
+                | SchemeKind::Raid4
+                | SchemeKind::Raid5
+                | SchemeKind::Raid6
+                | SchemeKind::Raid50
+        );
+        if classic {
+            assert!(claims, "{kind:?}");
+        }
+        if !claims {
+            continue;
+        }
+        let n = s.cycle().disks as Disk;
+        for a in 0..n {
+            for b in 0..n {
+                let failed = if a == b { vec![a] } else { vec![a, b] };
+                let Ok(moves) = s.relocate(&failed) else {
+                    continue;
+                };
+                for (from, to) in &moves {
+                    assert_eq!(from.offset, to.offset, "{kind:?} {failed:?}");
+                }
+            }
+        }
+    }
+}
+
 mod no_panics {
     use super::*;
     use proptest::prelude::*;

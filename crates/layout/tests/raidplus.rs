@@ -474,6 +474,41 @@ fn properties_3_5_one_failure_small_n_every_disk() {
     eprintln!("one failure, small n: {:?}", t0.elapsed());
 }
 
+/// The rows after one failure that a healthy layout states without relocating every unit
+/// (asked of every member whenever an array is opened) are exactly the computed ones, for
+/// every disk of every small pool; and it is stated whenever a spare square exists.
+#[test]
+fn one_failure_rows_stated_equal_computed() {
+    for n in [3usize, 4, 5, 7, 8, 9, 11, 13, 16] {
+        for k in 2..n {
+            for (level, order) in ORDERS.iter().map(|&o| (5u8, o)).chain([(6, Order::Native)]) {
+                if level == 6 && !(3..=n - 2).contains(&k) {
+                    continue;
+                }
+                let s = RaidPlus::new(n, k, level, order).unwrap();
+                for f in 0..n as Disk {
+                    let case = format!("n {n} k {k} level {level} {order:?} disk {f}");
+                    let computed =
+                        Cycle::relocated_rows(s.cycle().rows, &s.relocate(&[f]).unwrap());
+                    assert!(recovery_plan(&s, &[f]).is_ok(), "{case}");
+                    let stated = s.recovery_rows_hint(&[f]);
+                    assert_eq!(stated.is_some(), k + 1 < n, "{case}");
+                    if let Some(rows) = stated {
+                        assert_eq!(rows, computed, "{case}");
+                    }
+                    assert_eq!(layout::recovery_rows(&s, &[f]).unwrap(), computed, "{case}");
+                }
+                // Not stated for an interim layout or for two failures.
+                if k + 2 < n {
+                    let i = s.interim(&[0]).unwrap();
+                    assert_eq!(i.recovery_rows_hint(&[1]), None);
+                    assert_eq!(s.recovery_rows_hint(&[0, 1]), None);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn properties_3_5_one_failure_large_n_sample() {
     let t0 = Instant::now();

@@ -270,6 +270,11 @@ impl Geometry {
 fn stride_rows(scheme: &dyn Scheme) -> u64 {
     let n = scheme.cycle().disks as Disk;
     let mut rows = scheme.cycle().rows;
+    if scheme.relocation_keeps_offsets() {
+        // Every rebuilt cycle has the healthy rows: nothing to relocate to know it (a pass
+        // over every unit per failure set was most of opening a 255-member RAID6).
+        return rows;
+    }
     let mut consider = |failed: &[Disk]| {
         if let Ok(r) = layout::recovery_rows(scheme, failed) {
             rows = rows.max(r);

@@ -606,11 +606,15 @@ impl<M: Member> Emulated<M> {
     pub fn busy(&self) -> Duration {
         Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed))
     }
-    fn wait(&self, len: usize) {
+    /// Reserves the actuator for an I/O of `len` bytes arriving now; returns when it
+    /// completes.
+    fn begin(&self, len: usize) -> u64 {
         let service = self.speed.service_ns(len);
         self.busy_ns.fetch_add(service, Ordering::Relaxed);
         let now = self.epoch.elapsed().as_nanos() as u64;
-        let done = self.actuator.lock().unwrap().reserve(now, service);
+        self.actuator.lock().unwrap().reserve(now, service)
+    }
+    fn wait_until(&self, done: u64) {
         let now = self.epoch.elapsed().as_nanos() as u64;
         if done > now {
             std::thread::sleep(Duration::from_nanos(done - now));
@@ -618,15 +622,29 @@ impl<M: Member> Emulated<M> {
     }
 }
 
+// Each request is one emulated I/O, `latency + len / bandwidth`, reserved before the copy to
+// or from the file underneath, so that the copy happens within the emulated service time
+// rather than adding to it; a vectored read (`preadv`, what the executor sends for a run of
+// consecutive bytes) is one request, as a disk sees it. (Split into one I/O per slice, with
+// the copies on top, members emulated at 100 MB/s served a RAID5 rebuild's reads about 11 %
+// slower than the emulation says.)
 impl<M: Member> Member for Emulated<M> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let done = self.begin(buf.len());
         self.inner.read_at(buf, offset)?;
-        self.wait(buf.len());
+        self.wait_until(done);
+        Ok(())
+    }
+    fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
+        let done = self.begin(bufs.iter().map(|b| b.len()).sum());
+        self.inner.read_vectored_at(bufs, offset)?;
+        self.wait_until(done);
         Ok(())
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        let done = self.begin(buf.len());
         self.inner.write_at(buf, offset)?;
-        self.wait(buf.len());
+        self.wait_until(done);
         Ok(())
     }
     fn flush(&self) -> io::Result<()> {

@@ -219,11 +219,54 @@ fn prepare_from(
         })
         .collect();
     read_phase_into(plans, &mut bufs, None, m)?;
+    compute(plans, &mut bufs);
+    Ok(bufs)
+}
+
+/// [`prepare`]'s reads alone, for plans with no user buffer (a rebuild's): their buffers as
+/// read, to be given to [`compute`].
+///
+/// Buffers come from `free` when it has them (a pipeline gives back the buffers of each window
+/// it has written): their old bytes are left in place, since a plan never reads a buffer
+/// before a member read or an op fills it (the in-memory executor the tests run every plan
+/// on, `raidcore::mem`, fills its buffers with a poison byte to make sure). Fresh zeroed
+/// buffers cost the page faults of every window again.
+pub fn read_only(
+    plans: &[Plan],
+    m: &Members<'_>,
+    free: &mut Vec<Vec<u8>>,
+) -> Result<Vec<Vec<Vec<u8>>>, BatchErrors> {
+    let mut take = |len: usize| -> Vec<u8> {
+        match free.iter().rposition(|v| v.capacity() >= len) {
+            Some(i) => {
+                let mut v = free.swap_remove(i);
+                if v.len() >= len {
+                    v.truncate(len);
+                } else {
+                    v.resize(len, 0);
+                }
+                v
+            }
+            None => vec![0u8; len],
+        }
+    };
+    let mut bufs: Vec<Vec<Vec<u8>>> = plans
+        .iter()
+        .map(|p| {
+            assert_eq!(p.buffers[0], 0, "plans read alone have no user buffer");
+            p.buffers.iter().map(|&len| take(len)).collect()
+        })
+        .collect();
+    read_phase_into(plans, &mut bufs, None, m)?;
+    Ok(bufs)
+}
+
+/// Phase 2 of a batch: every plan's ops over its buffers (read by phase 1).
+pub fn compute(plans: &[Plan], bufs: &mut [Vec<Vec<u8>>]) {
     for (p, b) in plans.iter().zip(bufs.iter_mut()) {
         // The planner made these ops; a codec refusal is a planner bug.
         raidcore::mem::run_ops(&p.ops, b).expect("plan ops are valid");
     }
-    Ok(bufs)
 }
 
 /// Phase 3 of a batch: every write, grouped by member, one thread per member. A failing

@@ -328,6 +328,8 @@ impl Pool {
         // The window read and computed (its plans' buffers), to be written next.
         type Prepared = (Vec<raidcore::Plan>, Vec<Vec<Vec<u8>>>, Option<RebuildBatch>);
         let mut pending: Option<Prepared> = None;
+        // Buffers of windows written, read into again.
+        let mut free: Vec<Vec<u8>> = Vec::new();
         // Cycles planned and not yet marked.
         let mut unmarked: Vec<u64> = Vec::new();
         // A cycle that cannot be planned stops the rebuild; what was done before it is
@@ -359,12 +361,16 @@ impl Pool {
                 next.as_ref().map(|(w, _)| &w[..]),
                 pending.as_ref().map(|(w, bufs, _)| (&w[..], bufs)),
                 pipelined,
+                &mut free,
             );
             let failed = match (prepared, committed) {
                 (Ok(bufs), Ok(())) => {
-                    if let Some((_, _, Some(done))) = pending.take() {
-                        self.mark_rebuilt_batch(&mut cur, &done);
-                        unmarked.retain(|c| !done.iter().any(|(d, _)| d == c));
+                    if let Some((_, written, ends)) = pending.take() {
+                        free.extend(written.into_iter().flatten());
+                        if let Some(done) = ends {
+                            self.mark_rebuilt_batch(&mut cur, &done);
+                            unmarked.retain(|c| !done.iter().any(|(d, _)| d == c));
+                        }
                     }
                     pending = next.map(|(w, ends)| (w, bufs, ends));
                     None
@@ -406,23 +412,24 @@ impl Pool {
         next: Option<&[raidcore::Plan]>,
         pending: Option<(&[raidcore::Plan], &Vec<Vec<Vec<u8>>>)>,
         pipelined: bool,
+        free: &mut Vec<Vec<u8>>,
     ) -> (
         std::result::Result<Vec<Vec<Vec<u8>>>, crate::exec::BatchErrors>,
         std::result::Result<(), crate::exec::BatchErrors>,
     ) {
         let plans = next.unwrap_or(&[]);
-        let mut empty: Vec<Vec<u8>> = plans.iter().map(|_| Vec::new()).collect();
-        let users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
         let view = self.members_view();
         let commit = |(ps, bufs): (&[raidcore::Plan], &Vec<Vec<Vec<u8>>>)| {
             crate::exec::commit(ps, bufs, &view)
         };
-        let prepare = || {
+        // Read into the buffers of windows already written (`free`), then computed.
+        let mut prepare = || {
             if plans.is_empty() {
-                Ok(Vec::new())
-            } else {
-                crate::exec::prepare(plans, &users, &view)
+                return Ok(Vec::new());
             }
+            let mut bufs = crate::exec::read_only(plans, &view, free)?;
+            crate::exec::compute(plans, &mut bufs);
+            Ok(bufs)
         };
         if pipelined {
             std::thread::scope(|s| {

@@ -89,7 +89,18 @@ pub(crate) fn rebuild_windows(
     let mut out: Vec<Vec<raidcore::Plan>> = Vec::new();
     let mut used = 0usize;
     for (_, p) in batch {
-        for piece in p.windows(window_bytes) {
+        // A plan larger than a window is cut into its groups (the finest pieces), which the
+        // packing below lays into windows filled alike, across cycles. Cut into pieces as
+        // large as a window, a cycle of 9 stripes left a window of 7 stripes and one of 2: the
+        // pipeline, reading each beside the other's writes, ran both stages at the larger
+        // one's pace (RAID5 9+1 over members emulated at 100 MB/s, 256 KiB chunks: 48 MB/s).
+        let whole: usize = p.buffers.iter().sum();
+        let cut = if whole > window_bytes {
+            1
+        } else {
+            window_bytes
+        };
+        for piece in p.windows(cut) {
             let bytes: usize = piece.buffers.iter().sum();
             match out.last_mut() {
                 Some(w) if used + bytes <= window_bytes => w.push(piece),
@@ -477,5 +488,49 @@ impl Pool {
         };
         let outcome = run_rebuild_windows(&batch, opts.window_bytes, &self.members_view());
         self.end_rebuild_batch(cur, &batch, outcome).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cycles larger than a window are laid into windows filled alike across cycles: every
+    /// window holds at most the window's bytes, and every one but the last has no room for
+    /// one more group. (Cut at window size, a 9-stripe RAID5 cycle made windows of 7 stripes
+    /// and of 2, and the pipeline ran at the pace of the larger in both of its stages.)
+    #[test]
+    fn windows_are_filled_alike_across_cycles() {
+        let params = layout::Params {
+            disks: Some(10),
+            spares: 1,
+            ..layout::Params::default()
+        };
+        let scheme = layout::build(layout::SchemeKind::Raid5, &params).unwrap();
+        let chunk = 4096u64;
+        let geo = raidcore::Geometry::new(scheme, chunk, 64 * 9 * chunk).unwrap();
+        let mut state = raidcore::ArrayState::new(&geo);
+        state.fail(&geo, 0).unwrap();
+        let batch: RebuildBatch = (0..6)
+            .map(|c| (c, plan_rebuild_cycle(&geo, &state, c).unwrap().unwrap()))
+            .collect();
+        let cycle_bytes: usize = batch[0].1.buffers.iter().sum();
+        // A stripe's group: 8 survivors read, 1 unit rebuilt.
+        let group = 9 * chunk as usize;
+        let window = 7 * group + group / 2;
+        assert!(cycle_bytes > window, "the cycles must not fit a window");
+        let ws = rebuild_windows(&batch, window);
+        let bytes = |w: &Vec<raidcore::Plan>| -> usize {
+            w.iter().map(|p| p.buffers.iter().sum::<usize>()).sum()
+        };
+        let total: usize = ws.iter().map(bytes).sum();
+        assert_eq!(total, 6 * cycle_bytes);
+        for (i, w) in ws.iter().enumerate() {
+            assert!(bytes(w) <= window, "window {i}: {} bytes", bytes(w));
+            if i + 1 < ws.len() {
+                assert!(bytes(w) + group > window, "window {i} has room left");
+            }
+        }
+        assert_eq!(ws.len(), (6 * 9usize).div_ceil(7));
     }
 }

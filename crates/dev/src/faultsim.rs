@@ -582,6 +582,10 @@ enum Amb {
     Any,
 }
 
+/// A version of a sector: (write number, harness step, whether the write failed, its first
+/// bytes).
+type Version = (u64, u64, bool, [u8; 8]);
+
 /// The reference model of the volume: per 512-byte sector, what a read may return.
 ///
 /// `base` holds the newest contents of every sector whose contents are known. A write keeps
@@ -600,7 +604,7 @@ pub struct Model {
     /// Every version each sector was given, oldest first, as (write number, the harness's
     /// step, whether the write failed, its first bytes): a wrong read names the version it
     /// returned, if any, which tells stale data from garbage.
-    history: HashMap<u64, Vec<(u64, u64, bool, [u8; 8])>>,
+    history: HashMap<u64, Vec<Version>>,
     writes: u64,
     /// The harness's step, recorded with each write.
     pub step: u64,

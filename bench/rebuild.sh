@@ -9,11 +9,19 @@
 # memory window and with a window larger than any batch (each batch held whole in memory, as
 # before windows existed), so the two columns show what the window bounds and what it costs.
 #
+# Then the same rebuilds on members emulated at EMULATE (default ssd:100MB/s:0.1ms: what issue
+# 28 asks RAID5 to keep up with), 256 KiB chunks: RAID5 over 8 onto a replacement, and RAID+
+# n=13 k=4 into its spare space, with RAID+'s speedup beside its layout's (n-1)/k. Each pool
+# is filled at full speed and rebuilt after `assemble --emulate` (member files as they were).
+#
 # Needs: python3, /usr/bin/time (apt-get install time).
-# Usage: bench/rebuild.sh [MEMBER_SIZE]   (default 128M; RAID+ over 31 members takes 32 of them)
+# Usage: bench/rebuild.sh [MEMBER_SIZE [EMULATE [EMULATED_MEMBER_SIZE]]]   (defaults 128M,
+# ssd:100MB/s:0.1ms, 256M; RAID+ over 31 members takes 32 of MEMBER_SIZE)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 member=${1:-128M}
+emulate=${2:-ssd:100MB/s:0.1ms}
+emember=${3:-256M}
 for t in python3 /usr/bin/time; do
   command -v "$t" >/dev/null || { echo "bench/rebuild.sh: $t is missing" >&2; exit 2; }
 done
@@ -68,4 +76,51 @@ mbs = last["bytes_written"] / 1e6 / max(secs, 1e-9)
 print(f"{sys.argv[3]:<16} {sys.argv[4]:<8} {mbs:>12.1f} {secs:>10.2f} {rss_mb:>12.0f}")
 PY
   done
+done
+
+echo
+echo "On $emember members emulated at $emulate, 256 KiB chunks:"
+printf '%-16s %12s %10s %10s\n' pool "rebuild MB/s" seconds "vs raid5"
+raid5_rate=
+# name | create arguments | members | replace member 0 (1) or rebuild into spare space (0)
+emulated=(
+  "raid5-8|--scheme raid5 --disks 8 --chunk 256K|8|1"
+  "raidplus-13-4|--scheme raidplus --disks 13 --width 4 --chunk 256K|13|0"
+)
+for entry in "${emulated[@]}"; do
+  IFS='|' read -r name args n replace <<<"$entry"
+  rm -f "$dir"/*.img "$dir"/*.json "$dir"/*.ctl
+  members=()
+  for ((i = 0; i < n; i++)); do members+=(--member "$dir/m$i.img"); done
+  # shellcheck disable=SC2086
+  "$rf" create "$dir/p.json" $args "${members[@]}" --size "$emember" >/dev/null
+  size=$("$rf" status "$dir/p.json" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["size_bytes"])')
+  head -c "$size" /dev/urandom | "$rf" io write "$dir/p.json" --offset 0 --input - >/dev/null 2>&1
+  "$rf" fail "$dir/p.json" --member 0 >/dev/null
+  rm -f "$dir/m0.img"
+  kept=()
+  if [ "$replace" = 1 ]; then
+    "$rf" replace "$dir/p.json" --member 0 --with "$dir/new0.img" >/dev/null
+    kept+=(--member "$dir/new0.img")
+  fi
+  for ((i = 1; i < n; i++)); do kept+=(--member "$dir/m$i.img"); done
+  rm -f "$dir/p.json"
+  "$rf" assemble "$dir/p.json" "${kept[@]}" --emulate "$emulate" >/dev/null
+  "$rf" rebuild "$dir/p.json" --json >"$dir/out.json"
+  rate=$(python3 - "$dir/out.json" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
+last = lines[-1]
+print(f'{last["bytes_written"] / 1e6 / max(last["elapsed_s"], 1e-9):.1f} {last["elapsed_s"]:.2f}')
+PY
+)
+  read -r mbs secs <<<"$rate"
+  if [ -z "$raid5_rate" ]; then
+    raid5_rate=$mbs
+    printf '%-16s %12s %10s %10s\n' "$name" "$mbs" "$secs" baseline
+  else
+    k=$(sed -E 's/.*--width ([0-9]+).*/\1/' <<<"$args")
+    vs=$(python3 -c "print(f'{$mbs / $raid5_rate:.2f}x (layout: {($n - 1) / $k:.2f}x)')")
+    printf '%-16s %12s %10s %10s\n' "$name" "$mbs" "$secs" "$vs"
+  fi
 done

@@ -43,6 +43,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::csum::BLOCK_BYTES;
 use layout::SchemeKind;
 use nbd::client::{Address, Client};
 use raidcore::{ArrayState, ParityPolicy};
@@ -248,57 +249,6 @@ impl Shared {
         })
         .unwrap_or_default()
     }
-    /// Every place of the stripe holding volume sector `s`: member, role, checksum state.
-    fn debug_row(sp: &SharedPool, s: u64) -> String {
-        {
-            sp.with_pool(|p| {
-                let st = p.state();
-                let geo = p.geometry();
-                let o = s * SECTOR;
-                let (c, idx) = geo.locate_chunk(o / geo.chunk_bytes());
-                let dp = geo.data_place(idx);
-                let (si, _) = geo.place_units(dp)[0];
-                let in_chunk = (o % geo.chunk_bytes()) / 4096 * 4096;
-                let mut out = format!("row of sector {s}: cycle {c} stripe {si}:");
-                for &pl in geo.stripe_places(si) {
-                    let (loc, valid) = raidcore::repair::place_loc(geo, st, c, pl);
-                    let moff = geo.member_offset(c, loc, in_chunk);
-                    let cs = p.integrity.checksums.as_ref().map(|cs| {
-                        let stored = cs.stored(loc.disk as usize, moff);
-                        let mut raw = vec![0u8; 4096];
-                        let m = p.members.handles[loc.disk as usize]
-                            .as_ref()
-                            .map(|m| m.read_at(&mut raw, p.data_offset_bytes() + moff).is_ok());
-                        let matches = m == Some(true) && cs.matches(loc.disk as usize, moff, &raw);
-                        format!(
-                            "{}{}",
-                            if stored == crate::csum::POISON {
-                                "POISON"
-                            } else {
-                                "sum"
-                            },
-                            if matches { " ok" } else { " MISMATCH" }
-                        )
-                    });
-                    out += &format!(
-                        " [place {pl} {:?} member {} byte {moff} valid {valid} {cs:?}]",
-                        geo.role(pl),
-                        loc.disk
-                    );
-                }
-                out += &format!(
-                    " lost {:?}",
-                    p.status()
-                        .lost
-                        .iter()
-                        .map(|l| (l.logical_offset, l.length))
-                        .collect::<Vec<_>>()
-                );
-                Ok(out)
-            })
-            .unwrap_or_default()
-        }
-    }
     fn log(&self, a: std::fmt::Arguments<'_>) {
         if self.verbose {
             eprintln!("faultsim-served: {a}");
@@ -323,6 +273,66 @@ impl Shared {
             )
         }
     }
+}
+
+/// The volume sector a model's "read wrong" message names (`Model::check`).
+fn wrong_sector(why: &str) -> Option<u64> {
+    why.split("volume sector ")
+        .nth(1)?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Every place of the stripe holding volume sector `s`: member, role, checksum state, and
+/// the pool's lost ranges (for a wrong read's report).
+fn debug_row(sp: &SharedPool, s: u64) -> String {
+    sp.with_pool(|p| {
+        let st = p.state();
+        let geo = p.geometry();
+        let o = s * SECTOR;
+        let (c, idx) = geo.locate_chunk(o / geo.chunk_bytes());
+        let (si, _) = geo.place_units(geo.data_place(idx))[0];
+        let in_chunk = (o % geo.chunk_bytes()) / BLOCK_BYTES * BLOCK_BYTES;
+        let mut out = format!("row of sector {s}: cycle {c} stripe {si}:");
+        for &pl in geo.stripe_places(si) {
+            let (loc, valid) = raidcore::repair::place_loc(geo, st, c, pl);
+            let moff = geo.member_offset(c, loc, in_chunk);
+            let cs = p.integrity.checksums.as_ref().map(|cs| {
+                let mut raw = vec![0u8; BLOCK_BYTES as usize];
+                let read = p.members.handles[loc.disk as usize]
+                    .as_ref()
+                    .is_some_and(|m| m.read_at(&mut raw, p.data_offset_bytes() + moff).is_ok());
+                format!(
+                    "{}{}",
+                    if cs.stored(loc.disk as usize, moff) == crate::csum::POISON {
+                        "POISON"
+                    } else {
+                        "sum"
+                    },
+                    if read && cs.matches(loc.disk as usize, moff, &raw) {
+                        " ok"
+                    } else {
+                        " MISMATCH"
+                    }
+                )
+            });
+            out += &format!(
+                " [place {pl} {:?} member {} byte {moff} valid {valid} {cs:?}]",
+                geo.role(pl),
+                loc.disk
+            );
+        }
+        let lost: Vec<(u64, u64)> = p
+            .status()
+            .lost
+            .iter()
+            .map(|l| (l.logical_offset, l.length))
+            .collect();
+        Ok(format!("{out} lost {lost:?}"))
+    })
+    .unwrap_or_default()
 }
 
 /// The served pool's NBD backend, keeping the engine's error messages for the report.
@@ -483,12 +493,7 @@ impl ClientState {
                     sh.log(format_args!("WRONG DATA: {msg}"));
                     if sh.verbose {
                         sh.log(format_args!("DEBUG {}", sh.debug_at(off, &buf)));
-                        let sector = why
-                            .split("volume sector ")
-                            .nth(1)
-                            .and_then(|t| t.split(' ').next())
-                            .and_then(|t| t.parse::<u64>().ok());
-                        if let Some(s) = sector {
+                        if let Some(s) = wrong_sector(&why) {
                             sh.log(format_args!("DEBUG {}", sh.debug_sector(s)));
                         }
                     }
@@ -1726,18 +1731,8 @@ impl ServedRun {
                         Ok(()) => c.bytes_verified += sh.run_bytes,
                         Err(why) => {
                             let msg = format!("final check, client {} run {run}: {why}", c.id);
-                            if sh.verbose {
-                                let sector = why
-                                    .split("volume sector ")
-                                    .nth(1)
-                                    .and_then(|t| t.split(' ').next())
-                                    .and_then(|t| t.parse::<u64>().ok());
-                                if let Some(s) = sector {
-                                    eprintln!(
-                                        "faultsim-served: DEBUG {}",
-                                        Shared::debug_row(sp, s)
-                                    );
-                                }
+                            if let Some(s) = wrong_sector(&why).filter(|_| sh.verbose) {
+                                eprintln!("faultsim-served: DEBUG {}", debug_row(sp, s));
                             }
                             if sh.within {
                                 c.losses.push(msg);

@@ -625,9 +625,10 @@ impl<M: Member> Emulated<M> {
 // Each request is one emulated I/O, `latency + len / bandwidth`, reserved before the copy to
 // or from the file underneath, so that the copy happens within the emulated service time
 // rather than adding to it; a vectored read (`preadv`, what the executor sends for a run of
-// consecutive bytes) is one request, as a disk sees it. (Split into one I/O per slice, with
-// the copies on top, members emulated at 100 MB/s served a RAID5 rebuild's reads about 11 %
-// slower than the emulation says.)
+// consecutive bytes) is one request, as a disk sees it. (Split into one I/O per slice, a
+// 2 MiB read of eight 256 KiB slices paid the latency eight times, with the copies on top;
+// traced after the change, such a read at 100 MB/s and 0.1 ms takes 21.16 ms against the
+// 21.07 ms it should.)
 impl<M: Member> Member for Emulated<M> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let done = self.begin(buf.len());

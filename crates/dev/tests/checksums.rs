@@ -346,6 +346,46 @@ fn without_checksums_parity_only() {
     pool.close().unwrap();
 }
 
+/// Member `m`'s 4 KiB at member byte `at` fail to read until rewritten (a latent sector
+/// error a rewrite remaps).
+fn latent_error(pool: &mut Pool, m: usize, at: u64) {
+    pool.wrap_member(m, |inner| {
+        let f = Faulty::new(inner);
+        f.faults
+            .read_error_ranges
+            .lock()
+            .unwrap()
+            .push((at, at + 4096));
+        f.faults.remap_on_write.store(true, Ordering::SeqCst);
+        Arc::new(f) as Arc<dyn Member>
+    });
+}
+
+/// Every byte outside the pool's lost ranges reads as `data`.
+fn assert_reads_outside_lost(pool: &mut Pool, data: &[u8]) {
+    let mut lost: Vec<(u64, u64)> = pool
+        .status()
+        .lost
+        .iter()
+        .map(|l| (l.logical_offset, l.logical_offset + l.length))
+        .collect();
+    lost.sort();
+    let mut at = 0u64;
+    for (a, b) in lost
+        .into_iter()
+        .chain([(data.len() as u64, data.len() as u64)])
+    {
+        if a > at {
+            assert_eq!(
+                pool.read(at, a - at).unwrap(),
+                &data[at as usize..a as usize],
+                "bytes {at}..{a}"
+            );
+        }
+        at = at.max(b);
+    }
+}
+
 /// A latent sector error on a survivor during a rebuild: `range` (member bytes) of member
 /// `bad_member` fails to read until rewritten.
 fn rebuild_with_lse(
@@ -375,16 +415,7 @@ fn rebuild_with_lse(
         .unwrap();
     let (m, at) = where_is(&pool, c, place, 8192);
     let lo = logical_offset(&geo, c, place, 8192).unwrap();
-    pool.wrap_member(m, |inner| {
-        let f = Faulty::new(inner);
-        f.faults
-            .read_error_ranges
-            .lock()
-            .unwrap()
-            .push((at, at + 4096));
-        f.faults.remap_on_write.store(true, Ordering::SeqCst);
-        Arc::new(f) as Arc<dyn Member>
-    });
+    latent_error(&mut pool, m, at);
     pool.rebuild(&RebuildOpts::default(), |_| {}).unwrap();
     (pool, data, lo)
 }
@@ -443,26 +474,7 @@ fn latent_error_in_raid5_rebuild_is_reported_lost() {
             other => panic!("read of a lost block returned {other:?}"),
         }
         // Everything not lost reads right.
-        let mut lost: Vec<(u64, u64)> = s
-            .lost
-            .iter()
-            .map(|l| (l.logical_offset, l.logical_offset + l.length))
-            .collect();
-        lost.sort();
-        let mut at = 0u64;
-        for (a, b) in lost
-            .iter()
-            .copied()
-            .chain([(data.len() as u64, data.len() as u64)])
-        {
-            if a > at {
-                assert_eq!(
-                    pool.read(at, a - at).unwrap(),
-                    &data[at as usize..a as usize]
-                );
-            }
-            at = at.max(b);
-        }
+        assert_reads_outside_lost(&mut pool, &data);
         pool.close().unwrap();
         if checksums {
             // The loss is marked on the members: even a descriptor rebuilt from the members
@@ -522,16 +534,7 @@ fn a_block_marked_lost_keeps_the_bytes_its_stripe_was_computed_with() {
     pool.replace(0, &d.0.join("new0.img")).unwrap();
     pool.replace(1, &d.0.join("new1.img")).unwrap();
     let (mx, at) = where_is(&pool, c, x, 8192);
-    pool.wrap_member(mx, |inner| {
-        let f = Faulty::new(inner);
-        f.faults
-            .read_error_ranges
-            .lock()
-            .unwrap()
-            .push((at, at + 4096));
-        f.faults.remap_on_write.store(true, Ordering::SeqCst);
-        Arc::new(f) as Arc<dyn Member>
-    });
+    latent_error(&mut pool, mx, at);
     // The rebuild runs a cycle at a time; the user rewrites the blocks of x and z1 as soon as
     // the rebuild has found them lost (as a served rebuild lets a client do), before the
     // rebuild ends. z0's block stays lost.
@@ -582,29 +585,9 @@ fn a_block_marked_lost_keeps_the_bytes_its_stripe_was_computed_with() {
         pool.read(lo_z0, 4096),
         Err(PoolError::Lost { .. })
     ));
-    // Everything not lost reads what was written.
-    let mut lost: Vec<(u64, u64)> = pool
-        .status()
-        .lost
-        .iter()
-        .map(|l| (l.logical_offset, l.logical_offset + l.length))
-        .collect();
-    assert!(!lost.iter().any(|&(a, _)| a == lo_x), "{lost:?}");
-    lost.sort();
-    let mut pos = 0u64;
-    for (a, b) in lost
-        .into_iter()
-        .chain([(data.len() as u64, data.len() as u64)])
-    {
-        if a > pos {
-            assert_eq!(
-                pool.read(pos, a - pos).unwrap(),
-                &data[pos as usize..a as usize],
-                "bytes {pos}..{a}"
-            );
-        }
-        pos = pos.max(b);
-    }
+    // Everything not lost reads what was written; the rewritten block is not listed lost.
+    assert!(!pool.status().lost.iter().any(|l| l.logical_offset == lo_x));
+    assert_reads_outside_lost(&mut pool, &data);
     pool.close().unwrap();
 }
 

@@ -101,6 +101,14 @@ pub struct Members<'a> {
     /// Per-block checksums (pools created with checksums): reads are verified, writes update
     /// them. Every member I/O is then whole 4 KiB blocks.
     pub checksums: Option<&'a Checksums>,
+    /// Blocks marked lost (a poisoned checksum entry) are taken as they are stored instead
+    /// of reported. A write sets it: the blocks it reads are the old values and the other
+    /// units of parity rows, and a marked block's stored bytes are exactly what its row's
+    /// parity was computed with (`Pool::repair_in_rebuild`), so a write that covers it whole,
+    /// or only uses it as a parity source, keeps the row consistent. (A write of part of a
+    /// marked block would merge garbage into acknowledged data: the pool refuses it before
+    /// planning, `Pool::check_lost_for_write`.)
+    pub marked_lost_as_stored: bool,
 }
 
 /// The outcome of a batch: every member error that happened (empty on success).
@@ -577,7 +585,10 @@ fn read_phase_into(
                     }
                 }
                 if let Some(c) = m.checksums {
-                    let mism = verify_run(c, member, offset, &run, &found);
+                    let mut mism = verify_run(c, member, offset, &run, &found);
+                    if m.marked_lost_as_stored {
+                        mism.retain(|b| c.stored(member, b.offset_bytes) != crate::csum::POISON);
+                    }
                     found.extend(mism);
                 }
                 bad.extend(found);

@@ -255,7 +255,13 @@ impl Pool {
     /// rest stays unknown, and reads are refused per range): a partial rewrite fails with
     /// [`PoolError::Lost`] naming the range, rather than being acknowledged and then
     /// unreadable. Returns whether the write rewrites some lost range (to clear it after).
+    ///
+    /// The same holds for blocks marked lost on the members (a poisoned checksum entry), which
+    /// outlive the descriptor's list (a pool assembled from its members alone): the 4 KiB
+    /// blocks the write covers only in part must not be marked, since their old bytes would
+    /// be merged into the write (the executor takes marked blocks as stored in a write).
     pub(crate) fn check_lost_for_write(&self, offset: u64, len: u64) -> Result<bool> {
+        self.check_marked_partial(offset, len)?;
         let mut rewrites = false;
         for l in &self.file.desc.lost {
             let end = l.logical_offset + l.length;
@@ -271,6 +277,59 @@ impl Pool {
             }
         }
         Ok(rewrites)
+    }
+
+    /// Fails with [`PoolError::Lost`] when a 4 KiB logical block that `[offset, offset + len)`
+    /// covers only in part is marked lost on a member holding it (data or a copy).
+    fn check_marked_partial(&self, offset: u64, len: u64) -> Result<()> {
+        let Some(cs) = self.integrity.checksums.as_deref() else {
+            return Ok(());
+        };
+        let end = offset + len;
+        let mut partial: Vec<u64> = Vec::new();
+        if !offset.is_multiple_of(BLOCK_BYTES) || len < BLOCK_BYTES {
+            partial.push(offset - offset % BLOCK_BYTES);
+        }
+        if !end.is_multiple_of(BLOCK_BYTES) {
+            partial.push(end - end % BLOCK_BYTES);
+        }
+        partial.dedup();
+        let cb = self.geo.chunk_bytes();
+        for block in partial {
+            let (c, index) = self.geo.locate_chunk(block / cb);
+            if c >= self.geo.cycles() {
+                continue;
+            }
+            let data = self.geo.data_place(index);
+            let in_chunk = block % cb;
+            // The data place and every copy of it.
+            let places = self.geo.place_units(data).iter().flat_map(|&(s, _)| {
+                self.geo
+                    .stripe_places(s)
+                    .iter()
+                    .copied()
+                    .filter(|&q| q == data || self.geo.role(q) == Role::Mirror)
+            });
+            for p in places {
+                let (loc, valid) = place_loc(&self.geo, &self.state, c, p);
+                if !valid || self.members.handles[loc.disk as usize].is_none() {
+                    continue;
+                }
+                let off = self.geo.member_offset(c, loc, in_chunk);
+                if cs.stored(loc.disk as usize, off) == POISON {
+                    return Err(PoolError::Lost {
+                        ranges: vec![LostRange {
+                            logical_offset: block,
+                            length: BLOCK_BYTES,
+                            reason: "marked lost on the members (a rebuild could not recompute \
+                                     it); a write must cover its 4 KiB whole"
+                                .into(),
+                        }],
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A write covered `[offset, offset + len)`: lost ranges inside it hold data again.

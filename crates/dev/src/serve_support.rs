@@ -785,6 +785,7 @@ impl SharedPool {
             counters: &self.counters,
             data_offset_bytes: self.data_offset_bytes,
             checksums: self.checksums.as_deref(),
+            marked_lost_as_stored: false,
         }
     }
 

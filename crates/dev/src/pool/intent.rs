@@ -407,6 +407,7 @@ impl Pool {
                 counters: &self.members.counters,
                 data_offset_bytes: self.map.data_offset_bytes,
                 checksums: None,
+                marked_lost_as_stored: false,
             };
             let bufs = match crate::exec::run_reads(&plan, &view) {
                 Ok(b) => b,

@@ -113,6 +113,11 @@ pub(crate) fn run_attempt(
     view: &Members<'_>,
     journal: Option<&Arc<Journal>>,
 ) -> Outcome {
+    // A write's reads take blocks marked lost as stored (see `Members::marked_lost_as_stored`).
+    let view = &Members {
+        marked_lost_as_stored: true,
+        ..*view
+    };
     let Some(j) = journal else {
         return match crate::exec::run_write(plans, data, view) {
             Ok(()) => Outcome::done(),

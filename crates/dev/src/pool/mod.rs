@@ -326,6 +326,7 @@ impl Pool {
             counters: &self.members.counters,
             data_offset_bytes: self.map.data_offset_bytes,
             checksums: self.integrity.checksums.as_deref(),
+            marked_lost_as_stored: false,
         }
     }
 }

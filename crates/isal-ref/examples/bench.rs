@@ -3,7 +3,8 @@
 //! `cargo run --release -p isal-ref --example bench [-- OPTIONS]` with
 //! options `--isa NAME` (scalar, sse2, avx2, avx512, gfni), `--shape K+P`
 //! and `--chunk BYTES` (each repeatable; they replace the default sets),
-//! `--secs S` (time per figure), `--json` (JSON only).
+//! `--secs S` (time per figure), `--isal-kernels dispatched|avx2` (ISA-L's own
+//! choice, or its AVX2 kernels called directly), `--json` (JSON only).
 
 use codec::Isa;
 use isal_ref::bench::{run_parity_bench, BenchConfig};
@@ -48,6 +49,13 @@ fn main() {
                 match v.parse() {
                     Ok(s) if s > 0.0 => cfg.case_secs = s,
                     _ => fail(&format!("bad time {v:?}")),
+                }
+            }
+            "--isal-kernels" => {
+                cfg.isal_kernels = match value().as_str() {
+                    "dispatched" => isal_ref::IsalKernels::Dispatched,
+                    "avx2" => isal_ref::IsalKernels::Avx2Machine,
+                    v => fail(&format!("unknown ISA-L kernels {v:?} (dispatched, avx2)")),
                 }
             }
             "--json" => json_only = true,

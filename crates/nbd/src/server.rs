@@ -410,6 +410,14 @@ impl ServerConn {
         }
     }
 
+    /// Between requests, or within a request's header: how many bytes the header still lacks
+    /// (a transport that reads no more than this never takes a payload's first bytes
+    /// through its own buffer). `None` in any other state.
+    pub fn header_bytes_missing(&self) -> Option<usize> {
+        (self.state == State::RequestHeader)
+            .then(|| REQUEST_HEADER_BYTES.saturating_sub(self.inbuf.len()))
+    }
+
     /// `n` bytes were read into the front of [`ServerConn::payload_space`].
     pub fn payload_received(&mut self, n: usize) {
         let State::Payload { left, filled, .. } = &mut self.state else {
@@ -1634,6 +1642,27 @@ mod tests {
             assert_eq!(events(&mut c), want, "first {first}, pieces of {piece}");
             assert!(c.payload_space().is_none());
         }
+    }
+
+    /// `header_bytes_missing` counts down a request header fed a byte at a time, and says
+    /// nothing once the header started a payload.
+    #[test]
+    fn header_bytes_missing_counts_down_a_header() {
+        let mut c = transmitting("a", false);
+        let len = DIRECT_PAYLOAD_BYTES as u32;
+        let h = req(0, CMD_WRITE, 1, 0, len);
+        for (i, b) in h.iter().enumerate() {
+            assert_eq!(c.header_bytes_missing(), Some(REQUEST_HEADER_BYTES - i));
+            c.receive(std::slice::from_ref(b));
+        }
+        assert_eq!(c.header_bytes_missing(), None);
+        assert!(c.payload_space().is_some());
+        c.receive(&vec![5u8; len as usize]);
+        assert_eq!(c.header_bytes_missing(), Some(REQUEST_HEADER_BYTES));
+        assert!(matches!(
+            events(&mut c).as_slice(),
+            [Event::Request(Request { handle: 1, .. })]
+        ));
     }
 
     /// Payload buffers given back are reused (same allocation, no zeroing needed since every

@@ -102,6 +102,72 @@ impl Backend for Gated {
     }
 }
 
+/// Requests with large payloads (read from the socket straight into their buffers, headers
+/// read alone between them) pipelined with small ones (many per read), in any mix: every
+/// write lands and every read returns the right bytes. (Requests in flight together may run
+/// in any order, so no two writes overlap and the reads are of a region no write of the mix
+/// touches, filled first.)
+#[test]
+fn large_and_small_requests_pipelined_in_any_mix() {
+    const MIB: usize = 1 << 20;
+    const SIZE: usize = 12 * MIB;
+    let t = TestServer::start(&[("disk", SIZE)]);
+    let mut c = RawClient::open(&t.socket, "disk", false);
+    let mut model = vec![0u8; SIZE];
+    // The last MiB: filled, then only read.
+    let fill = pattern(99, MIB);
+    let filled = SIZE - MIB;
+    let mut w = req_bytes(0, CMD_WRITE, 1, filled as u64, MIB as u32);
+    w.extend_from_slice(&fill);
+    c.send(&w);
+    assert_eq!(c.read_reply_for(0).error, 0);
+    model[filled..].copy_from_slice(&fill);
+    let sizes = [MIB, 4096, 512, 256 << 10, 65536, 65535, 8192, MIB, 100];
+    let mut handle = 1u64;
+    let mut reads: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut lens = std::collections::HashMap::new();
+    let mut stream = Vec::new();
+    let mut at = 0;
+    for round in 0..3u64 {
+        for (i, &n) in sizes.iter().enumerate() {
+            at += 4096 - at % 4096 + (i * 512) % 4096;
+            let data = pattern(round * 100 + i as u64, n);
+            handle += 1;
+            stream.extend_from_slice(&req_bytes(0, CMD_WRITE, handle, at as u64, n as u32));
+            stream.extend_from_slice(&data);
+            model[at..at + n].copy_from_slice(&data);
+            at += n;
+            lens.insert(handle, 0);
+            // Reads of each size from the filled region, between the writes.
+            handle += 1;
+            let rn = n.min(MIB / 2);
+            let ra = filled + (i * 40_009) % (MIB / 2);
+            stream.extend_from_slice(&req_bytes(0, CMD_READ, handle, ra as u64, rn as u32));
+            reads.push((handle, fill[ra - filled..ra - filled + rn].to_vec()));
+            lens.insert(handle, rn);
+        }
+    }
+    // Sent from another thread while the replies are read (the socket buffers hold less).
+    let mut w = c.s.try_clone().unwrap();
+    let th = std::thread::spawn(move || w.write_all(&stream).unwrap());
+    let mut replies = std::collections::HashMap::new();
+    for _ in 0..lens.len() {
+        let r = c.read_reply(|h| lens[&h]);
+        assert_eq!(r.error, 0, "request {}", r.handle);
+        replies.insert(r.handle, r.data);
+    }
+    th.join().unwrap();
+    for (h, want) in reads {
+        assert!(replies[&h] == want, "read {h} returned other bytes");
+    }
+    assert!(at <= filled);
+    let mut back = vec![0u8; SIZE];
+    nbd::Backend::read(&*t.backends[0], 0, &mut back).unwrap();
+    assert!(back == model, "the backend holds what was written");
+    drop(c);
+    still_serves(&t);
+}
+
 #[test]
 fn replies_leave_in_completion_order_matched_by_handle() {
     let dir = TempDir::new("ooo");

@@ -294,29 +294,9 @@ impl Pool {
             partial.push(end - end % BLOCK_BYTES);
         }
         partial.dedup();
-        let cb = self.geo.chunk_bytes();
         for block in partial {
-            let (c, index) = self.geo.locate_chunk(block / cb);
-            if c >= self.geo.cycles() {
-                continue;
-            }
-            let data = self.geo.data_place(index);
-            let in_chunk = block % cb;
-            // The data place and every copy of it.
-            let places = self.geo.place_units(data).iter().flat_map(|&(s, _)| {
-                self.geo
-                    .stripe_places(s)
-                    .iter()
-                    .copied()
-                    .filter(|&q| q == data || self.geo.role(q) == Role::Mirror)
-            });
-            for p in places {
-                let (loc, valid) = place_loc(&self.geo, &self.state, c, p);
-                if !valid || self.members.handles[loc.disk as usize].is_none() {
-                    continue;
-                }
-                let off = self.geo.member_offset(c, loc, in_chunk);
-                if cs.stored(loc.disk as usize, off) == POISON {
+            for (disk, off) in self.member_blocks_of(block) {
+                if cs.stored(disk, off) == POISON {
                     return Err(PoolError::Lost {
                         ranges: vec![LostRange {
                             logical_offset: block,
@@ -330,6 +310,35 @@ impl Pool {
             }
         }
         Ok(())
+    }
+
+    /// Where the 4 KiB logical block at `block` lives on the members that hold it validly:
+    /// (member, data-area byte) of its data place and of every copy of it.
+    fn member_blocks_of(&self, block: u64) -> Vec<(usize, u64)> {
+        let cb = self.geo.chunk_bytes();
+        let (c, index) = self.geo.locate_chunk(block / cb);
+        if c >= self.geo.cycles() {
+            return Vec::new();
+        }
+        let data = self.geo.data_place(index);
+        let in_chunk = block % cb;
+        let mut out = Vec::new();
+        for &(s, _) in self.geo.place_units(data) {
+            for &p in self.geo.stripe_places(s) {
+                if p != data && self.geo.role(p) != Role::Mirror {
+                    continue;
+                }
+                let (loc, valid) = place_loc(&self.geo, &self.state, c, p);
+                if !valid || self.members.handles[loc.disk as usize].is_none() {
+                    continue;
+                }
+                let at = (loc.disk as usize, self.geo.member_offset(c, loc, in_chunk));
+                if !out.contains(&at) {
+                    out.push(at);
+                }
+            }
+        }
+        out
     }
 
     /// A write covered `[offset, offset + len)`: lost ranges inside it hold data again.

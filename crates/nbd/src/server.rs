@@ -340,8 +340,11 @@ impl PayloadBuffers {
         }
     }
 
-    /// A buffer of `len` bytes (a kept one when one is large enough; its bytes are whatever
-    /// it held, every one to be overwritten by the payload).
+    /// A buffer for a payload of `len` bytes: for a payload read in place, `len` bytes (a
+    /// kept buffer when one is large enough; its bytes are whatever it held, every one to be
+    /// overwritten by the payload); for a shorter one, empty with room for `len`, filled by
+    /// appending (no zeroing first: 4 KiB writes spent 1.6 % of the server's samples in
+    /// `memset`).
     fn take(&self, len: usize) -> Vec<u8> {
         if len >= DIRECT_PAYLOAD_BYTES {
             let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -355,8 +358,9 @@ impl PayloadBuffers {
                 }
                 return v;
             }
+            return vec![0u8; len];
         }
-        vec![0u8; len]
+        Vec::with_capacity(len)
     }
 }
 
@@ -534,7 +538,12 @@ impl ServerConn {
                 ..
             } => {
                 let n = (*left as usize).min(data.len());
-                buf[*filled..*filled + n].copy_from_slice(&data[..n]);
+                if buf.len() == *filled {
+                    // A short payload's buffer grows as it arrives (`PayloadBuffers::take`).
+                    buf.extend_from_slice(&data[..n]);
+                } else {
+                    buf[*filled..*filled + n].copy_from_slice(&data[..n]);
+                }
                 *filled += n;
                 *left -= n as u32;
                 if *left == 0 {

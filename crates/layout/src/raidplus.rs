@@ -704,7 +704,7 @@ impl Core {
 
     fn relocate(&self, failed: &[Disk]) -> Result<Relocation, LayoutError> {
         let st = self.apply(failed)?;
-        let mut moves = Relocation::new();
+        let mut moves = Relocation::default();
         for (old, new) in self.state.places.iter().zip(&st.places) {
             for (a, b) in old.iter().zip(new) {
                 if a != b {

@@ -5,8 +5,6 @@
 //! (distributed spare space). Offsets on a disk are handed out in stripe order, so disks that
 //! receive more units than others have more rows: that imbalance is the point of the comparison.
 
-use std::collections::HashMap;
-
 use crate::{Code, Cycle, Disk, LayoutError, Loc, Params, Relocation, Role, Scheme, Stripe, Unit};
 
 /// SplitMix64: a tiny, well-studied generator whose output is fixed by its definition, so a
@@ -142,42 +140,45 @@ fn build_cycle(n: usize, level: u8, choices: &[Vec<usize>]) -> Cycle {
     Cycle::from_stripes(n, rows, stripes)
 }
 
-/// Places lost units on surviving disks outside their stripe, chosen by `pick`, at offsets after
-/// the data rows (each target disk fills its spare space in order). `pick(stripe, unit,
-/// excluded)` gets the disks it may not choose (failed, or already in the stripe), sorted.
-fn relocate_with(
+/// Relocates the units of `cycle` on `failed` disks, stripe by stripe: `pick(stripe, unit,
+/// excluded)` chooses the destination disk outside `excluded` (the failed disks, the
+/// stripe's disks and the destinations of its units placed so far), and `put(from,
+/// to)` receives each move, its destination at the next spare row of its disk.
+fn relocate_each(
     cycle: &Cycle,
     failed: &[Disk],
-    mut pick: impl FnMut(usize, usize, &[usize]) -> Option<usize>,
-) -> Result<Relocation, LayoutError> {
-    let mut moves: HashMap<Loc, Loc> = HashMap::new();
+    mut pick: impl FnMut(usize, usize, &Excluded) -> Option<usize>,
+    mut put: impl FnMut(Loc, Loc),
+) -> Result<(), LayoutError> {
     let mut spare_next = vec![cycle.rows; cycle.disks];
-    let mut excluded: Vec<usize> = Vec::new();
+    let mut excluded = Excluded::new(cycle.disks);
+    // Destinations of the current stripe's units placed so far (a place belongs to one
+    // stripe in these layouts, so no other stripe moves it).
+    let mut placed: Vec<usize> = Vec::new();
     for si in cycle.stripes_on_any(failed) {
         let s = &cycle.stripes[si];
+        placed.clear();
         for (ui, u) in s.units.iter().enumerate() {
             if !failed.contains(&u.disk) {
                 continue;
             }
-            // Recomputed per lost unit: the stripe's disks, its units placed so far and the
-            // failed disks (a stripe loses at most a few units).
+            // Recomputed per lost unit (a stripe loses at most a few units).
             excluded.clear();
-            excluded.extend(failed.iter().map(|&d| d as usize));
-            excluded.extend(s.units.iter().map(|u| u.disk as usize));
-            excluded.extend(
-                s.units[..ui]
-                    .iter()
-                    .filter_map(|v| moves.get(&v.loc()).map(|l| l.disk as usize)),
-            );
-            excluded.sort_unstable();
-            excluded.dedup();
+            for d in failed
+                .iter()
+                .chain(s.units.iter().map(|u| &u.disk))
+                .map(|&d| d as usize)
+                .chain(placed.iter().copied())
+            {
+                excluded.insert(d);
+            }
             let d = pick(si, ui, &excluded).ok_or_else(|| {
                 LayoutError::NoSpareSpace(format!(
                     "stripe {si} has no surviving disk outside it to rebuild onto"
                 ))
             })?;
-            debug_assert!(excluded.binary_search(&d).is_err());
-            moves.insert(
+            debug_assert!(!excluded.contains(d));
+            put(
                 u.loc(),
                 Loc {
                     disk: d as Disk,
@@ -185,22 +186,106 @@ fn relocate_with(
                 },
             );
             spare_next[d] += 1;
+            placed.push(d);
         }
     }
+    Ok(())
+}
+
+/// [`relocate_each`]'s moves as a [`Relocation`].
+fn relocate_with(
+    cycle: &Cycle,
+    failed: &[Disk],
+    pick: impl FnMut(usize, usize, &Excluded) -> Option<usize>,
+) -> Result<Relocation, LayoutError> {
+    let mut moves = Relocation::default();
+    relocate_each(cycle, failed, pick, |from, to| {
+        moves.insert(from, to);
+    })?;
     Ok(moves)
 }
 
-/// The `i`-th disk of `0..n` not in `excluded` (sorted, distinct), if there is one.
-fn nth_allowed(n: usize, excluded: &[usize], i: usize) -> Option<usize> {
-    let mut d = i;
-    for &e in excluded {
-        if e <= d {
-            d += 1;
-        } else {
-            break;
+/// [`layout::recovery_rows`](crate::recovery_rows) without building the relocation: the rows
+/// of the cycle once [`relocate_each`] has placed every lost unit. Only for failures the
+/// layout survives (each stripe is an independent code tolerating `tolerance` erasures, so
+/// the peeling always succeeds there); `None` otherwise, or if the relocation fails.
+fn rows_after(
+    cycle: &Cycle,
+    tolerance: usize,
+    failed: &[Disk],
+    pick: impl FnMut(usize, usize, &Excluded) -> Option<usize>,
+) -> Option<u64> {
+    let valid = !failed.is_empty()
+        && failed.len() <= tolerance
+        && failed.iter().all(|&d| (d as usize) < cycle.disks)
+        && failed
+            .iter()
+            .enumerate()
+            .all(|(i, d)| !failed[..i].contains(d));
+    if !valid {
+        return None;
+    }
+    let mut rows = cycle.rows;
+    relocate_each(cycle, failed, pick, |_, to| rows = rows.max(to.offset + 1)).ok()?;
+    Some(rows)
+}
+
+/// The disks of `0..n` one relocated unit may not go to, as a bit set (sorting a list of
+/// them per unit was a fifth of opening a 255-member level-6 declustered pool). Disks past
+/// `n` are ignored: no pick can choose them.
+pub(crate) struct Excluded {
+    n: usize,
+    words: Vec<u64>,
+    count: usize,
+}
+
+impl Excluded {
+    fn new(n: usize) -> Excluded {
+        Excluded {
+            n,
+            words: vec![0; n.div_ceil(64)],
+            count: 0,
         }
     }
-    (d < n).then_some(d)
+    fn clear(&mut self) {
+        self.words.fill(0);
+        self.count = 0;
+    }
+    fn insert(&mut self, d: usize) {
+        if d < self.n && !self.contains(d) {
+            self.words[d / 64] |= 1 << (d % 64);
+            self.count += 1;
+        }
+    }
+    fn contains(&self, d: usize) -> bool {
+        d < self.n && self.words[d / 64] & (1 << (d % 64)) != 0
+    }
+    /// How many disks of `0..n` are allowed.
+    fn allowed(&self) -> usize {
+        self.n - self.count
+    }
+    /// The `i`-th allowed disk in increasing order, if there is one.
+    fn nth_allowed(&self, mut i: usize) -> Option<usize> {
+        for (w, &word) in self.words.iter().enumerate() {
+            let width = (self.n - w * 64).min(64);
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
+            let mut free = !word & mask;
+            let here = free.count_ones() as usize;
+            if i >= here {
+                i -= here;
+                continue;
+            }
+            for _ in 0..i {
+                free &= free - 1;
+            }
+            return Some(w * 64 + free.trailing_zeros() as usize);
+        }
+        None
+    }
 }
 
 /// RAID_R: each stripe on k disks drawn uniformly at random (seeded).
@@ -250,13 +335,25 @@ impl Scheme for RandomPlacement {
         }
     }
     fn relocate(&self, failed: &[Disk]) -> Result<Relocation, LayoutError> {
-        let n = self.cycle.disks;
+        relocate_with(&self.cycle, failed, self.rebuild_picks())
+    }
+    /// A level-6 pool over 255 members sizes its cycles from 1,020 failure sets; counting
+    /// the rows takes no table of moves (and no peeling, which cannot fail here).
+    fn recovery_rows_hint(&self, failed: &[Disk]) -> Option<u64> {
+        rows_after(&self.cycle, self.tolerance(), failed, self.rebuild_picks())
+    }
+}
+
+impl RandomPlacement {
+    /// The destination picks of a relocation: uniform over the allowed disks, from a
+    /// generator seeded for rebuilds.
+    fn rebuild_picks(&self) -> impl FnMut(usize, usize, &Excluded) -> Option<usize> {
         let mut rng = SplitMix64::new(self.seed ^ 0x5245_4255_494C_44); // "REBUILD"
-        relocate_with(&self.cycle, failed, |_, _, excluded| {
-            // Uniform over the allowed disks, counted without listing them.
-            let allowed = n - excluded.iter().filter(|&&e| e < n).count();
-            (allowed > 0).then(|| nth_allowed(n, excluded, rng.below(allowed)).unwrap())
-        })
+        move |_, _, excluded: &Excluded| {
+            // Counted without listing them.
+            let allowed = excluded.allowed();
+            (allowed > 0).then(|| excluded.nth_allowed(rng.below(allowed)).unwrap())
+        }
     }
 }
 
@@ -332,12 +429,61 @@ impl Scheme for HashPlacement {
         }
     }
     fn relocate(&self, failed: &[Disk]) -> Result<Relocation, LayoutError> {
+        relocate_with(&self.cycle, failed, self.rebuild_picks())
+    }
+    /// As for random placement: rows counted without a table of moves.
+    fn recovery_rows_hint(&self, failed: &[Disk]) -> Option<u64> {
+        rows_after(&self.cycle, self.tolerance(), failed, self.rebuild_picks())
+    }
+}
+
+impl HashPlacement {
+    /// The destination picks of a relocation: each stripe's hash sequence continued past
+    /// its k placements.
+    fn rebuild_picks(&self) -> impl FnMut(usize, usize, &Excluded) -> Option<usize> + '_ {
         let n = self.cycle.disks;
         let k = self.cycle.stripes.first().map_or(0, |s| s.units.len()) as u32;
-        relocate_with(&self.cycle, failed, |s, ui, excluded| {
-            // Continue the stripe's hash sequence past its k placements.
-            let ok = |d: usize| excluded.binary_search(&d).is_err();
+        move |s, ui, excluded: &Excluded| {
+            let ok = |d: usize| !excluded.contains(d);
             crush_choose(n, s, k + 64 * ui as u32, self.seed, &ok)
-        })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Excluded;
+
+    /// The bit set answers as a sorted list of the excluded disks would, for every size
+    /// around the word boundaries and a spread of excluded sets (disks past `n` included,
+    /// which no pick may choose).
+    #[test]
+    fn excluded_disks_count_and_rank_the_allowed_ones() {
+        for n in [1usize, 2, 5, 63, 64, 65, 127, 128, 129, 255] {
+            for seed in 0..40u64 {
+                let mut ex = Excluded::new(n);
+                let mut list: Vec<usize> = Vec::new();
+                let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                for _ in 0..(seed as usize % 16) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let d = (x % (n as u64 + 3)) as usize;
+                    ex.insert(d);
+                    list.push(d);
+                }
+                let allowed: Vec<usize> = (0..n).filter(|d| !list.contains(d)).collect();
+                assert_eq!(ex.allowed(), allowed.len(), "n {n} {list:?}");
+                for (i, &d) in allowed.iter().enumerate() {
+                    assert_eq!(ex.nth_allowed(i), Some(d), "n {n} i {i} {list:?}");
+                }
+                assert_eq!(ex.nth_allowed(allowed.len()), None);
+                for d in 0..n + 3 {
+                    assert_eq!(ex.contains(d), d < n && list.contains(&d));
+                }
+                ex.clear();
+                assert_eq!((ex.allowed(), ex.nth_allowed(0)), (n, Some(0)));
+            }
+        }
     }
 }

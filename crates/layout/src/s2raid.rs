@@ -421,7 +421,7 @@ impl Scheme for S2Raid {
         // each spare already took a rebuilt partition at its home offsets.
         let mut next_free = vec![0u64; self.cycle.disks];
         let mut spare_home_used: HashSet<(Disk, usize)> = HashSet::new();
-        let mut moves = HashMap::new();
+        let mut moves = Relocation::default();
         for &f in failed {
             if f as usize >= self.active {
                 continue; // a spare holds nothing

@@ -97,7 +97,8 @@ impl Scheme for Substriped {
     }
     fn relocate(&self, failed: &[Disk]) -> Result<Relocation, LayoutError> {
         let inner = self.inner.relocate(failed)?;
-        let mut moves = Relocation::with_capacity(inner.len() * self.r as usize);
+        let mut moves =
+            Relocation::with_capacity_and_hasher(inner.len() * self.r as usize, Default::default());
         for (from, to) in inner {
             for j in 0..self.r {
                 moves.insert(

@@ -312,6 +312,49 @@ impl Pool {
         Ok(())
     }
 
+    /// The stripes holding a 4 KiB logical block of `[offset, offset + len)` that is marked
+    /// lost on a member (data place or copy); empty on a pool without checksums. Asked of
+    /// every write (under the served pool's mutex): the places are found once per chunk, and
+    /// each block costs one look-up of its entry per copy.
+    pub(crate) fn stripes_rewriting_marked(
+        &self,
+        offset: u64,
+        len: u64,
+    ) -> Vec<raidcore::StripeId> {
+        let Some(cs) = self.integrity.checksums.as_deref() else {
+            return Vec::new();
+        };
+        let cb = self.geo.chunk_bytes();
+        let end = offset + len;
+        let mut out = Vec::new();
+        let mut chunk_start = offset - offset % cb;
+        while chunk_start < end {
+            let lo = chunk_start.max(offset - offset % BLOCK_BYTES);
+            let hi = (chunk_start + cb).min(end);
+            // Member byte of the chunk's start on every member holding it validly.
+            let copies = self.member_blocks_of(chunk_start);
+            let marked = (lo..hi).step_by(BLOCK_BYTES as usize).any(|block| {
+                copies
+                    .iter()
+                    .any(|&(disk, at)| cs.stored(disk, at + (block - chunk_start)) == POISON)
+            });
+            if marked {
+                let (c, index) = self.geo.locate_chunk(chunk_start / cb);
+                for &(s, _) in self.geo.place_units(self.geo.data_place(index)) {
+                    let id = raidcore::StripeId {
+                        cycle: c,
+                        stripe: s,
+                    };
+                    if !out.contains(&id) {
+                        out.push(id);
+                    }
+                }
+            }
+            chunk_start += cb;
+        }
+        out
+    }
+
     /// Where the 4 KiB logical block at `block` lives on the members that hold it validly:
     /// (member, data-area byte) of its data place and of every copy of it.
     fn member_blocks_of(&self, block: u64) -> Vec<(usize, u64)> {

@@ -350,15 +350,26 @@ impl Pool {
         self.record_layout_before_writes(offset, len)?;
         // An MD-format pool's superblocks say dirty before its first write.
         self.md_before_write()?;
+        // Stripes where the write rewrites a block marked lost are reconstruct-written, so
+        // that the block's stored bytes are never an old value (see `RcwFor`).
+        let stripes = self.stripes_rewriting_marked(offset, len);
         if self.lazy.parity != ParityPolicy::Lazy {
+            let policy = RcwFor {
+                inner: &self.policy,
+                stripes: &stripes,
+            };
             return Ok((
-                plan_write(&self.geo, &self.state, offset, len, &self.policy)?,
+                plan_write(&self.geo, &self.state, offset, len, &policy)?,
                 Vec::new(),
             ));
         }
         // Each round that finds the plans stale failed a member while writing the list.
         for _ in 0..=self.members.handles.len() {
-            let lw = plan_write_lazy(&self.geo, &self.state, offset, len, &self.policy)?;
+            let policy = RcwFor {
+                inner: &self.policy,
+                stripes: &stripes,
+            };
+            let lw = plan_write_lazy(&self.geo, &self.state, offset, len, &policy)?;
             if self.state.defer(&lw.deferred) > 0 {
                 if let Err(e) = self.persist_bpgl() {
                     self.state.deferred_write_done(&lw.deferred);
@@ -423,5 +434,31 @@ impl Pool {
             data_offset: self.map.data_offset_bytes,
             data_bytes: self.map.data_bytes,
         }
+    }
+}
+
+/// The pool's write policy, except on the stripes listed, where reconstruct-write is chosen
+/// whenever both modes are possible. A write that covers a block marked lost takes its
+/// stored bytes as they are (`exec::Members::marked_lost_as_stored`); those bytes carry no
+/// checksum of their own, so damage to them at rest goes unseen. As a read-modify-write's
+/// old value such damage would shift the new parity and, later, every unit reconstructed
+/// from it, with nothing to detect it. A reconstruct-write computes the parity from the
+/// stripe's current data instead, which keeps parity and stored bytes consistent whatever
+/// they hold.
+struct RcwFor<'a> {
+    inner: &'a WritePolicy,
+    stripes: &'a [raidcore::StripeId],
+}
+
+impl raidcore::ModePolicy for RcwFor<'_> {
+    fn choose(&self, w: &raidcore::StripeWrite) -> raidcore::WriteMode {
+        if self.stripes.contains(&w.stripe) {
+            raidcore::WriteMode::Rcw
+        } else {
+            self.inner.choose(w)
+        }
+    }
+    fn check(&self, disks: usize) -> std::result::Result<(), raidcore::CoreError> {
+        self.inner.check(disks)
     }
 }

@@ -349,25 +349,38 @@ fn without_checksums_parity_only() {
 /// Member `m`'s 4 KiB at member byte `at` fail to read until rewritten (a latent sector
 /// error a rewrite remaps).
 fn latent_error(pool: &mut Pool, m: usize, at: u64) {
+    latent_errors(pool, m, &[(at, at + 4096)], true);
+}
+
+/// Member `m`'s byte ranges `ranges` fail to read; with `remap`, until a write covers one
+/// whole (as a disk remaps a bad sector when it is rewritten).
+fn latent_errors(pool: &mut Pool, m: usize, ranges: &[(u64, u64)], remap: bool) {
     pool.wrap_member(m, |inner| {
         let f = Faulty::new(inner);
         f.faults
             .read_error_ranges
             .lock()
             .unwrap()
-            .push((at, at + 4096));
-        f.faults.remap_on_write.store(true, Ordering::SeqCst);
+            .extend_from_slice(ranges);
+        f.faults.remap_on_write.store(remap, Ordering::SeqCst);
         Arc::new(f) as Arc<dyn Member>
     });
 }
 
-/// Every byte outside the pool's lost ranges reads as `data`.
-fn assert_reads_outside_lost(pool: &mut Pool, data: &[u8]) {
-    let mut lost: Vec<(u64, u64)> = pool
-        .status()
+/// The pool's lost ranges, `(logical offset, length)`, as `status` lists them.
+fn lost_ranges(pool: &Pool) -> Vec<(u64, u64)> {
+    pool.status()
         .lost
         .iter()
-        .map(|l| (l.logical_offset, l.logical_offset + l.length))
+        .map(|l| (l.logical_offset, l.length))
+        .collect()
+}
+
+/// Every byte outside the pool's lost ranges reads as `data`.
+fn assert_reads_outside_lost(pool: &mut Pool, data: &[u8]) {
+    let mut lost: Vec<(u64, u64)> = lost_ranges(pool)
+        .into_iter()
+        .map(|(a, n)| (a, a + n))
         .collect();
     lost.sort();
     let mut at = 0u64;
@@ -687,16 +700,7 @@ fn a_block_that_still_reads_wrong_after_its_repair_fails_its_member() {
                     .unwrap();
                 let (m, at) = where_is(&pool, 1, place, 4096);
                 let lo = logical_offset(&geo, 1, place, 4096).unwrap();
-                pool.wrap_member(m, |inner| {
-                    let f = Faulty::new(inner);
-                    f.faults
-                        .read_error_ranges
-                        .lock()
-                        .unwrap()
-                        .push((at, at + 512));
-                    f.faults.remap_on_write.store(remap, Ordering::SeqCst);
-                    Arc::new(f) as Arc<dyn Member>
-                });
+                latent_errors(&mut pool, m, &[(at, at + 512)], remap);
                 let what = format!("{name} checksums {checksums} remap {remap}");
                 let got = pool.read(lo, 4096).unwrap();
                 assert_eq!(got, &data[lo as usize..lo as usize + 4096], "{what}");
@@ -953,14 +957,12 @@ fn an_unreadable_sector_is_lost_alone_on_a_pool_without_checksums() {
         let c = 1;
         let (m, at) = where_is(&pool, c, place, 3 * 4096);
         let lo = logical_offset(&geo, c, place, 3 * 4096).unwrap();
-        pool.wrap_member(m, |inner| {
-            let f = Faulty::new(inner);
-            let mut r = f.faults.read_error_ranges.lock().unwrap();
-            r.push((at + 512, at + 1024));
-            r.push((at + 1536, at + 2048));
-            drop(r);
-            Arc::new(f) as Arc<dyn Member>
-        });
+        latent_errors(
+            &mut pool,
+            m,
+            &[(at + 512, at + 1024), (at + 1536, at + 2048)],
+            false,
+        );
         let err = pool.read(lo, 4096).unwrap_err();
         let PoolError::Lost { ranges } = err else {
             panic!("read of a block with unreadable sectors returned {err:?}");
@@ -975,14 +977,9 @@ fn an_unreadable_sector_is_lost_alone_on_a_pool_without_checksums() {
             vec![(lo + 512, 512), (lo + 1536, 512)]
         };
         assert_eq!(got, want, "checksums {checksums}: the ranges reported lost");
-        let listed: Vec<(u64, u64)> = pool
-            .status()
-            .lost
-            .iter()
-            .map(|r| (r.logical_offset, r.length))
-            .collect();
         assert_eq!(
-            listed, want,
+            lost_ranges(&pool),
+            want,
             "checksums {checksums}: the ranges listed lost"
         );
         if !checksums {
@@ -1259,12 +1256,7 @@ fn a_range_lost_in_a_rebuild_can_be_rewritten() {
         let d = TempDir::new(&format!("lost-rewrite-{checksums}-{whole}"));
         let (mut pool, mut data, _) =
             rebuild_with_lse(&d.0, SchemeKind::Raid5, params(4, None), checksums);
-        let lost: Vec<(u64, u64)> = pool
-            .status()
-            .lost
-            .iter()
-            .map(|l| (l.logical_offset, l.length))
-            .collect();
+        let lost = lost_ranges(&pool);
         assert!(!lost.is_empty());
         for &(lo, len) in &lost {
             assert!(matches!(pool.read(lo, len), Err(PoolError::Lost { .. })));
@@ -1354,12 +1346,7 @@ fn a_range_lost_in_a_rebuild_can_be_rewritten() {
 fn rewriting_a_damaged_marked_block_keeps_its_row_consistent() {
     let d = TempDir::new("marked-damaged");
     let (mut pool, mut data, lo) = rebuild_with_lse(&d.0, SchemeKind::Raid5, params(6, None), true);
-    let lost: Vec<(u64, u64)> = pool
-        .status()
-        .lost
-        .iter()
-        .map(|l| (l.logical_offset, l.length))
-        .collect();
+    let lost = lost_ranges(&pool);
     assert!(lost.iter().any(|&(a, _)| a == lo), "{lost:?}");
     let geo = pool.geometry().clone();
     let cb = geo.chunk_bytes();

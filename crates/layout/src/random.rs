@@ -207,24 +207,18 @@ fn relocate_with(
 
 /// [`layout::recovery_rows`](crate::recovery_rows) without building the relocation: the rows
 /// of the cycle once [`relocate_each`] has placed every lost unit. Only for failures the
-/// layout survives (each stripe is an independent code tolerating `tolerance` erasures, so
-/// the peeling always succeeds there); `None` otherwise, or if the relocation fails.
+/// layout survives ([`crate::validate_failures`]: each stripe is an independent code
+/// tolerating that many erasures, so the peeling always succeeds there); `None` otherwise,
+/// or if the relocation fails.
 fn rows_after(
-    cycle: &Cycle,
-    tolerance: usize,
+    scheme: &dyn Scheme,
     failed: &[Disk],
     pick: impl FnMut(usize, usize, &Excluded) -> Option<usize>,
 ) -> Option<u64> {
-    let valid = !failed.is_empty()
-        && failed.len() <= tolerance
-        && failed.iter().all(|&d| (d as usize) < cycle.disks)
-        && failed
-            .iter()
-            .enumerate()
-            .all(|(i, d)| !failed[..i].contains(d));
-    if !valid {
+    if failed.is_empty() || crate::validate_failures(scheme, failed).is_err() {
         return None;
     }
+    let cycle = scheme.cycle();
     let mut rows = cycle.rows;
     relocate_each(cycle, failed, pick, |_, to| rows = rows.max(to.offset + 1)).ok()?;
     Some(rows)
@@ -233,7 +227,7 @@ fn rows_after(
 /// The disks of `0..n` one relocated unit may not go to, as a bit set (sorting a list of
 /// them per unit was a fifth of opening a 255-member level-6 declustered pool). Disks past
 /// `n` are ignored: no pick can choose them.
-pub(crate) struct Excluded {
+struct Excluded {
     n: usize,
     words: Vec<u64>,
     count: usize,
@@ -340,7 +334,7 @@ impl Scheme for RandomPlacement {
     /// A level-6 pool over 255 members sizes its cycles from 1,020 failure sets; counting
     /// the rows takes no table of moves (and no peeling, which cannot fail here).
     fn recovery_rows_hint(&self, failed: &[Disk]) -> Option<u64> {
-        rows_after(&self.cycle, self.tolerance(), failed, self.rebuild_picks())
+        rows_after(self, failed, self.rebuild_picks())
     }
 }
 
@@ -433,7 +427,7 @@ impl Scheme for HashPlacement {
     }
     /// As for random placement: rows counted without a table of moves.
     fn recovery_rows_hint(&self, failed: &[Disk]) -> Option<u64> {
-        rows_after(&self.cycle, self.tolerance(), failed, self.rebuild_picks())
+        rows_after(self, failed, self.rebuild_picks())
     }
 }
 

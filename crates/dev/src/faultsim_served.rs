@@ -164,6 +164,10 @@ impl Shared {
     fn debug_at(&self, off: u64, got: &[u8]) -> String {
         let sp = self.serving.lock().unwrap().clone();
         sp.and_then(|(_, sp)| {
+            // The status outside the pool mutex: an IDO pool's section takes the IDO lock,
+            // which a request holds while it takes the pool mutex (lock order).
+            let status = sp.status().ok();
+            let route = sp.ido().debug_route(off, got.len().max(1) as u64, sp.with_pool(|p| Ok(p.geometry().chunk_bytes())).unwrap_or(1));
             sp.with_pool(|p| {
                 let st = p.state();
                 let geo = p.geometry();
@@ -205,12 +209,12 @@ impl Shared {
                     }
                 }
                 Ok(format!(
-                    "cycle {c} gen {g} target {} failed {:?} avail {avail:?} events {} lost {:?} {raw_note} ido {:?}",
+                    "cycle {c} gen {g} target {} failed {:?} avail {avail:?} events {} lost {:?} {raw_note} ido {:?} route {route}",
                     st.target_generation(),
                     st.failed(),
                     st.generation(),
-                    p.status().lost.iter().map(|l| (l.logical_offset, l.length)).collect::<Vec<_>>(),
-                    p.status().ido.map(|i| format!("{i:?}").chars().take(300).collect::<String>())
+                    status.as_ref().map(|s| s.lost.iter().map(|l| (l.logical_offset, l.length)).collect::<Vec<_>>()),
+                    status.as_ref().and_then(|s| s.ido.as_ref()).map(|i| format!("{i:?}").chars().take(300).collect::<String>())
                 ))
             })
             .ok()

@@ -1156,6 +1156,31 @@ impl Ido {
         Ok(())
     }
 
+    /// Fault-harness debugging: where a read of `offset..offset + len` goes now, and the
+    /// first bytes the surrogate holds at each redirected piece.
+    pub(crate) fn debug_route(&self, offset: u64, len: u64, chunk: u64) -> String {
+        let inner = self.read_inner();
+        let route = inner.core().route_read(offset, len, chunk, &|_| false);
+        let mut out = format!(
+            "phase {:?} dropped {:?} stale {} surrogate {}:",
+            inner.core().phase(),
+            inner.dropped,
+            self.record_stale.load(Ordering::Relaxed),
+            self.sur().is_some()
+        );
+        for p in &route.pieces {
+            match p.source {
+                Source::Array => out += &format!(" [{}+{} array]", p.offset, p.len),
+                Source::Surrogate { s_off } => {
+                    let mut b = [0u8; 4];
+                    let held = self.sur_read(s_off, &mut b).map(|_| b);
+                    out += &format!(" [{}+{} surrogate {s_off} holds {held:?}]", p.offset, p.len);
+                }
+            }
+        }
+        out
+    }
+
     /// Copies every dirty range home, forgets the surrogate's content and drops it. Called
     /// with the lock held exclusively.
     fn drain_locked(

@@ -33,8 +33,9 @@
 //!   (`route_write_limited`) and copies are dropped.
 //! - Surrogate failure: when the surrogate pool loses its redundancy (a member failed) or an
 //!   I/O on it fails, the core stops using it (`set_surrogate_available(false)`, which drops
-//!   clean ranges), its dirty data is copied home at once under the exclusive lock, the D-Map
-//!   emptied and recorded, the surrogate dropped; the rebuild continues as PR. Nothing
+//!   clean ranges; recorded at once, since writes to those ranges no longer touch the
+//!   D-Map), its dirty data is copied home under the exclusive lock, the D-Map emptied and
+//!   recorded, the surrogate dropped; the rebuild continues as PR. Nothing
 //!   acknowledged is lost as long as the surrogate can still be read (it is a redundant pool:
 //!   RAID1 of two members by default).
 //! - The surrogate is a pool opened here or a pool another process serves (`raidforge serve`),
@@ -1057,10 +1058,10 @@ impl Ido {
             let core = inner.core();
             self.record_fits(&inner, &core, 2)
         };
-        let core = inner.core_mut();
-        if !usable && core.surrogate_available() {
-            core.set_surrogate_available(false);
+        if !usable && inner.core().surrogate_available() {
+            self.stop_using_surrogate(&mut inner, main, uuid)?;
         }
+        let core = inner.core_mut();
         // The state before, to put back if this write fails after the core changed the
         // D-Map over its range: when the surrogate or the main pool fails it (only needed
         // when the range was mapped: otherwise unmapping the range restores it), and when
@@ -1181,6 +1182,24 @@ impl Ido {
         out
     }
 
+    /// Stops using the surrogate: the core drops its clean copies from the D-Map, and that is
+    /// recorded at once. From then on a write to their ranges goes to the main pool without
+    /// touching the D-Map (nothing of theirs is mapped in memory), so a record that still
+    /// mapped the copies would bring their older data back at a restart (served fault
+    /// harness, seed 0x6b097db8: a drain that failed part way left a migrated zone in the
+    /// record, and after a restart reads returned its old copy over newer acknowledged
+    /// writes). If the record cannot be written, reads fail and the next write writes it
+    /// first ([`Ido::persist_with`] marks it stale).
+    fn stop_using_surrogate(
+        &self,
+        inner: &mut Inner,
+        main: &dyn MainPool,
+        uuid: [u8; 16],
+    ) -> Result<()> {
+        inner.core_mut().set_surrogate_available(false);
+        self.persist_locked(inner, main, uuid)
+    }
+
     /// Copies every dirty range home, forgets the surrogate's content and drops it. Called
     /// with the lock held exclusively.
     fn drain_locked(
@@ -1190,8 +1209,8 @@ impl Ido {
         uuid: [u8; 16],
         why: &str,
     ) -> Result<()> {
+        self.stop_using_surrogate(inner, main, uuid)?;
         let core = inner.core_mut();
-        core.set_surrogate_available(false);
         let dirty: Vec<Extent> = core.dmap().extents().filter(|e| e.dirty).collect();
         for e in &dirty {
             let mut b = vec![0u8; e.len as usize];
@@ -1758,5 +1777,133 @@ mod tests {
         assert!(ido.zone_bytes() >= 1 << 20);
         assert!(Ido::new(1 << 40, 4096, 4096).is_err());
         assert!(Ido::new(1 << 20, 4096, 0).is_err());
+    }
+
+    /// A main pool in memory whose reads and writes fail over given ranges (lost data),
+    /// keeping the two record slots the way the members do.
+    struct FakeMain {
+        data: Mutex<Vec<u8>>,
+        slots: Mutex<[Vec<u8>; 2]>,
+        fail_reads: Mutex<std::ops::Range<u64>>,
+        fail_writes: Mutex<std::ops::Range<u64>>,
+    }
+
+    impl FakeMain {
+        fn refuses(r: &Mutex<std::ops::Range<u64>>, off: u64, len: u64) -> Result<()> {
+            let r = r.lock().unwrap().clone();
+            if off < r.end && r.start < off + len {
+                return Err(PoolError::Io(format!("data lost at bytes {r:?}")));
+            }
+            Ok(())
+        }
+    }
+
+    impl MainPool for FakeMain {
+        fn read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
+            Self::refuses(&self.fail_reads, off, buf.len() as u64)?;
+            let d = self.data.lock().unwrap();
+            buf.copy_from_slice(&d[off as usize..off as usize + buf.len()]);
+            Ok(())
+        }
+        fn write(&self, off: u64, data: &[u8]) -> Result<()> {
+            Self::refuses(&self.fail_writes, off, data.len() as u64)?;
+            let mut d = self.data.lock().unwrap();
+            d[off as usize..off as usize + data.len()].copy_from_slice(data);
+            Ok(())
+        }
+        fn sync(&self) -> Result<()> {
+            Ok(())
+        }
+        fn write_record(&self, seq: u64, bytes: &[u8], _sync: bool) -> Result<()> {
+            self.slots.lock().unwrap()[(seq % 2) as usize] = bytes.to_vec();
+            Ok(())
+        }
+        fn chunk_bytes(&self) -> u64 {
+            16 << 10
+        }
+        fn needs_reconstruction(&self, chunks: std::ops::Range<u64>) -> Vec<bool> {
+            vec![false; (chunks.end - chunks.start) as usize]
+        }
+    }
+
+    /// A drain that fails part way (a migration's read met lost data, then writing the
+    /// redirected data home met lost data too) has dropped the clean copies from the D-Map:
+    /// writes to their ranges go to the main pool and touch no record from then on. The
+    /// record must not map those copies any more, or a restart reads a migrated zone's old
+    /// copy over newer acknowledged writes (served fault harness, seed 0x6b097db8).
+    #[test]
+    fn a_drain_that_fails_part_way_leaves_no_clean_copy_recorded() {
+        const ZONE: u64 = 256 << 10;
+        const CYCLE: u64 = 64 << 10;
+        let cap = 32 * ZONE;
+        let uuid = [9u8; 16];
+        let dir = std::env::temp_dir().join(format!("raidforge-ido-drain-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let sur = dir.join("sur.json");
+        let opts = crate::pool::test_opts(layout::SchemeKind::Raid1, &dir, 2, 4 << 20);
+        Pool::create(&sur, opts).unwrap().close().unwrap();
+        let original: Vec<u8> = (0..cap).map(|i| (i * 7 + i / 4096) as u8).collect();
+        let main = FakeMain {
+            data: Mutex::new(original.clone()),
+            slots: Mutex::new([Vec::new(), Vec::new()]),
+            fail_reads: Mutex::new(0..0),
+            fail_writes: Mutex::new(0..0),
+        };
+        let ido = Ido::new(cap, CYCLE, ZONE).unwrap();
+        assert_eq!(ido.zone_cycles(), 4);
+        ido.set_tracking(true);
+        ido.attach(Some(&sur)).unwrap();
+        // Zones 0 and 2 are hot.
+        for _ in 0..200 {
+            ido.note(4096, 4096);
+            ido.note(2 * ZONE, 4096);
+        }
+        ido.begin_rebuild(RebuildPolicy::Ido, vec![4; 32], &main, uuid)
+            .unwrap();
+        assert_eq!(ido.phase(), Phase::Rebuilding);
+        // A write to a cold zone goes to the surrogate's log.
+        let dirty_at = 5 * ZONE;
+        ido.write(&main, uuid, dirty_at, &[0xAA; 4096]).unwrap();
+        // Zone 0 is rebuilt and migrated: a clean copy of it on the surrogate.
+        let jobs = ido.cycles_rebuilt(&[0, 1, 2, 3]);
+        assert_eq!(jobs.len(), 1, "zone 0 is hot");
+        ido.migrate(&main, uuid, jobs).unwrap();
+        assert_eq!(ido.status(0).zones_migrated, 1);
+        // Zone 2's migration reads lost data; the drain that follows cannot write the
+        // redirected data home either.
+        *main.fail_reads.lock().unwrap() = 2 * ZONE..3 * ZONE;
+        *main.fail_writes.lock().unwrap() = dirty_at..dirty_at + 4096;
+        let jobs = ido.cycles_rebuilt(&[8, 9, 10, 11]);
+        assert_eq!(jobs.len(), 1, "zone 2 is hot");
+        assert!(ido.migrate(&main, uuid, jobs).is_err());
+        *main.fail_reads.lock().unwrap() = 0..0;
+        *main.fail_writes.lock().unwrap() = 0..0;
+
+        // An acknowledged write to the migrated zone, read back.
+        let new = [0xBBu8; 4096];
+        ido.write(&main, uuid, 4096, &new).unwrap();
+        let mut b = vec![0u8; 4096];
+        ido.read(&main, 4096, &mut b).unwrap();
+        assert_eq!(b, new);
+        // The redirected data is still where it was.
+        ido.read(&main, dirty_at, &mut b).unwrap();
+        assert_eq!(b, [0xAA; 4096]);
+
+        // A restart (the process dies): the newest record decides.
+        drop(ido);
+        let records = main.slots.lock().unwrap().to_vec();
+        let again = Ido::restore(cap, CYCLE, &records, &uuid).unwrap().unwrap();
+        again.attach(None).unwrap();
+        again.read(&main, 4096, &mut b).unwrap();
+        assert!(
+            b == new,
+            "after the restart the acknowledged write reads {:02x?}, the migrated zone's old copy",
+            &b[..4]
+        );
+        again.read(&main, dirty_at, &mut b).unwrap();
+        assert_eq!(b, [0xAA; 4096]);
+        again.detach().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -355,6 +355,69 @@ impl Pool {
         out
     }
 
+    /// Whether every block that read wrong in `bad` is marked lost (a poisoned checksum
+    /// entry): a read that met nothing else may run again through them
+    /// ([`Pool::read_through_marked`]).
+    pub(crate) fn only_marked(&self, bad: &[BadRange]) -> bool {
+        let Some(cs) = &self.integrity.checksums else {
+            return false;
+        };
+        !bad.is_empty()
+            && bad.iter().all(|b| {
+                let first = b.offset_bytes / BLOCK_BYTES;
+                let end = (b.offset_bytes + b.len.max(1)).div_ceil(BLOCK_BYTES);
+                b.checksum
+                    && (first..end).all(|k| cs.stored(b.member as usize, k * BLOCK_BYTES) == POISON)
+            })
+    }
+
+    /// A read of `[offset, offset + len)` whose plans met only blocks marked lost (a degraded
+    /// read reconstructing a unit of a row that holds them): runs it again taking the marked
+    /// blocks as stored, since their stored bytes are what the row's parity was computed with
+    /// ([`Pool::repair_in_rebuild`] and reconstruct-writes keep it so), then checks every
+    /// 4 KiB block of the request, reconstructed ones included, against its own checksum
+    /// where its data place is. Returns the bytes when every block matches; `None` otherwise
+    /// (a marked block read directly, a row whose parity disagrees): the caller then repairs
+    /// and reports as before. Without this, such a read recorded the reconstructed unit lost
+    /// with the marked ones although the redundancy still held it.
+    pub(crate) fn read_through_marked(&self, offset: u64, len: u64) -> Option<Vec<u8>> {
+        let cs = self.integrity.checksums.as_ref()?;
+        let a = offset / BLOCK_BYTES * BLOCK_BYTES;
+        let b = ((offset + len).div_ceil(BLOCK_BYTES) * BLOCK_BYTES).min(self.capacity_bytes());
+        if b <= a || (b - a) % BLOCK_BYTES != 0 {
+            return None;
+        }
+        let plans = raidcore::plan_read(&self.geo, &self.state, a, b - a).ok()?;
+        let mut out = vec![0u8; (b - a) as usize];
+        {
+            let mut users: Vec<&mut [u8]> = Vec::with_capacity(plans.len());
+            let mut rest: &mut [u8] = &mut out;
+            for p in &plans {
+                let (head, tail) = rest.split_at_mut(p.buffers[0]);
+                users.push(head);
+                rest = tail;
+            }
+            let view = crate::exec::Members {
+                marked_lost_as_stored: true,
+                ..self.members_view()
+            };
+            crate::exec::run_plans(&plans, &mut users, &view).ok()?;
+        }
+        let cb = self.geo.chunk_bytes();
+        for (k, block) in out.chunks(BLOCK_BYTES as usize).enumerate() {
+            let l = a + k as u64 * BLOCK_BYTES;
+            let (c, index) = self.geo.locate_chunk(l / cb);
+            let (loc, _) = place_loc(&self.geo, &self.state, c, self.geo.data_place(index));
+            let at = self.geo.member_offset(c, loc, l % cb);
+            if !cs.matches(loc.disk as usize, at, block) {
+                return None;
+            }
+        }
+        out.drain(..(offset - a) as usize);
+        out.truncate(len as usize);
+        Some(out)
+    }
+
     /// Where the 4 KiB logical block at `block` lives on the members that hold it validly:
     /// (member, data-area byte) of its data place and of every copy of it.
     fn member_blocks_of(&self, block: u64) -> Vec<(usize, u64)> {

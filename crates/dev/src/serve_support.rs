@@ -863,9 +863,23 @@ impl SharedPool {
                     // Blocks that read wrong: repaired (or reported lost) under the pool mutex
                     // while this request still holds its stripes exclusively, which include
                     // every stripe of the places it read; then read again.
-                    let r = self.with_pool(|p| p.absorb(e));
+                    // Only blocks marked lost read wrong: a degraded read may reconstruct
+                    // through them (checked against the checksums; under the pool mutex,
+                    // a rare path).
+                    let len = buf.len() as u64;
+                    let r = self.with_pool(|p| {
+                        if p.only_marked(&e.bad) {
+                            if let Some(v) = p.read_through_marked(offset, len) {
+                                return Ok(Some(v));
+                            }
+                        }
+                        p.absorb(e).map(|()| None)
+                    });
                     drop(guard);
-                    r?;
+                    if let Some(v) = r? {
+                        buf.copy_from_slice(&v);
+                        return self.with_pool(|p| p.check_lost(offset, len));
+                    }
                 }
                 Err(e) => {
                     self.with_pool(|p| p.fail_members(&e.failed_members()))?;

@@ -311,7 +311,16 @@ impl Pool {
                 // Bad blocks are repaired (or reported lost) and the read planned again; a
                 // failed member is failed, its deferred parity flushed first so that a second
                 // failure is survived.
-                Err(e) => self.absorb(e)?,
+                Err(e) => {
+                    // Only blocks marked lost read wrong: a degraded read may reconstruct
+                    // through them (checked against the checksums).
+                    if e.read_errors.is_empty() && self.only_marked(&e.bad) {
+                        if let Some(v) = self.read_through_marked(offset, len) {
+                            return Ok(v);
+                        }
+                    }
+                    self.absorb(e)?
+                }
             }
         }
         Err(gave_up("read", offset))

@@ -211,6 +211,10 @@ struct MemberSums {
     sums: Vec<AtomicU64>,
     /// Serialises page writes (snapshot + write to every copy) of this member's entries.
     pages: Mutex<()>,
+    /// The entries as they were when the member was reset (a replacement put in), kept in
+    /// memory until the rebuild ends: what a block reconstructed for it must match where no
+    /// write changed it since the old member failed ([`Checksums::matches_before_reset`]).
+    before_reset: Mutex<Option<Vec<u64>>>,
 }
 
 /// The checksums of every member of a pool.
@@ -275,6 +279,7 @@ impl Checksums {
                 .map(|_| MemberSums {
                     sums: (0..blocks).map(|_| AtomicU64::new(0)).collect(),
                     pages: Mutex::new(()),
+                    before_reset: Mutex::new(None),
                 })
                 .collect(),
         }
@@ -319,6 +324,19 @@ impl Checksums {
     /// memory and in every copy (generations continue, so the new entries are the newest),
     /// and the copies of other members' entries its region holds are written from memory.
     pub fn reset_zeroed(&self, i: usize, members: &MemberSlots) -> Result<(), PageWriteError> {
+        // The old member's entries, unless a replacement replaced before its rebuild ended
+        // took them already (its own are zeros and what it was rebuilt with).
+        self.members[i]
+            .before_reset
+            .lock()
+            .unwrap()
+            .get_or_insert_with(|| {
+                self.members[i]
+                    .sums
+                    .iter()
+                    .map(|s| s.load(Ordering::Relaxed))
+                    .collect()
+            });
         let z = zero_state();
         for (b, s) in self.members[i].sums.iter().enumerate() {
             let g = gen_of(s.load(Ordering::Relaxed)).wrapping_add(1);
@@ -468,6 +486,42 @@ impl Checksums {
                 .get(b as usize)
                 .is_some_and(|e| crc_of(e.load(Ordering::Relaxed)) == finish(z, i as u32, b))
         })
+    }
+
+    /// Whether `data`, computed for member `i` at data-area byte `offset_bytes` (whole
+    /// blocks), matches the entries the member had before its last reset (kept while it is
+    /// rebuilt). False when none are kept (the pool was opened since), when a block's old
+    /// entry is a loss mark, and for blocks written while the member was missing (their old
+    /// entries are older than the data): a caller must then treat the data as unchecked.
+    pub fn matches_before_reset(&self, i: usize, offset_bytes: u64, data: &[u8]) -> bool {
+        let Some(m) = self.members.get(i) else {
+            return false;
+        };
+        let kept = m.before_reset.lock().unwrap();
+        let Some(old) = kept.as_ref() else {
+            return false;
+        };
+        if !offset_bytes.is_multiple_of(BLOCK_BYTES)
+            || !(data.len() as u64).is_multiple_of(BLOCK_BYTES)
+        {
+            return false;
+        }
+        let first = offset_bytes / BLOCK_BYTES;
+        data.chunks_exact(BLOCK_BYTES as usize)
+            .enumerate()
+            .all(|(k, blk)| {
+                let b = first + k as u64;
+                old.get(b as usize).is_some_and(|&e| {
+                    crc_of(e) != POISON && block_sum(i as u32, b, blk) == crc_of(e)
+                })
+            })
+    }
+
+    /// Forgets the entries kept by [`Checksums::reset_zeroed`] (the rebuild is over).
+    pub fn forget_before_reset(&self) {
+        for m in &self.members {
+            *m.before_reset.lock().unwrap() = None;
+        }
     }
 
     /// Whether `data` matches the stored checksums (the same alignment as [`Checksums::verify`]).

@@ -1426,9 +1426,9 @@ fn marked_row(dir: &Path) -> (Pool, Vec<u8>, Vec<(u64, u64)>, (u64, usize), (usi
 
 /// A degraded read of a data unit whose row holds blocks marked lost: the marked blocks' stored
 /// bytes are what the row's parity was computed with (`Pool::repair_in_rebuild`), so the unit
-/// is reconstructed through them, checked against its own checksum, and nothing more is lost.
-/// (A rebuild of the unit's member still records it lost: the replacement's checksums start
-/// over, so nothing could check the reconstruction.)
+/// is reconstructed through them, checked against its own checksum, and nothing more is lost;
+/// so is a rebuild of its member (checked against the entries the member had before it was
+/// replaced).
 #[test]
 fn a_degraded_read_beside_a_marked_block_is_reconstructed() {
     let d = TempDir::new("marked-degraded-read");
@@ -1442,9 +1442,16 @@ fn a_degraded_read_beside_a_marked_block_is_reconstructed() {
     );
     assert_eq!(lost_ranges(&pool), lost, "nothing more is recorded lost");
     assert_reads_outside_lost(&mut pool, &data);
+    // The member's rebuild reconstructs through them too, checked against the entries the
+    // member had before it was replaced.
+    pool.replace(disk, &d.0.join("newx.img")).unwrap();
+    pool.rebuild(&RebuildOpts::default(), |_| {}).unwrap();
+    assert_eq!(lost_ranges(&pool), lost, "the rebuild lost nothing more");
+    assert_reads_outside_lost(&mut pool, &data);
     // A marked block damaged at rest: what the row gives no longer matches the unit's
     // checksum, and the degraded read says so instead of returning it.
     flip_byte(&d.0, m, m_at + 100);
+    pool.fail(disk).unwrap();
     let got = pool.read(l2, 4096);
     assert!(
         matches!(got, Err(PoolError::Lost { .. })),
@@ -1477,11 +1484,51 @@ fn a_served_degraded_read_beside_a_marked_block_is_reconstructed() {
         .map(|l| (l.logical_offset, l.length))
         .collect();
     assert_eq!(listed, lost, "nothing more is recorded lost");
+    // The served rebuild of the member, then the damage.
+    sp.replace(disk, &d.0.join("newx.img")).unwrap();
+    let mut cur = dev::serve_support::RebuildCursor::new();
+    while sp
+        .rebuild_step(&RebuildOpts::default(), &mut cur)
+        .unwrap()
+        .is_some()
+    {}
+    let listed: Vec<(u64, u64)> = sp
+        .status()
+        .unwrap()
+        .lost
+        .iter()
+        .map(|l| (l.logical_offset, l.length))
+        .collect();
+    assert_eq!(listed, lost, "the served rebuild lost nothing more");
+    assert!(sp.read(l2, &mut b).is_ok() && b[..] == data[l2 as usize..l2 as usize + 4096]);
     flip_byte(&d.0, m, m_at + 100);
+    sp.fail(disk).unwrap();
     assert!(
         matches!(sp.read(l2, &mut b), Err(PoolError::Lost { .. })),
         "a served degraded read through a damaged marked block returned {:02x?}",
         &b[..4]
     );
     sp.close().unwrap();
+}
+
+/// A rebuild through a marked block damaged at rest: the unit it reconstructs does not match
+/// the replaced member's old checksum, so the rebuild records it lost (as before) instead of
+/// writing wrong bytes under a valid checksum.
+#[test]
+fn a_rebuild_through_a_damaged_marked_block_records_the_loss() {
+    let d = TempDir::new("marked-damaged-rebuild");
+    let (mut pool, data, lost, (l2, disk), (m, m_at)) = marked_row(&d.0);
+    flip_byte(&d.0, m, m_at + 100);
+    pool.fail(disk).unwrap();
+    pool.replace(disk, &d.0.join("newx.img")).unwrap();
+    pool.rebuild(&RebuildOpts::default(), |_| {}).unwrap();
+    let now = lost_ranges(&pool);
+    assert!(
+        now.iter().any(|&(a, n)| a <= l2 && l2 < a + n),
+        "the unit rebuilt through the damaged block is listed lost: {now:?}"
+    );
+    assert!(lost.iter().all(|r| now.contains(r)), "{now:?}");
+    assert!(matches!(pool.read(l2, 4096), Err(PoolError::Lost { .. })));
+    assert_reads_outside_lost(&mut pool, &data);
+    pool.close().unwrap();
 }

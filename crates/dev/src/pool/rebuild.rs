@@ -260,9 +260,85 @@ impl Pool {
                     self.map.data_offset_bytes + b.offset_bytes
                 )));
             }
+            // Only blocks marked lost read wrong: the cycles may rebuild through them,
+            // checked against the replaced member's old checksums.
+            if e.read_errors.is_empty()
+                && self.only_marked(&e.bad)
+                && self.rebuild_through_marked(cur, &e.bad)
+            {
+                return Ok(());
+            }
             self.repair_in_rebuild(&e.bad)?;
         }
         Ok(())
+    }
+
+    /// The cycles of `bad` (blocks marked lost, read as rebuild sources) rebuilt taking the
+    /// marked blocks as stored, since their stored bytes are what their rows' parity was
+    /// computed with, and marked rebuilt; but only if every block written matches the entry
+    /// its member had before it was replaced ([`Checksums::matches_before_reset`]). Returns
+    /// false, having marked nothing (cycles written before a mismatch are rebuilt again, the
+    /// usual way), when one does not (a block rewritten while the member was missing, a rebuild
+    /// into spare space, a pool opened since the replacement) or a plan fails: the caller then
+    /// records the loss as before. Without this, the unit of a row beside marked blocks was
+    /// recorded lost by the rebuild of its member although the row still held it. (Runs
+    /// under the pool mutex when served: a rare path.)
+    fn rebuild_through_marked(
+        &mut self,
+        cur: &mut RebuildCursor,
+        bad: &[crate::exec::BadRange],
+    ) -> bool {
+        let Some(cs) = self.integrity.checksums.clone() else {
+            return false;
+        };
+        let cycles: std::collections::BTreeSet<u64> = bad
+            .iter()
+            .filter_map(|b| {
+                raidcore::locate_member_byte(
+                    &self.geo,
+                    &self.state,
+                    b.member as layout::Disk,
+                    b.offset_bytes,
+                )
+                .map(|(c, _, _)| c)
+            })
+            .collect();
+        let mut done: RebuildBatch = Vec::new();
+        for c in cycles {
+            let Ok(Some(plan)) = plan_rebuild_cycle(&self.geo, &self.state, c) else {
+                return false;
+            };
+            let view = crate::exec::Members {
+                marked_lost_as_stored: true,
+                ..self.members_view()
+            };
+            let mut none: [u8; 0] = [];
+            let prepared = {
+                let users = [&mut none[..]];
+                crate::exec::prepare(std::slice::from_ref(&plan), &users, &view)
+            };
+            let Ok(mut bufs) = prepared else {
+                return false;
+            };
+            let bufs = bufs.pop().expect("one plan");
+            let checked = plan.writes.iter().all(|w| {
+                let bytes = &bufs[w.data.buf][w.data.off..w.data.end()];
+                cs.matches_before_reset(w.member as usize, w.offset_bytes, bytes)
+            });
+            if !checked
+                || crate::exec::commit(
+                    std::slice::from_ref(&plan),
+                    std::slice::from_ref(&bufs),
+                    &self.members_view(),
+                )
+                .is_err()
+            {
+                return false;
+            }
+            done.push((c, plan));
+        }
+        self.mark_rebuilt_batch(cur, &done);
+        !done.is_empty()
     }
 
     /// Records the outcome of a batch run as a whole: marked on success, failures handled
@@ -303,6 +379,11 @@ impl Pool {
             self.poison_pending()?;
             let tag = self.tag();
             self.persist(tag)?;
+        }
+        if self.state.all_clean() {
+            if let Some(cs) = &self.integrity.checksums {
+                cs.forget_before_reset();
+            }
         }
         Ok(())
     }

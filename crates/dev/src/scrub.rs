@@ -384,7 +384,7 @@ impl Pool {
         let cs = self.integrity.checksums.as_ref()?;
         let a = offset / BLOCK_BYTES * BLOCK_BYTES;
         let b = ((offset + len).div_ceil(BLOCK_BYTES) * BLOCK_BYTES).min(self.capacity_bytes());
-        if b <= a || (b - a) % BLOCK_BYTES != 0 {
+        if b <= a || !(b - a).is_multiple_of(BLOCK_BYTES) {
             return None;
         }
         let plans = raidcore::plan_read(&self.geo, &self.state, a, b - a).ok()?;

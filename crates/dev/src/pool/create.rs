@@ -336,7 +336,14 @@ impl CreatePlan {
             let need = size.saturating_mul(paths.len() as u64);
             let room = free.saturating_add(held);
             if need > room {
-                let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                let mut names: Vec<String> =
+                    paths.iter().map(|p| p.display().to_string()).collect();
+                // A large enclosure's list is cut: the first few and the last say which.
+                if names.len() > 6 {
+                    let last = names.pop().expect("more than six");
+                    names.truncate(4);
+                    names.push(format!("... {last}"));
+                }
                 let one = paths.len() == 1;
                 return Err(PoolError::Usage(format!(
                     "member file{} {} need{} {} x {size} bytes ({}) when the pool is full, and \

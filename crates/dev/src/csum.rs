@@ -517,6 +517,22 @@ impl Checksums {
             })
     }
 
+    /// The blocks of member `i` whose entry was a loss mark when the member was last reset
+    /// (kept while it is rebuilt), as data-area byte offsets.
+    pub fn marked_before_reset(&self, i: usize) -> Vec<u64> {
+        let Some(m) = self.members.get(i) else {
+            return Vec::new();
+        };
+        let kept = m.before_reset.lock().unwrap();
+        kept.as_ref().map_or_else(Vec::new, |old| {
+            old.iter()
+                .enumerate()
+                .filter(|(_, &e)| crc_of(e) == POISON)
+                .map(|(b, _)| b as u64 * BLOCK_BYTES)
+                .collect()
+        })
+    }
+
     /// Forgets the entries kept by [`Checksums::reset_zeroed`] (the rebuild is over).
     pub fn forget_before_reset(&self) {
         for m in &self.members {

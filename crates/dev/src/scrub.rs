@@ -1140,6 +1140,40 @@ impl Pool {
         Ok(())
     }
 
+    /// After the rebuild of a replaced member: its blocks that were marked lost before the
+    /// replacement, and whose ranges are still listed lost, are marked again. The rebuild
+    /// wrote them back with the bytes their rows give (the stored ones, not the lost data)
+    /// under checksums of their own, so without this a descriptor rebuilt from the members
+    /// alone would read them as data. The rule of [`Pool::poison_pending`]: a block the user
+    /// rewrote whole since (no longer listed) holds their data and stays as it is.
+    pub(crate) fn mark_again_after_reset(&mut self) -> Result<()> {
+        let Some(cs) = self.integrity.checksums.clone() else {
+            return Ok(());
+        };
+        for i in 0..self.members.handles.len() {
+            if self.members.handles[i].is_none() {
+                continue;
+            }
+            for off in cs.marked_before_reset(i) {
+                let Some((c, p, in_chunk)) =
+                    locate_member_byte(&self.geo, &self.state, i as layout::Disk, off)
+                else {
+                    continue;
+                };
+                if !is_data(self.geo.role(p)) || cs.stored(i, off) == POISON {
+                    continue;
+                }
+                let still_lost = logical_offset(&self.geo, c, p, in_chunk)
+                    .is_none_or(|lo| self.check_lost(lo, BLOCK_BYTES).is_err());
+                if still_lost {
+                    cs.poison(i, &self.members.handles, off)
+                        .map_err(|e| PoolError::Io(format!("marking lost blocks: {e}")))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Reads every unit of every cycle, verifies checksums (when the pool has them) and parity,
     /// repairs what it can and reports everything (see the module docs). `progress` is called
     /// after every cycle.

@@ -1394,9 +1394,18 @@ fn rewriting_a_damaged_marked_block_keeps_its_row_consistent() {
 
 /// A RAID5 pool of six members after a rebuild that met a latent error: two blocks of one
 /// row are marked lost. Returns the pool, its bytes, its lost ranges, another data unit of that
-/// row (logical offset) with its member, and the marked block on the survivor (member, byte).
+/// row (logical offset) with its member, and the marked block on the survivor (member, byte,
+/// logical offset).
 #[allow(clippy::type_complexity)]
-fn marked_row(dir: &Path) -> (Pool, Vec<u8>, Vec<(u64, u64)>, (u64, usize), (usize, u64)) {
+fn marked_row(
+    dir: &Path,
+) -> (
+    Pool,
+    Vec<u8>,
+    Vec<(u64, u64)>,
+    (u64, usize),
+    (usize, u64, u64),
+) {
     let (pool, data, lo) = rebuild_with_lse(dir, SchemeKind::Raid5, params(6, None), true);
     let lost = lost_ranges(&pool);
     assert!(lost.iter().any(|&(a, _)| a == lo), "{lost:?}");
@@ -1421,7 +1430,7 @@ fn marked_row(dir: &Path) -> (Pool, Vec<u8>, Vec<(u64, u64)>, (u64, usize), (usi
             disk != m && disk != 0 && !lost.iter().any(|&(a, n)| a <= l && l < a + n)
         })
         .expect("another data unit in the row");
-    (pool, data, lost, other, (m, m_at))
+    (pool, data, lost, other, (m, m_at, lo))
 }
 
 /// A degraded read of a data unit whose row holds blocks marked lost: the marked blocks' stored
@@ -1432,7 +1441,7 @@ fn marked_row(dir: &Path) -> (Pool, Vec<u8>, Vec<(u64, u64)>, (u64, usize), (usi
 #[test]
 fn a_degraded_read_beside_a_marked_block_is_reconstructed() {
     let d = TempDir::new("marked-degraded-read");
-    let (mut pool, data, lost, (l2, disk), (m, m_at)) = marked_row(&d.0);
+    let (mut pool, data, lost, (l2, disk), (m, m_at, _)) = marked_row(&d.0);
     pool.fail(disk).unwrap();
     let got = pool.read(l2, 4096);
     assert!(
@@ -1466,7 +1475,7 @@ fn a_degraded_read_beside_a_marked_block_is_reconstructed() {
 fn a_served_degraded_read_beside_a_marked_block_is_reconstructed() {
     use dev::serve_support::{Concurrency, SharedPool};
     let d = TempDir::new("marked-degraded-served");
-    let (pool, data, lost, (l2, disk), (m, m_at)) = marked_row(&d.0);
+    let (pool, data, lost, (l2, disk), (m, m_at, _)) = marked_row(&d.0);
     let sp = SharedPool::new(pool, Concurrency::Stripes).unwrap();
     sp.fail(disk).unwrap();
     let mut b = vec![0u8; 4096];
@@ -1517,7 +1526,7 @@ fn a_served_degraded_read_beside_a_marked_block_is_reconstructed() {
 #[test]
 fn a_rebuild_through_a_damaged_marked_block_records_the_loss() {
     let d = TempDir::new("marked-damaged-rebuild");
-    let (mut pool, data, lost, (l2, disk), (m, m_at)) = marked_row(&d.0);
+    let (mut pool, data, lost, (l2, disk), (m, m_at, _)) = marked_row(&d.0);
     flip_byte(&d.0, m, m_at + 100);
     pool.fail(disk).unwrap();
     pool.replace(disk, &d.0.join("newx.img")).unwrap();
@@ -1531,4 +1540,66 @@ fn a_rebuild_through_a_damaged_marked_block_records_the_loss() {
     assert!(matches!(pool.read(l2, 4096), Err(PoolError::Lost { .. })));
     assert_reads_outside_lost(&mut pool, &data);
     pool.close().unwrap();
+}
+
+/// A block marked lost whose own member is replaced and rebuilt: the rebuild writes back the
+/// bytes its row gives (the stored ones, not the lost data) under a checksum of its own, and
+/// then marks the block again, so that a descriptor rebuilt from the members alone still
+/// refuses to read it; unless the user rewrote the range meanwhile, whose data then stays.
+#[test]
+fn a_rebuild_of_a_marked_blocks_member_marks_it_again() {
+    for rewrite in [false, true] {
+        let d = TempDir::new(&format!("marked-own-rebuild-{rewrite}"));
+        let (mut pool, mut data, lost, _, (m, _, lo)) = marked_row(&d.0);
+        let n = pool.geometry().disks();
+        // The row's other marked blocks are rewritten: the one on member m is its only one,
+        // and the rebuild reconstructs it without meeting another.
+        let mut lost = lost;
+        for &(a, len) in &lost {
+            if a <= lo && lo < a + len {
+                continue;
+            }
+            let fresh: Vec<u8> = (0..len as u32).map(|i| (i * 7 + 3) as u8).collect();
+            pool.write(a, &fresh).unwrap();
+            data[a as usize..(a + len) as usize].copy_from_slice(&fresh);
+        }
+        lost.retain(|&(a, len)| a <= lo && lo < a + len);
+        assert_eq!(lost_ranges(&pool), lost);
+        pool.fail(m).unwrap();
+        pool.replace(m, &d.0.join("newm.img")).unwrap();
+        if rewrite {
+            // Rewritten whole before the rebuild: no longer lost, and not marked again.
+            for &(a, len) in &lost {
+                let fresh: Vec<u8> = (0..len as u32).map(|i| (i * 11 + 9) as u8).collect();
+                pool.write(a, &fresh).unwrap();
+                data[a as usize..(a + len) as usize].copy_from_slice(&fresh);
+            }
+            lost.clear();
+        }
+        pool.rebuild(&RebuildOpts::default(), |_| {}).unwrap();
+        assert_eq!(lost_ranges(&pool), lost);
+        assert_reads_outside_lost(&mut pool, &data);
+        pool.close().unwrap();
+        let members: Vec<PathBuf> = (0..n)
+            .map(|i| match i {
+                0 => d.0.join("new0.img"),
+                i if i == m => d.0.join("newm.img"),
+                i => member_path(&d.0, i),
+            })
+            .collect();
+        std::fs::remove_file(d.0.join("pool.json")).unwrap();
+        let mut pool = Pool::assemble(&d.0.join("pool.json"), &members, None).unwrap();
+        for &(lo, len) in &lost {
+            let got = pool.read(lo, len);
+            assert!(
+                matches!(got, Err(PoolError::Lost { .. })),
+                "lost bytes {lo}+{len} read {:?} from the members alone",
+                got.map(|b| b[..4].to_vec())
+            );
+        }
+        if rewrite {
+            assert_eq!(pool.read(0, data.len() as u64).unwrap(), data);
+        }
+        pool.close().unwrap();
+    }
 }

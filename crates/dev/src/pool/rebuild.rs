@@ -381,7 +381,8 @@ impl Pool {
             self.persist(tag)?;
         }
         if self.state.all_clean() {
-            if let Some(cs) = &self.integrity.checksums {
+            if let Some(cs) = self.integrity.checksums.clone() {
+                self.mark_again_after_reset()?;
                 cs.forget_before_reset();
             }
         }

@@ -1128,7 +1128,7 @@ impl Pool {
                     // data again (its range is no longer listed lost): marking it would lose
                     // an acknowledged write.
                     let still_lost = logical_offset(&self.geo, g.cycle, p, g.ra + k)
-                        .is_none_or(|lo| self.check_lost(lo, BLOCK_BYTES).is_err());
+                        .is_none_or(|lo| self.still_lost_to_mark(lo));
                     if still_lost {
                         cs.poison(loc.disk as usize, &self.members.handles, off + k)
                             .map_err(|e| PoolError::Io(format!("marking lost blocks: {e}")))?;
@@ -1138,6 +1138,17 @@ impl Pool {
             }
         }
         Ok(())
+    }
+
+    /// Whether the 4 KiB logical block at `lo` may be marked lost: still listed, and not
+    /// being rewritten by a served write (see `Integrity::rewriting_lost`).
+    fn still_lost_to_mark(&self, lo: u64) -> bool {
+        self.check_lost(lo, BLOCK_BYTES).is_err()
+            && !self
+                .integrity
+                .rewriting_lost
+                .iter()
+                .any(|&(o, n)| o < lo + BLOCK_BYTES && lo < o + n)
     }
 
     /// After the rebuild of a replaced member: its blocks that were marked lost before the
@@ -1164,7 +1175,7 @@ impl Pool {
                     continue;
                 }
                 let still_lost = logical_offset(&self.geo, c, p, in_chunk)
-                    .is_none_or(|lo| self.check_lost(lo, BLOCK_BYTES).is_err());
+                    .is_none_or(|lo| self.still_lost_to_mark(lo));
                 if still_lost {
                     cs.poison(i, &self.members.handles, off)
                         .map_err(|e| PoolError::Io(format!("marking lost blocks: {e}")))?;
@@ -1425,6 +1436,56 @@ fn torn_choices(n: usize, k: usize) -> Vec<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::torn_choices;
+    use super::*;
+
+    /// A block marked lost before its member was reset (replaced), still listed lost, is
+    /// marked again after the rebuild; not while a served write that rewrites its range is
+    /// under way (`Integrity::rewriting_lost`): that write clears the list after releasing
+    /// its stripes, and a mark made in between would fall on its acknowledged data.
+    #[test]
+    fn marking_again_skips_ranges_a_served_write_is_rewriting() {
+        for rewriting in [false, true] {
+            let dir = std::env::temp_dir().join(format!(
+                "raidforge-remark-{rewriting}-{}",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let opts = crate::pool::CreateOpts {
+                checksums: true,
+                ..crate::pool::test_opts(layout::SchemeKind::Raid5, &dir, 4, 4 << 20)
+            };
+            let mut pool = Pool::create(&dir.join("p.json"), opts).unwrap();
+            let data = vec![0x42u8; 1 << 20];
+            pool.write(0, &data).unwrap();
+            // The first data block of chunk 5, listed lost and marked on its member.
+            let lo = 5 * pool.geo.chunk_bytes();
+            let (c, index) = pool.geo.locate_chunk(lo / pool.geo.chunk_bytes());
+            let (loc, _) = place_loc(&pool.geo, &pool.state, c, pool.geo.data_place(index));
+            let (i, off) = (loc.disk as usize, pool.geo.member_offset(c, loc, 0));
+            let cs = pool.integrity.checksums.clone().unwrap();
+            pool.note_lost(&[LostRange {
+                logical_offset: lo,
+                length: BLOCK_BYTES,
+                reason: "test".into(),
+            }]);
+            cs.poison(i, &pool.members.handles, off).unwrap();
+            // The member is replaced: its entries start over, the old ones are kept.
+            cs.reset_zeroed(i, &pool.members.handles).unwrap();
+            assert_ne!(cs.stored(i, off), POISON);
+            if rewriting {
+                pool.integrity.rewriting_lost.push((lo, BLOCK_BYTES));
+            }
+            pool.mark_again_after_reset().unwrap();
+            let marked = cs.stored(i, off) == POISON;
+            assert_eq!(
+                marked, !rewriting,
+                "a served write rewriting the range: {rewriting}; marked again: {marked}"
+            );
+            drop(pool);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
 
     #[test]
     fn torn_choices_are_every_small_subset_smallest_first() {

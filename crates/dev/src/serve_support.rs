@@ -385,17 +385,23 @@ fn lock_mode(plans: &[Plan]) -> LockMode {
 }
 
 /// A served pool as a place writes run ([`crate::pool::write_loop`]): planned under the
-/// pool mutex, run under the stripe locks outside it.
-struct Served<'a>(&'a SharedPool);
+/// pool mutex, run under the stripe locks outside it. `.1`: the write's range, once
+/// registered in `Integrity::rewriting_lost` (it rewrites a lost range whole); the caller
+/// takes it out when the write is over.
+struct Served<'a>(&'a SharedPool, Option<(u64, u64)>);
 
 impl<'a> WriteSite for Served<'a> {
     type Run = (StripeGuard<'a>, MemberSet);
 
     fn plan(&mut self, offset: u64, len: u64) -> Result<Option<Attempt<Self::Run>>> {
         let sp: &'a SharedPool = self.0;
+        let registered = &mut self.1;
         let (deferred, run) = sp.plan_locked(false, |p| {
             p.check_range(offset, len)?;
-            p.check_lost_for_write(offset, len)?;
+            if p.check_lost_for_write(offset, len)? && registered.is_none() {
+                p.integrity.rewriting_lost.push((offset, len));
+                *registered = Some((offset, len));
+            }
             let (plans, deferred) = p.plan_write_listed(offset, len)?;
             Ok((plans, deferred))
         })?;
@@ -916,7 +922,18 @@ impl SharedPool {
         }
         let piece = self.journal.as_ref().map(|j| j.piece_bytes());
         for (at, range) in pieces(offset, data.len(), piece) {
-            write_loop(&mut Served(self), at, &data[range])?;
+            let mut site = Served(self, None);
+            let r = write_loop(&mut site, at, &data[range]);
+            if let Some(w) = site.1 {
+                // Listed no more (or the write failed): marking may reach the range again.
+                self.with_pool(|p| {
+                    if let Some(i) = p.integrity.rewriting_lost.iter().position(|&x| x == w) {
+                        p.integrity.rewriting_lost.swap_remove(i);
+                    }
+                    Ok(())
+                })?;
+            }
+            r?;
         }
         Ok(())
     }

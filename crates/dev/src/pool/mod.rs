@@ -275,6 +275,12 @@ pub(crate) struct Integrity {
     pub(crate) checksums: Option<Arc<Checksums>>,
     /// Lost blocks found during the current rebuild, poisoned once the rebuild is over.
     pub(crate) lost_pending: Vec<crate::scrub::LostGroup>,
+    /// Logical ranges of served writes under way that rewrite a lost range whole: from
+    /// their planning until the range is no longer listed (or they failed). A served write
+    /// clears the list only after releasing its stripes, so a block marked lost meanwhile
+    /// (`Pool::poison_pending`, `Pool::mark_again_after_reset`, which run without stripe
+    /// locks) would fall on its acknowledged data: marking skips these ranges.
+    pub(crate) rewriting_lost: Vec<(u64, u64)>,
     /// What the resync after an unclean shutdown did when this pool was opened.
     pub(crate) resync: Option<ResyncReport>,
 }

@@ -265,6 +265,7 @@ impl Pool {
             integrity: Integrity {
                 checksums,
                 lost_pending: Vec::new(),
+                rewriting_lost: Vec::new(),
                 resync: None,
             },
             wh: WriteHoleState {

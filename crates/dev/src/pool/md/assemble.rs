@@ -262,6 +262,7 @@ impl Pool {
             integrity: Integrity {
                 checksums: None,
                 lost_pending: Vec::new(),
+                rewriting_lost: Vec::new(),
                 resync: None,
             },
             wh: WriteHoleState {

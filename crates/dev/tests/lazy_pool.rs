@@ -435,3 +435,75 @@ fn lazy_writes_after_a_rebuild_survive_a_crash_before_its_record() {
         "raid6 lazy after the crash, without members 0 and 3",
     );
 }
+
+/// The newest deferred-parity record on one member only (what a crash leaves when the other
+/// members stopped answering before it was written): a start with every member present
+/// records the list again on the members that take its records now, so that once that member
+/// fails, the start after does not find an older list, whose stripes would read as lost after
+/// a second failure (served fault harness, seed 0x6b099bac).
+#[test]
+fn the_newest_deferred_parity_list_outlives_the_member_holding_it() {
+    use std::os::unix::fs::FileExt;
+    let chunk = 4096u64;
+    let tmp = TempDir::new("newest-list");
+    let dir = tmp.0.clone();
+    let mut pool = create(
+        &dir,
+        SchemeKind::Raid6,
+        6,
+        128 * chunk,
+        chunk,
+        ParityPolicy::Lazy,
+        Some(8),
+        None,
+    );
+    let mut model = vec![0u8; pool.capacity_bytes() as usize];
+    let mut rng = Rng::new(7);
+    for _ in 0..30 {
+        scribble(&mut pool, &mut model, &mut rng, 1, chunk);
+    }
+    assert!(pool.status().bpgl_len > 0, "writes deferred parity");
+    // Members 1 and 2 will hold the list as it is now: their record slots are kept.
+    let paths = members(&dir, 6);
+    let region = raidcore::region::BPGL;
+    let read = |p: &Path| {
+        let mut b = vec![0u8; region.bytes as usize];
+        std::fs::File::open(p)
+            .unwrap()
+            .read_exact_at(&mut b, region.offset)
+            .unwrap();
+        b
+    };
+    let kept: Vec<Vec<u8>> = [1, 2].iter().map(|&i| read(&paths[i])).collect();
+    // The list is flushed; its empty record reaches members 0, 1 and 2, then 1 and 2 lose it.
+    pool.flush_bpgl(0).unwrap();
+    assert_eq!(pool.status().bpgl_len, 0);
+    drop(pool); // a crash: no close
+    for (k, &i) in [1usize, 2].iter().enumerate() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&paths[i])
+            .unwrap()
+            .write_all_at(&kept[k], region.offset)
+            .unwrap();
+    }
+    // A start with every member present, then two failures, the first the member that held
+    // the newest list, and a crash.
+    let mut pool = Pool::open(&dir.join("pool.json")).unwrap();
+    assert_eq!(pool.status().bpgl_len, 0, "the newest list is empty");
+    pool.fail(0).unwrap();
+    pool.fail(3).unwrap();
+    drop(pool);
+    let mut pool = Pool::open(&dir.join("pool.json")).unwrap();
+    assert_eq!(
+        pool.status().bpgl_len,
+        0,
+        "an older list came back with the member that held the newest one gone"
+    );
+    check_all(
+        &mut pool,
+        &model,
+        "raid6 lazy, two failures after the newest list's member",
+    );
+    pool.close().unwrap();
+}

@@ -352,19 +352,6 @@ impl Pool {
         if !self.state.bpgl().is_empty() && !self.state.lazy_allowed() {
             let _ = self.flush_bpgl(0);
         }
-        // With every member present the newest deferred-parity record found is the newest
-        // there is; it is recorded again on the members that take records now. It may be on
-        // fewer of them (a crash left it on the one member still answering when it was
-        // written), and should that member fail next, the start after would find an older
-        // list, whose stripes count as short of a parity: after a second failure they read as
-        // lost, although the array holds them (served fault harness, seed 0x6b099bac). Not
-        // with a member missing: a newer record may be on it, and a rewrite numbered after the
-        // one found would outrank it once the member is back.
-        let all_present =
-            self.state.failed().is_empty() && self.members.handles.iter().all(|m| m.is_some());
-        if all_present && (self.lazy.parity == ParityPolicy::Lazy || self.lazy.seq > 0) {
-            self.persist_bpgl()?;
-        }
         Ok(())
     }
 

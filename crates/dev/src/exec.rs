@@ -153,6 +153,22 @@ fn is_direct(p: &Plan) -> bool {
         }
 }
 
+/// A read's buffer cut into the user buffers of its plans (`plans[i].buffers[0]` bytes each,
+/// in order: read plans cover the request front to back).
+pub fn read_buffers<'b>(plans: &[raidcore::Plan], buf: &'b mut [u8]) -> Vec<&'b mut [u8]> {
+    let mut users: Vec<&mut [u8]> = Vec::with_capacity(plans.len());
+    let mut rest = buf;
+    let mut at = 0u64;
+    for p in plans {
+        assert_eq!(p.user_offset, at, "plans cover the request in order");
+        let (head, tail) = rest.split_at_mut(p.buffers[0]);
+        users.push(head);
+        rest = tail;
+        at += p.buffers[0] as u64;
+    }
+    users
+}
+
 /// Runs `plans` as one batch. `users[i]` is plan i's user buffer (`plans[i].buffers[0]` bytes:
 /// the destination of a read, the source of a write, empty for a rebuild). If any read fails,
 /// no op or write runs and the read errors are returned (re-plan after failing the members).

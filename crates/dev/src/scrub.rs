@@ -390,13 +390,7 @@ impl Pool {
         let plans = raidcore::plan_read(&self.geo, &self.state, a, b - a).ok()?;
         let mut out = vec![0u8; (b - a) as usize];
         {
-            let mut users: Vec<&mut [u8]> = Vec::with_capacity(plans.len());
-            let mut rest: &mut [u8] = &mut out;
-            for p in &plans {
-                let (head, tail) = rest.split_at_mut(p.buffers[0]);
-                users.push(head);
-                rest = tail;
-            }
+            let mut users = crate::exec::read_buffers(&plans, &mut out);
             let view = crate::exec::Members {
                 marked_lost_as_stored: true,
                 ..self.members_view()

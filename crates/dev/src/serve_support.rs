@@ -841,13 +841,7 @@ impl SharedPool {
             else {
                 continue;
             };
-            let mut users: Vec<&mut [u8]> = Vec::with_capacity(plans.len());
-            let mut rest: &mut [u8] = buf;
-            for p in &plans {
-                let (head, tail) = rest.split_at_mut(p.buffers[0]);
-                users.push(head);
-                rest = tail;
-            }
+            let mut users = crate::exec::read_buffers(&plans, buf);
             match run_plans(&plans, &mut users, &self.view(&members)) {
                 Ok(()) => {
                     // A rebuild that met blocks it could not rebuild lists them lost, then

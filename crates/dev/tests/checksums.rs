@@ -1345,16 +1345,17 @@ fn a_range_lost_in_a_rebuild_can_be_rewritten() {
 #[test]
 fn rewriting_a_damaged_marked_block_keeps_its_row_consistent() {
     let d = TempDir::new("marked-damaged");
-    let (mut pool, mut data, lo) = rebuild_with_lse(&d.0, SchemeKind::Raid5, params(6, None), true);
-    let lost = lost_ranges(&pool);
-    assert!(lost.iter().any(|&(a, _)| a == lo), "{lost:?}");
-    let geo = pool.geometry().clone();
-    let cb = geo.chunk_bytes();
-    let (c, idx) = geo.locate_chunk(lo / cb);
-    let place = geo.data_place(idx);
+    let MarkedRow {
+        mut pool,
+        mut data,
+        lost,
+        unit: l2,
+        unit_member: disk,
+        marked_member: m,
+        marked_at: at,
+        ..
+    } = marked_row(&d.0);
     // The marked block on the member that had the latent error is damaged at rest.
-    let (m, at) = where_is(&pool, c, place, lo % cb);
-    assert_ne!(m, 0, "the latent error was on a survivor");
     flip_byte(&d.0, m, at + 100);
     // Every lost range is rewritten, exactly.
     for &(a, n) in &lost {
@@ -1364,22 +1365,6 @@ fn rewriting_a_damaged_marked_block_keeps_its_row_consistent() {
     }
     assert!(pool.status().lost.is_empty());
     // Another data unit of the row, read degraded once its member fails.
-    let (s, _) = geo.place_units(place)[0];
-    let in_chunk = lo % cb;
-    let (l2, disk) = geo
-        .stripe_places(s)
-        .iter()
-        .filter(|&&q| geo.role(q) == Role::Data)
-        .map(|&q| {
-            (
-                logical_offset(&geo, c, q, in_chunk).unwrap(),
-                place_loc(&geo, pool.state(), c, q).0.disk as usize,
-            )
-        })
-        .find(|&(l, disk)| {
-            disk != m && disk != 0 && !lost.iter().any(|&(a, n)| a <= l && l < a + n)
-        })
-        .expect("another data unit in the row");
     pool.fail(disk).unwrap();
     assert!(
         pool.read(l2, 4096).unwrap() == data[l2 as usize..l2 as usize + 4096],
@@ -1393,19 +1378,23 @@ fn rewriting_a_damaged_marked_block_keeps_its_row_consistent() {
 }
 
 /// A RAID5 pool of six members after a rebuild that met a latent error: two blocks of one
-/// row are marked lost. Returns the pool, its bytes, its lost ranges, another data unit of that
-/// row (logical offset) with its member, and the marked block on the survivor (member, byte,
-/// logical offset).
-#[allow(clippy::type_complexity)]
-fn marked_row(
-    dir: &Path,
-) -> (
-    Pool,
-    Vec<u8>,
-    Vec<(u64, u64)>,
-    (u64, usize),
-    (usize, u64, u64),
-) {
+/// row are marked lost, one of them on a survivor.
+struct MarkedRow {
+    pool: Pool,
+    /// The pool's bytes.
+    data: Vec<u8>,
+    /// Its lost ranges, `(logical offset, length)`.
+    lost: Vec<(u64, u64)>,
+    /// Another data unit of the row, not lost: its logical offset and its member.
+    unit: u64,
+    unit_member: usize,
+    /// The marked block on the survivor: its member, member byte and logical offset.
+    marked_member: usize,
+    marked_at: u64,
+    marked_lo: u64,
+}
+
+fn marked_row(dir: &Path) -> MarkedRow {
     let (pool, data, lo) = rebuild_with_lse(dir, SchemeKind::Raid5, params(6, None), true);
     let lost = lost_ranges(&pool);
     assert!(lost.iter().any(|&(a, _)| a == lo), "{lost:?}");
@@ -1415,8 +1404,9 @@ fn marked_row(
     let place = geo.data_place(idx);
     let in_chunk = lo % cb;
     let (m, m_at) = where_is(&pool, c, place, in_chunk);
+    assert_ne!(m, 0, "the latent error was on a survivor");
     let (s, _) = geo.place_units(place)[0];
-    let other = geo
+    let (unit, unit_member) = geo
         .stripe_places(s)
         .iter()
         .filter(|&&q| geo.role(q) == Role::Data)
@@ -1430,7 +1420,16 @@ fn marked_row(
             disk != m && disk != 0 && !lost.iter().any(|&(a, n)| a <= l && l < a + n)
         })
         .expect("another data unit in the row");
-    (pool, data, lost, other, (m, m_at, lo))
+    MarkedRow {
+        pool,
+        data,
+        lost,
+        unit,
+        unit_member,
+        marked_member: m,
+        marked_at: m_at,
+        marked_lo: lo,
+    }
 }
 
 /// A degraded read of a data unit whose row holds blocks marked lost: the marked blocks' stored
@@ -1441,7 +1440,16 @@ fn marked_row(
 #[test]
 fn a_degraded_read_beside_a_marked_block_is_reconstructed() {
     let d = TempDir::new("marked-degraded-read");
-    let (mut pool, data, lost, (l2, disk), (m, m_at, _)) = marked_row(&d.0);
+    let MarkedRow {
+        mut pool,
+        data,
+        lost,
+        unit: l2,
+        unit_member: disk,
+        marked_member: m,
+        marked_at: m_at,
+        ..
+    } = marked_row(&d.0);
     pool.fail(disk).unwrap();
     let got = pool.read(l2, 4096);
     assert!(
@@ -1475,7 +1483,16 @@ fn a_degraded_read_beside_a_marked_block_is_reconstructed() {
 fn a_served_degraded_read_beside_a_marked_block_is_reconstructed() {
     use dev::serve_support::{Concurrency, SharedPool};
     let d = TempDir::new("marked-degraded-served");
-    let (pool, data, lost, (l2, disk), (m, m_at, _)) = marked_row(&d.0);
+    let MarkedRow {
+        pool,
+        data,
+        lost,
+        unit: l2,
+        unit_member: disk,
+        marked_member: m,
+        marked_at: m_at,
+        ..
+    } = marked_row(&d.0);
     let sp = SharedPool::new(pool, Concurrency::Stripes).unwrap();
     sp.fail(disk).unwrap();
     let mut b = vec![0u8; 4096];
@@ -1526,7 +1543,16 @@ fn a_served_degraded_read_beside_a_marked_block_is_reconstructed() {
 #[test]
 fn a_rebuild_through_a_damaged_marked_block_records_the_loss() {
     let d = TempDir::new("marked-damaged-rebuild");
-    let (mut pool, data, lost, (l2, disk), (m, m_at, _)) = marked_row(&d.0);
+    let MarkedRow {
+        mut pool,
+        data,
+        lost,
+        unit: l2,
+        unit_member: disk,
+        marked_member: m,
+        marked_at: m_at,
+        ..
+    } = marked_row(&d.0);
     flip_byte(&d.0, m, m_at + 100);
     pool.fail(disk).unwrap();
     pool.replace(disk, &d.0.join("newx.img")).unwrap();
@@ -1550,7 +1576,14 @@ fn a_rebuild_through_a_damaged_marked_block_records_the_loss() {
 fn a_rebuild_of_a_marked_blocks_member_marks_it_again() {
     for rewrite in [false, true] {
         let d = TempDir::new(&format!("marked-own-rebuild-{rewrite}"));
-        let (mut pool, mut data, lost, _, (m, _, lo)) = marked_row(&d.0);
+        let MarkedRow {
+            mut pool,
+            mut data,
+            lost,
+            marked_member: m,
+            marked_lo: lo,
+            ..
+        } = marked_row(&d.0);
         let n = pool.geometry().disks();
         // The row's other marked blocks are rewritten: the one on member m is its only one,
         // and the rebuild reconstructs it without meeting another.

@@ -296,16 +296,7 @@ impl Pool {
             // Mirrored units are read from the copy MD's read_balance would pick.
             let loads = crate::exec::member_loads(&self.members.counters);
             let plans = plan_read_balanced(&self.geo, &self.state, offset, len, &loads)?;
-            let mut users: Vec<&mut [u8]> = Vec::new();
-            let mut rest: &mut [u8] = &mut out;
-            let mut at = 0u64;
-            for p in &plans {
-                assert_eq!(p.user_offset, at, "plans cover the request in order");
-                let (head, tail) = rest.split_at_mut(p.buffers[0]);
-                users.push(head);
-                rest = tail;
-                at += p.buffers[0] as u64;
-            }
+            let mut users = crate::exec::read_buffers(&plans, &mut out);
             match run_plans(&plans, &mut users, &self.members_view()) {
                 Ok(()) => return Ok(out),
                 // Bad blocks are repaired (or reported lost) and the read planned again; a

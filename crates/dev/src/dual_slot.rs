@@ -114,8 +114,19 @@ impl DualSlot {
         members: &[Option<Arc<dyn Member>>],
         len_of: impl Fn(&[u8]) -> Option<usize>,
     ) -> Vec<Vec<u8>> {
+        (self.read_each(members, len_of).into_iter())
+            .map(|(_, b)| b)
+            .collect()
+    }
+
+    /// [`DualSlot::read_all`], each record with the index of the member it was read from.
+    pub fn read_each(
+        &self,
+        members: &[Option<Arc<dyn Member>>],
+        len_of: impl Fn(&[u8]) -> Option<usize>,
+    ) -> Vec<(usize, Vec<u8>)> {
         let mut out = Vec::new();
-        for m in members.iter().flatten() {
+        for (i, m) in (members.iter().enumerate()).filter_map(|(i, m)| Some((i, m.as_ref()?))) {
             for slot in 0..2 {
                 let at = self.at(slot);
                 let mut head = vec![0u8; 4096];
@@ -125,12 +136,12 @@ impl DualSlot {
                 let Some(len) = len_of(&head) else { continue };
                 let len = len.min(self.slot_bytes() as usize);
                 if len <= head.len() {
-                    out.push(head);
+                    out.push((i, head));
                     continue;
                 }
                 let mut b = vec![0u8; len.next_multiple_of(4096)];
                 if m.read_at(&mut b, at).is_ok() {
-                    out.push(b);
+                    out.push((i, b));
                 }
             }
         }

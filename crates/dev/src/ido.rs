@@ -565,6 +565,14 @@ impl Ido {
         self.write_inner().surrogate_path = p;
     }
 
+    /// A state that replaces `old` numbers its records after `old`'s: a record numbered
+    /// lower than one on the members would lose to it at the next start.
+    pub(crate) fn succeed(&self, old: &Ido) {
+        let seq = old.read_inner().seq;
+        let mut inner = self.write_inner();
+        inner.seq = inner.seq.max(seq);
+    }
+
     fn read_inner(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
@@ -754,6 +762,29 @@ impl Ido {
         }
         ido.pop_dirty.store(false, Ordering::Relaxed);
         Ok(Some(ido))
+    }
+
+    /// How many members hold the newest valid record of array `uuid` (`records` as
+    /// [`Ido::restore`] takes them, each with the member it was read from).
+    pub(crate) fn newest_record_holders(records: &[(usize, Vec<u8>)], uuid: &[u8; 16]) -> usize {
+        let found: Vec<(usize, u64)> = (records.iter())
+            .filter_map(|(i, b)| Some((*i, RecordView::parse(b)?)))
+            .filter(|(_, r)| &r.uuid == uuid)
+            .map(|(i, r)| (i, r.seq))
+            .collect();
+        let Some(newest) = found.iter().map(|&(_, s)| s).max() else {
+            return 0;
+        };
+        (found.iter().filter(|&&(_, s)| s == newest))
+            .map(|&(i, _)| i)
+            .collect::<std::collections::BTreeSet<usize>>()
+            .len()
+    }
+
+    /// The state is written again at the next [`Ido::persist_if_dirty`] although it did not
+    /// change (its newest record is on fewer members than a record goes to).
+    pub(crate) fn record_again(&self) {
+        self.pop_dirty.store(true, Ordering::Relaxed);
     }
 
     /// Writes the record (the core's state and the surrogate's name) through `main`.

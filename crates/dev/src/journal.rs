@@ -210,6 +210,52 @@ impl Journal {
         self.st.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Appends writes whose every entry (member, offset in the data area, bytes) holds the
+    /// final contents of its place, whatever else is written: a repair's, or a flush's of
+    /// deferred parity (computed under the stripe's lock from what its members hold then).
+    /// They need not land together, so they are split into records the ring takes (pieces
+    /// of [`Journal::piece_bytes`]): any subset replayed is right. Returns the records'
+    /// sequence numbers, each to be passed to [`Journal::done`] once the in-place writes ran.
+    /// On an error the records already appended are marked done (their contents are right
+    /// whether or not they are written again) and the error is returned.
+    ///
+    /// Such writes must be journaled even though nothing tears them: replay rewrites every
+    /// record since the last checkpoint, and an older record's parity for the same place,
+    /// replayed over a newer unjournaled one, would leave the stripe inconsistent.
+    pub fn append_final(
+        &self,
+        members: &Members,
+        entries: &[(u32, u64, &[u8])],
+    ) -> Result<Vec<u64>> {
+        let piece = self.piece_bytes() as usize;
+        let max = self.max_record_bytes();
+        let mut pieces: Vec<(u32, u64, &[u8])> = Vec::new();
+        for &(m, off, bytes) in entries {
+            for (k, b) in bytes.chunks(piece).enumerate() {
+                pieces.push((m, off + (k * piece) as u64, b));
+            }
+        }
+        let mut seqs = Vec::new();
+        let mut rest = &pieces[..];
+        while !rest.is_empty() {
+            let mut n = 1;
+            while n < rest.len() && record_len(rest[..=n].iter().map(|e| e.2.len())) <= max {
+                n += 1;
+            }
+            match self.append(members, &rest[..n]) {
+                Ok(seq) => seqs.push(seq),
+                Err(e) => {
+                    for seq in seqs {
+                        self.done(seq);
+                    }
+                    return Err(e);
+                }
+            }
+            rest = &rest[n..];
+        }
+        Ok(seqs)
+    }
+
     /// The largest record (encoded bytes) one append takes: a quarter of the ring, so that
     /// several writes are in the ring at once. Larger writes are split by the caller.
     pub fn max_record_bytes(&self) -> usize {

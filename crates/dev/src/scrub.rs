@@ -599,7 +599,7 @@ impl Pool {
                             (w.member, w.offset_bytes, b)
                         })
                         .collect();
-                    match log_repair(&j, &self.members.handles, &entries) {
+                    match j.append_final(&self.members.handles, &entries) {
                         Ok(seqs) => Some((j, seqs)),
                         Err(e) => {
                             let failed = j.take_failed_members();
@@ -1344,48 +1344,6 @@ impl Pool {
             Err(_) => Ok(false),
         }
     }
-}
-
-/// Appends a repair's writes (member, offset in the data area, final bytes) to the journal,
-/// split into records the ring takes, and returns their sequence numbers (each to be passed to
-/// [`crate::journal::Journal::done`] once the in-place writes ran). A repair's writes need not
-/// land together: each holds what its place should hold, so any subset replayed is right. On
-/// an error the records already appended are marked done (their contents are right whether
-/// or not they are written again) and the error is returned.
-fn log_repair(
-    j: &crate::journal::Journal,
-    members: &[Option<std::sync::Arc<dyn crate::Member>>],
-    entries: &[(u32, u64, &[u8])],
-) -> std::result::Result<Vec<u64>, crate::journal::JournalIoError> {
-    let piece = j.piece_bytes() as usize;
-    let max = j.max_record_bytes();
-    let mut pieces: Vec<(u32, u64, &[u8])> = Vec::new();
-    for &(m, off, bytes) in entries {
-        for (k, b) in bytes.chunks(piece).enumerate() {
-            pieces.push((m, off + (k * piece) as u64, b));
-        }
-    }
-    let mut seqs = Vec::new();
-    let mut rest = &pieces[..];
-    while !rest.is_empty() {
-        let mut n = 1;
-        while n < rest.len()
-            && raidcore::journal::record_len(rest[..=n].iter().map(|e| e.2.len())) <= max
-        {
-            n += 1;
-        }
-        match j.append(members, &rest[..n]) {
-            Ok(seq) => seqs.push(seq),
-            Err(e) => {
-                for seq in seqs {
-                    j.done(seq);
-                }
-                return Err(e);
-            }
-        }
-        rest = &rest[n..];
-    }
-    Ok(seqs)
 }
 
 /// What [`Pool::repair_group`] checks recomputed blocks against before writing them.

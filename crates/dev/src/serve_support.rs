@@ -65,8 +65,9 @@ use serde::{Deserialize, Serialize};
 use crate::exec::{run_plans, Counters, Members};
 use crate::ido::{Ido, MainPool, Phase, RebuildPolicy};
 use crate::pool::{
-    gave_up, pieces, run_attempt, write_loop, Attempt, IntentGuard, Outcome, Pool, PoolError,
-    RebuildOpts, RebuildProgress, Status, VerifyReport, WriteIntent, WriteSite, REPLANS_MAX,
+    gave_up, pieces, run_attempt, run_flush, write_loop, Attempt, IntentGuard, Outcome, Pool,
+    PoolError, RebuildOpts, RebuildProgress, Status, VerifyReport, WriteIntent, WriteSite,
+    REPLANS_MAX,
 };
 use crate::{Allocation, Member};
 
@@ -582,10 +583,7 @@ impl SharedPool {
                     return p.persist_bpgl_if_dirty().map(|_| 0);
                 }
                 let plans: Vec<Plan> = fps.iter().map(|f| f.plan.clone()).collect();
-                let mut empty: Vec<Vec<u8>> = plans.iter().map(|_| Vec::new()).collect();
-                let mut users: Vec<&mut [u8]> =
-                    empty.iter_mut().map(|v| v.as_mut_slice()).collect();
-                let outcome = run_plans(&plans, &mut users, &p.members_view());
+                let outcome = run_flush(&plans, &p.members_view(), p.wh.journal.as_ref())?;
                 let n = p.end_flush(&fps, outcome)?.unwrap_or(0);
                 p.persist_bpgl_if_dirty()?;
                 Ok(n)
@@ -601,9 +599,14 @@ impl SharedPool {
         let Some(members) = self.current_members(&plans)? else {
             return Ok(0);
         };
-        let mut empty: Vec<Vec<u8>> = plans.iter().map(|_| Vec::new()).collect();
-        let mut users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
-        let outcome = run_plans(&plans, &mut users, &self.view(&members));
+        let journal = self.with_pool(|p| Ok(p.wh.journal.clone()))?;
+        let outcome = match run_flush(&plans, &self.view(&members), journal.as_ref()) {
+            Ok(o) => o,
+            Err(e) => {
+                drop(guard);
+                return Err(e);
+            }
+        };
         let r = self.with_pool(|p| {
             let n = p.end_flush(&fps, outcome)?.unwrap_or(0);
             p.persist_bpgl_if_dirty()?;

@@ -435,3 +435,238 @@ fn lazy_writes_after_a_rebuild_survive_a_crash_before_its_record() {
         "raid6 lazy after the crash, without members 0 and 3",
     );
 }
+
+/// The newest deferred-parity record on one member only (what a crash leaves when the other
+/// members stopped answering before it was written): a start with every member present
+/// records the list again on the members that take its records now, so that once that member
+/// fails, the start after does not find an older list, whose stripes would read as lost after
+/// a second failure (served fault harness, seed 0x6b099bac).
+#[test]
+fn the_newest_deferred_parity_list_outlives_the_member_holding_it() {
+    use std::os::unix::fs::FileExt;
+    let chunk = 4096u64;
+    let tmp = TempDir::new("newest-list");
+    let dir = tmp.0.clone();
+    let mut pool = create(
+        &dir,
+        SchemeKind::Raid6,
+        6,
+        128 * chunk,
+        chunk,
+        ParityPolicy::Lazy,
+        Some(8),
+        None,
+    );
+    let mut model = vec![0u8; pool.capacity_bytes() as usize];
+    let mut rng = Rng::new(7);
+    for _ in 0..30 {
+        scribble(&mut pool, &mut model, &mut rng, 1, chunk);
+    }
+    assert!(pool.status().bpgl_len > 0, "writes deferred parity");
+    // Members 1 and 2 will hold the list as it is now: their record slots are kept.
+    let paths = members(&dir, 6);
+    let region = raidcore::region::BPGL;
+    let read = |p: &Path| {
+        let mut b = vec![0u8; region.bytes as usize];
+        std::fs::File::open(p)
+            .unwrap()
+            .read_exact_at(&mut b, region.offset)
+            .unwrap();
+        b
+    };
+    let kept: Vec<Vec<u8>> = [1, 2].iter().map(|&i| read(&paths[i])).collect();
+    // The list is flushed; its empty record reaches members 0, 1 and 2, then 1 and 2 lose it.
+    pool.flush_bpgl(0).unwrap();
+    assert_eq!(pool.status().bpgl_len, 0);
+    drop(pool); // a crash: no close
+    for (k, &i) in [1usize, 2].iter().enumerate() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&paths[i])
+            .unwrap()
+            .write_all_at(&kept[k], region.offset)
+            .unwrap();
+    }
+    // A start with every member present, then two failures, the first the member that held
+    // the newest list, and a crash.
+    let mut pool = Pool::open(&dir.join("pool.json")).unwrap();
+    assert_eq!(pool.status().bpgl_len, 0, "the newest list is empty");
+    pool.fail(0).unwrap();
+    pool.fail(3).unwrap();
+    drop(pool);
+    let mut pool = Pool::open(&dir.join("pool.json")).unwrap();
+    assert_eq!(
+        pool.status().bpgl_len,
+        0,
+        "an older list came back with the member that held the newest one gone"
+    );
+    check_all(
+        &mut pool,
+        &model,
+        "raid6 lazy, two failures after the newest list's member",
+    );
+    pool.close().unwrap();
+}
+
+/// The dangerous half of the case above: the newest record, on member 0 only, lists more
+/// stripes than the older one on the other members. The start after the crash resyncs the
+/// stripes it was writing, and then writes again into listed stripes only: no record is
+/// written, their parity falls behind again, and the pool is closed. Without a record made at
+/// that start, once member 0 is gone the next start takes the older, shorter list, counts the
+/// other stripes' parity as current, and a second failure reads wrong bytes from them.
+#[test]
+fn a_longer_newest_list_on_one_member_is_recorded_again_before_it_is_needed() {
+    use std::os::unix::fs::FileExt;
+    let chunk = 4096u64;
+    let tmp = TempDir::new("longer-list");
+    let dir = tmp.0.clone();
+    let mut pool = create(
+        &dir,
+        SchemeKind::Raid6,
+        6,
+        128 * chunk,
+        chunk,
+        ParityPolicy::Lazy,
+        Some(64),
+        None,
+    );
+    let mut model = vec![0u8; pool.capacity_bytes() as usize];
+    let mut rng = Rng::new(11);
+    for _ in 0..3 {
+        scribble(&mut pool, &mut model, &mut rng, 1, chunk);
+    }
+    let short = pool.status().bpgl_len;
+    let paths = members(&dir, 6);
+    let region = raidcore::region::BPGL;
+    let read = |p: &Path| {
+        let mut b = vec![0u8; region.bytes as usize];
+        std::fs::File::open(p)
+            .unwrap()
+            .read_exact_at(&mut b, region.offset)
+            .unwrap();
+        b
+    };
+    // Members 1 and 2 keep the short list; member 0 alone gets the longer ones.
+    let kept: Vec<Vec<u8>> = [1, 2].iter().map(|&i| read(&paths[i])).collect();
+    let mut written = Vec::new();
+    for _ in 0..30 {
+        let len = 1 + rng.below(2 * chunk);
+        let off = rng.below(model.len() as u64 - len);
+        let data = rng.bytes(len as usize);
+        pool.write(off, &data).unwrap();
+        model[off as usize..(off + len) as usize].copy_from_slice(&data);
+        written.push((off, len));
+    }
+    let long = pool.status().bpgl_len;
+    assert!(
+        long > short + 4,
+        "the later writes list more stripes ({short} -> {long})"
+    );
+    drop(pool); // a crash: no close
+    for (k, &i) in [1usize, 2].iter().enumerate() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&paths[i])
+            .unwrap()
+            .write_all_at(&kept[k], region.offset)
+            .unwrap();
+    }
+    let mut pool = Pool::open(&dir.join("pool.json")).unwrap();
+    assert_eq!(
+        pool.status().bpgl_len,
+        long,
+        "the newest list is found on member 0"
+    );
+    for &(off, len) in &written {
+        let data = rng.bytes(len as usize);
+        pool.write(off, &data).unwrap();
+        model[off as usize..(off + len) as usize].copy_from_slice(&data);
+    }
+    assert_eq!(
+        pool.status().bpgl_len,
+        long,
+        "the writes fell in listed stripes only"
+    );
+    pool.close().unwrap();
+    // Member 0 is gone at the next start; member 3 fails after it.
+    std::fs::rename(&paths[0], dir.join("gone.img")).unwrap();
+    let mut pool = Pool::open(&dir.join("pool.json")).unwrap();
+    pool.fail(3).unwrap();
+    check_all(
+        &mut pool,
+        &model,
+        "raid6 lazy, members 0 and 3 gone after the newest list reached member 0 alone",
+    );
+}
+
+/// With a write journal, a flush's recomputed background parity goes through the journal
+/// like any write. Replay after a crash rewrites every record since the last checkpoint: an
+/// eager write's record of that parity, replayed over the flushed one, left it behind a later
+/// lazy write's data with the stripe no longer listed (served fault harness, seed
+/// 0x6b099bac: a sector never written read another write's bytes after two failures). After
+/// such a crash every stripe is consistent and every pair of failures reads the model back.
+#[test]
+fn a_journal_replay_never_puts_older_parity_over_a_flushed_one() {
+    let chunk = 4096u64;
+    let tmp = TempDir::new("replay-flushed");
+    let base = tmp.0.join("base");
+    std::fs::create_dir_all(&base).unwrap();
+    let mut pool = Pool::create(
+        &base.join("pool.json"),
+        CreateOpts {
+            chunk_bytes: chunk,
+            parity: ParityPolicy::Eager,
+            write_hole: dev::pool::WriteHole::Journal,
+            ..test_opts(SchemeKind::Raid6, &base, 6, (4 << 20) + 64 * chunk)
+        },
+    )
+    .unwrap();
+    let mut model = vec![0u8; pool.capacity_bytes() as usize];
+    let mut rng = Rng::new(5);
+    // Eager writes (both parities journaled) to one chunk of every stripe of the first
+    // cycles, then lazy writes to another chunk of each, then the flush, then a crash.
+    let stripe = 4 * chunk; // 6 members, P and Q
+    let stripes = 12u64;
+    let mut put = |pool: &mut Pool, off: u64, len: u64| {
+        let data = rng.bytes(len as usize);
+        pool.write(off, &data).unwrap();
+        model[off as usize..(off + len) as usize].copy_from_slice(&data);
+    };
+    for s in 0..stripes {
+        put(&mut pool, s * stripe, 1024);
+    }
+    pool.set_parity(ParityPolicy::Lazy).unwrap();
+    for s in 0..stripes {
+        put(&mut pool, s * stripe + chunk + 512, 1024);
+    }
+    assert!(
+        pool.status().bpgl_len > 0,
+        "the lazy writes deferred parity"
+    );
+    pool.flush_bpgl(0).unwrap();
+    assert_eq!(pool.status().bpgl_len, 0);
+    drop(pool); // a crash: the journal is replayed at the next start
+    let paths = members(&base, 6);
+    let mut pool = clone_pool(&paths, &tmp.0.join("verify"));
+    let r = pool.verify().unwrap();
+    assert!(
+        r.inconsistent.is_empty(),
+        "after the replay, stripes {:?} disagree with their parity",
+        r.inconsistent
+    );
+    drop(pool);
+    for a in 0..6 {
+        for b in a + 1..6 {
+            let mut pool = clone_pool(&paths, &tmp.0.join(format!("pair-{a}-{b}")));
+            pool.fail(a).unwrap();
+            pool.fail(b).unwrap();
+            check_all(
+                &mut pool,
+                &model,
+                &format!("journaled lazy raid6 without {a} and {b}"),
+            );
+            drop(pool);
+            std::fs::remove_dir_all(tmp.0.join(format!("pair-{a}-{b}"))).unwrap();
+        }
+    }
+}

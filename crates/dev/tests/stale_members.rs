@@ -323,3 +323,54 @@ fn the_healers_rebuild_uses_the_policy_it_is_given() {
     assert!(read_all(&sp, model.len()) == model);
     sp.close().unwrap();
 }
+
+/// IDO's record (zone table and popularity, a policy rebuild's state and which ranges live on
+/// the surrogate) goes to the first members that take it. A crash while it was being written
+/// can leave the newest one on the first member alone: the start that takes it writes it
+/// again, so that once that member is gone the start after does not go back to an older one.
+#[test]
+fn the_newest_ido_record_on_one_member_alone_is_recorded_again_at_the_start() {
+    use std::os::unix::fs::FileExt;
+    let dir = Dir::new("ido-record");
+    let (pool, _model) = raid6_of_5(&dir, 3);
+    let zone = |p: &Pool| p.ido().status(0).zone_bytes;
+    let first = zone(&pool);
+    pool.close().unwrap();
+    let region = raidcore::region::IDO;
+    let read = |i: usize| {
+        let mut b = vec![0u8; region.bytes as usize];
+        (std::fs::File::open(dir.m(i)).unwrap())
+            .read_exact_at(&mut b, region.offset)
+            .unwrap();
+        b
+    };
+    // Members 1 and 2 keep the records as they are now.
+    let kept = [read(1), read(2)];
+    let mut pool = Pool::open(&dir.desc()).unwrap();
+    pool.configure_ido(Some(2 * first), None).unwrap();
+    let second = zone(&pool);
+    assert_ne!(second, first);
+    pool.close().unwrap();
+    for (k, i) in [1usize, 2].into_iter().enumerate() {
+        (std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.m(i))
+            .unwrap())
+        .write_all_at(&kept[k], region.offset)
+        .unwrap();
+    }
+    let pool = Pool::open(&dir.desc()).unwrap();
+    assert_eq!(
+        zone(&pool),
+        second,
+        "the newest record is found on member 0"
+    );
+    drop(pool); // a crash: no close
+    std::fs::rename(dir.m(0), dir.0.join("gone.img")).unwrap();
+    let pool = Pool::open(&dir.desc()).unwrap();
+    assert_eq!(
+        zone(&pool),
+        second,
+        "an older IDO record came back with the member that held the newest one gone"
+    );
+}

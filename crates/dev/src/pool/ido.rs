@@ -38,11 +38,11 @@ impl crate::ido::MainPool for RecordOnly<'_> {
     }
 }
 
-/// Both IDO record slots of every present member.
+/// Both IDO record slots of every present member, each with the member's index.
 /// (The head says how long the record is: reading whole slots of every member of a wide
 /// pool at each open would be wasteful.)
-pub(super) fn ido_records(members: &[Option<Arc<dyn Member>>]) -> Vec<Vec<u8>> {
-    IDO_SLOTS.read_all(members, |head| {
+pub(super) fn ido_records(members: &[Option<Arc<dyn Member>>]) -> Vec<(usize, Vec<u8>)> {
+    IDO_SLOTS.read_each(members, |head| {
         Some(crate::ido::RECORD_FRAME.peek(head)?.len)
     })
 }
@@ -108,6 +108,7 @@ impl Pool {
                 zb,
             )?;
             fresh.set_surrogate_path(keep);
+            fresh.succeed(&self.ido);
             self.ido = Arc::new(fresh);
         }
         if let Some(s) = surrogate.filter(|s| nbd::client::is_uri(&s.to_string_lossy())) {

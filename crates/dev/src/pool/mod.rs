@@ -40,6 +40,7 @@ pub use assembly::{DISAPPEARED_WHY, STALE_WHY};
 pub use descriptor::{Descriptor, MemberDesc};
 pub use intent::ResyncReport;
 pub(crate) use intent::{IntentGuard, WriteIntent, INTENT_CLEAR_AFTER};
+pub(crate) use lazy::run_flush;
 pub use md::mdadm_data_offset;
 pub use opts::{
     default_journal_bytes, test_opts, CreateOpts, MemberWrap, Metadata, RebuildOpts, WriteHole,

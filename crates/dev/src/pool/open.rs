@@ -223,11 +223,14 @@ impl Pool {
         let behind = behind.iter().any(|&i| members[i].is_some());
         // The deferred-parity list: the newest valid record on any present member (a crash
         // with updates deferred leaves them listed there).
-        let bpgl = newest_bpgl(&members, &uuid);
+        let (bpgl, bpgl_holders) = match newest_bpgl(&members, &uuid) {
+            Some((r, holders)) => (Some(r), holders),
+            None => (None, 0),
+        };
         if let Some(r) = &bpgl {
             state.restore_bpgl(r);
         }
-        let ido = restored_ido(&geo, &members, &uuid)?;
+        let (ido, ido_holders) = restored_ido(&geo, &members, &uuid)?;
         let map = recorded_map(&best)?;
         let (checksums, torn_pages) = if has_checksums {
             let (c, torn) = Self::load_checksums(&geo, &map, &members)?;
@@ -289,6 +292,7 @@ impl Pool {
                 torn_pages,
                 &dirty,
                 access == Access::Forced,
+                (bpgl_holders, ido_holders),
             )?;
         }
         Ok(pool)
@@ -326,6 +330,7 @@ impl Pool {
         torn_pages: BTreeSet<(u32, u64)>,
         dirty: &BTreeSet<u64>,
         force: bool,
+        (bpgl_holders, ido_holders): (usize, usize),
     ) -> Result<()> {
         // Before anything else is written (a refusal writes nothing).
         self.resync_marked(dirty, force)?;
@@ -351,6 +356,30 @@ impl Pool {
         // reads of them report the loss, and the rest of the pool stays readable.
         if !self.state.bpgl().is_empty() && !self.state.lazy_allowed() {
             let _ = self.flush_bpgl(0);
+        }
+        // The deferred-parity list in use must be on as many members as a record is written
+        // to before a write depends on it. The newest record found may be on fewer: a crash
+        // while it was being written left it on the members written first. It is the list
+        // now (the older ones may name fewer stripes only because it was never acted on), and
+        // writes to stripes it names write no record; should its members fail next, the start
+        // after would take an older list, whose other stripes' parity it counts as current:
+        // wrong bytes after a second failure (test
+        // a_longer_newest_list_on_one_member_is_recorded_again_before_it_is_needed), or,
+        // were the older list the longer, data reported lost that the array holds (served
+        // fault harness, seed 0x6b099bac). So it is written again, to the members that take
+        // records now. A newer record on a member missing now was never acted on either:
+        // that member is recorded failed above and its slots are not read again.
+        let present = self.members.handles.iter().flatten().count();
+        let copies = self.record_copies().min(present);
+        if self.lazy.seq > 0 && bpgl_holders < copies {
+            self.persist_bpgl()?;
+        }
+        // The IDO record likewise: its D-Map says which ranges' newest data is on the
+        // surrogate, and writes there rely on it.
+        if ido_holders > 0 && ido_holders < copies && self.ido.records_enabled() {
+            self.ido.record_again();
+            let ido = Arc::clone(&self.ido);
+            ido.persist_if_dirty(&RecordOnly(self), self.sb.uuid, true)?;
         }
         Ok(())
     }
@@ -417,22 +446,24 @@ fn recorded_geometry(best: &Superblock, align: bool) -> Result<(Geometry, Scheme
 }
 
 /// Zone popularity, policy state and D-Map: the newest valid record on any member, or a new
-/// state when there is none.
+/// state when there is none; and how many members hold that record.
 fn restored_ido(
     geo: &Geometry,
     members: &[Option<Arc<dyn Member>>],
     uuid: &[u8; 16],
-) -> Result<Ido> {
+) -> Result<(Ido, usize)> {
     let (capacity, per_cycle) = (
         geo.capacity_bytes(),
         geo.data_per_cycle() * geo.chunk_bytes(),
     );
-    Ok(
-        match Ido::restore(capacity, per_cycle, &ido_records(members), uuid)? {
-            Some(ido) => ido,
-            None => Ido::new(capacity, per_cycle, DEFAULT_ZONE_BYTES)?,
-        },
-    )
+    let records = ido_records(members);
+    let holders = Ido::newest_record_holders(&records, uuid);
+    let records: Vec<Vec<u8>> = records.into_iter().map(|(_, b)| b).collect();
+    let ido = match Ido::restore(capacity, per_cycle, &records, uuid)? {
+        Some(ido) => ido,
+        None => Ido::new(capacity, per_cycle, DEFAULT_ZONE_BYTES)?,
+    };
+    Ok((ido, holders))
 }
 
 /// Where the newest superblock says the member's regions lie, once they are checked.

@@ -670,3 +670,66 @@ fn a_journal_replay_never_puts_older_parity_over_a_flushed_one() {
         }
     }
 }
+
+/// A member back through `re-add` keeps the deferred-parity records it had when it failed.
+/// One numbered above the pool's newest (what a start leaves that took an older list while
+/// the member was away) must not become the list at the next start: the pool numbers its
+/// next record after it.
+#[test]
+fn a_re_added_members_old_list_never_outranks_the_pools() {
+    use std::os::unix::fs::FileExt;
+    let chunk = 4096u64;
+    let tmp = TempDir::new("re-add-list");
+    let dir = tmp.0.clone();
+    let mut pool = create(
+        &dir,
+        SchemeKind::Raid6,
+        6,
+        64 * chunk,
+        chunk,
+        ParityPolicy::Lazy,
+        Some(8),
+        None,
+    );
+    let mut model = vec![0u8; pool.capacity_bytes() as usize];
+    let mut rng = Rng::new(3);
+    for _ in 0..10 {
+        scribble(&mut pool, &mut model, &mut rng, 1, chunk);
+    }
+    pool.flush_bpgl(0).unwrap();
+    let uuid: [u8; 16] = {
+        let h = pool.status().uuid;
+        std::array::from_fn(|k| u8::from_str_radix(&h[2 * k..2 * k + 2], 16).unwrap())
+    };
+    pool.fail(5).unwrap();
+    // Member 5's slots: a list of stripes whose parity is current, numbered far ahead.
+    let stale = raidcore::lazy::BpglRecord {
+        uuid,
+        sequence: 1_000,
+        capacity: 8,
+        stripes: vec![raidcore::StripeId {
+            cycle: 0,
+            stripe: 0,
+        }],
+    }
+    .encode();
+    let region = raidcore::region::BPGL;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&members(&dir, 6)[5])
+        .unwrap();
+    for half in 0..2 {
+        f.write_all_at(&stale, region.half(half).offset).unwrap();
+    }
+    drop(f);
+    pool.re_add(5).unwrap();
+    assert_eq!(pool.status().bpgl_len, 0);
+    pool.close().unwrap();
+    let mut pool = Pool::open(&dir.join("pool.json")).unwrap();
+    assert_eq!(
+        pool.status().bpgl_len,
+        0,
+        "the re-added member's old list came back as the newest"
+    );
+    check_all(&mut pool, &model, "raid6 lazy after a re-add");
+}

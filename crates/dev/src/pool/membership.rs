@@ -377,6 +377,17 @@ impl Pool {
         self.file.desc.members[i].failed_why = None;
         let tag = self.tag();
         self.persist(tag)?;
+        // Its deferred-parity records are from before it failed, and a start that took an
+        // older list while it was away numbered the pool's from below them: the next record
+        // is numbered after its own, or the next start could take its old list for the
+        // newest.
+        let back = self.members.handles[i].clone();
+        if let Some((r, _)) = newest_bpgl(std::slice::from_ref(&back), &self.sb.uuid) {
+            if r.sequence >= self.lazy.seq {
+                self.lazy.seq = r.sequence;
+                self.persist_bpgl()?;
+            }
+        }
         Ok(checked)
     }
 

@@ -73,6 +73,8 @@ fn known(rng: &mut Rng, format: TraceFormat, prev_time: u64) -> Known {
         TraceFormat::Systor => (1, 1),
         TraceFormat::Blkparse(_) => (1, 512),
         TraceFormat::FioIolog => (1000, 1),
+        TraceFormat::Alibaba => (1000, 1),
+        TraceFormat::Csv(_) => unreachable!("the generator covers the named formats"),
     };
     // Mostly forward in time, sometimes backwards (Tencent and SYSTOR are not sorted).
     let step = rng.below(5_000_000_000) / time_unit * time_unit;
@@ -186,6 +188,20 @@ fn render(rng: &mut Rng, format: TraceFormat, k: &Known, fio_file: &str) -> Stri
                 if read { 1 } else { 0 }
             )
         }
+        TraceFormat::Alibaba => {
+            let op = *rng.pick(if read {
+                &["R", "r", "Read"]
+            } else {
+                &["W", "w"]
+            });
+            format!(
+                "{},{op},{},{},{}",
+                k.volume,
+                k.offset,
+                k.len,
+                k.time_ns / 1000
+            )
+        }
         TraceFormat::Tencent => format!(
             "{},{},{},{},{}",
             k.time_ns / 1_000_000_000,
@@ -250,6 +266,7 @@ fn render(rng: &mut Rng, format: TraceFormat, k: &Known, fio_file: &str) -> Stri
                 format!("{fio_file} {action} {} {}", k.offset, k.len)
             }
         }
+        TraceFormat::Csv(_) => unreachable!("the generator covers the named formats"),
     }
 }
 
@@ -308,6 +325,8 @@ fn broken(rng: &mut Rng, format: TraceFormat, k: &Known, fio_file: &str) -> Stri
         TraceFormat::Systor => (Some(','), 4),
         TraceFormat::Blkparse(_) => (None, 7),
         TraceFormat::FioIolog => (None, if fio_file.starts_with("3:") { 3 } else { 2 }),
+        TraceFormat::Alibaba => (Some(','), 2),
+        TraceFormat::Csv(_) => unreachable!("the generator covers the named formats"),
     };
     match sep {
         Some(c) => {

@@ -54,8 +54,9 @@ pub struct SimArgs {
     /// financial2 (keys: read, size, iops, qd, seq, requests, volumes, span, align).
     #[arg(long)]
     workload: String,
-    /// Trace format (spc, msr, mqsim, tencent, systor, blkparse-q, blkparse-d, fio); detected
-    /// from the first lines when absent.
+    /// Trace format: spc, msr, mqsim, tencent, systor, blkparse-q, blkparse-d, fio, alibaba,
+    /// or csv:SPEC with the columns given (see `raidforge trace read --help`). Detected from
+    /// the first lines when absent; gzip, zstd, xz and bzip2 files are read as they are.
     #[arg(long)]
     format: Option<String>,
     /// Skip malformed trace lines and count them instead of stopping at the first.

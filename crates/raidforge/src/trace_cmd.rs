@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use sim::exec::Workload;
@@ -26,8 +25,13 @@ pub enum TraceCommand {
 pub struct TraceReadArgs {
     /// The trace file.
     pub file: PathBuf,
-    /// Trace format (spc, msr, mqsim, tencent, systor, blkparse-q, blkparse-d, fio); detected
-    /// from the first lines when absent.
+    /// Trace format: spc, msr, mqsim, tencent, systor, blkparse-q, blkparse-d, fio, alibaba,
+    /// or csv:SPEC for any other CSV, its columns (from 1) and units given, e.g.
+    /// csv:time=5:us,offset=3:bytes,size=4:sectors,op=2:rw,device=1 (time units s, ms, us,
+    /// ns, 100ns; offset and size units bytes, sectors, blocks or a byte count; op words rw,
+    /// 01 (0 reads), 10 (1 reads) or scsi opcodes; flags header and sep=tab|semicolon|space).
+    /// Detected from the first lines when absent. Files compressed with gzip, zstd, xz or
+    /// bzip2 are read as they are.
     #[arg(long)]
     pub format: Option<String>,
     /// Skip malformed lines and count them instead of stopping at the first.
@@ -50,13 +54,8 @@ pub struct TraceReadArgs {
 
 /// The trace format a `--format` names (`None`: detect it).
 pub fn parse_format(name: Option<&str>) -> anyhow::Result<Option<TraceFormat>> {
-    name.map(|f| {
-        TraceFormat::from_name(f).with_context(|| {
-            let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
-            format!("unknown --format {f:?}; known: {}", names.join(", "))
-        })
-    })
-    .transpose()
+    name.map(|f| TraceFormat::parse(f).map_err(anyhow::Error::msg))
+        .transpose()
 }
 
 /// The requests of a trace, read as `raidforge sim` reads them.

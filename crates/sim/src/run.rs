@@ -31,8 +31,6 @@
 //! statistics of the SPC Financial traces; label results from them as synthetic); they accept
 //! the same keys to override a field, e.g. `financial1:requests=100000`.
 
-use std::fs::File;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -300,7 +298,7 @@ enum SourceKind {
         closed: Option<u32>,
     },
     Trace {
-        reader: Box<TraceReader<BufReader<File>>>,
+        reader: Box<TraceReader<trace::TraceInput>>,
         path: PathBuf,
         format: Option<TraceFormat>,
         options: ReadOptions,
@@ -343,7 +341,7 @@ impl Source {
     }
 }
 
-type TraceReaderBox = Result<Box<TraceReader<BufReader<File>>>, TraceError>;
+type TraceReaderBox = Result<Box<TraceReader<trace::TraceInput>>, TraceError>;
 
 impl Workload for Source {
     fn next_request(&mut self) -> Option<Result<Request, TraceError>> {

@@ -719,7 +719,7 @@ fn bad_options_are_rejected() {
 /// continues with the next line.
 #[test]
 fn malformed_lines_are_located_errors() {
-    let cases: [(TraceFormat, &str, &str); 14] = [
+    let cases: [(TraceFormat, &str, &str); 15] = [
         (TraceFormat::Spc, "0,100,4096,x,0.5", "bad opcode \"x\""),
         (
             TraceFormat::Spc,
@@ -774,6 +774,11 @@ fn malformed_lines_are_located_errors() {
             "0,36028797018963967,4096,r,0",
             "offset + length does not fit in 64 bits",
         ),
+        (
+            TraceFormat::Alibaba,
+            "3,T,8192,4096,1577808000000123",
+            "bad op \"T\"",
+        ),
     ];
     for (format, bad_line, message) in cases {
         let good = match format {
@@ -784,6 +789,8 @@ fn malformed_lines_are_located_errors() {
             TraceFormat::Systor => "1.0,0.1,R,0,0,512",
             TraceFormat::Blkparse(_) => "  8,0  1  1  0.5  7  Q  R 100 + 8 [cat]",
             TraceFormat::FioIolog => "",
+            TraceFormat::Alibaba => "3,W,8192,4096,1577808000000123",
+            TraceFormat::Csv(_) => unreachable!("no CSV case above"),
         };
         let text = if format == TraceFormat::FioIolog {
             format!("{bad_line}\n/dev/sda read 0 4096\n")
@@ -969,4 +976,173 @@ fn format_names_round_trip() {
         Some(TraceFormat::Blkparse(BlkEvent::Queue))
     );
     assert_eq!(TraceFormat::from_name("nope"), None);
+}
+
+/// The compressed fixtures of `crates/sim/tests/data` (see its README).
+fn compressed_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// Every request of the first 300 lines of the WebSearch trace, read from the plain file.
+fn websearch_300() -> Vec<Request> {
+    let text: String = std::fs::read_to_string(repo("websearch-head.mqsim"))
+        .unwrap()
+        .lines()
+        .take(300)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    TraceReader::new(text.as_bytes(), TraceFormat::MqSim, ReadOptions::default())
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap()
+}
+
+/// gzip, zstd, xz and bzip2 files (one stream, and two streams back to back) read as the
+/// plain text does, the format detected through the compression (`.mqsim.gz` counts as
+/// `.mqsim`).
+#[test]
+fn compressed_traces_read_like_the_plain_text() {
+    let want = websearch_300();
+    assert_eq!(want.len(), 300);
+    for ext in ["gz", "zst", "xz", "bz2"] {
+        for name in [
+            format!("websearch-300.mqsim.{ext}"),
+            format!("websearch-300-two-streams.mqsim.{ext}"),
+        ] {
+            let r = open(&compressed_fixture(&name), None, ReadOptions::default()).unwrap();
+            assert_eq!(r.format(), TraceFormat::MqSim, "{name}");
+            let got: Vec<Request> = r.collect::<Result<_, _>>().unwrap();
+            assert_eq!(got, want, "{name}");
+        }
+    }
+}
+
+/// A compressed trace cut short, or with its bytes damaged, is an error that names the
+/// compression, never a shorter trace read as if it were whole.
+#[test]
+fn truncated_or_damaged_compressed_traces_are_errors_not_short_traces() {
+    let dir = std::env::temp_dir().join(format!("rf-trace-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (ext, name) in [
+        ("gz", "gzip"),
+        ("zst", "zstd"),
+        ("xz", "xz"),
+        ("bz2", "bzip2"),
+    ] {
+        let whole =
+            std::fs::read(compressed_fixture(&format!("websearch-300.mqsim.{ext}"))).unwrap();
+        for keep in [whole.len() / 2, whole.len() - 3] {
+            let path = dir.join(format!("cut-{keep}.mqsim.{ext}"));
+            std::fs::write(&path, &whole[..keep]).unwrap();
+            let result = open(&path, Some(TraceFormat::MqSim), ReadOptions::default())
+                .map(|r| r.collect::<Result<Vec<_>, _>>());
+            let e = match result {
+                Ok(Ok(v)) => panic!("{ext} cut to {keep} bytes read as {} requests", v.len()),
+                Ok(Err(e)) | Err(e) => e,
+            };
+            let text = e.to_string();
+            assert!(matches!(e, TraceError::Io { .. }), "{ext}: {text}");
+            assert!(text.contains(name), "{ext} cut to {keep}: {text}");
+        }
+        // A damaged byte in the middle of the stream.
+        let mut bad = whole.clone();
+        let mid = bad.len() / 2;
+        bad[mid] ^= 0x5a;
+        bad[mid + 1] ^= 0xa5;
+        let path = dir.join(format!("damaged.mqsim.{ext}"));
+        std::fs::write(&path, &bad).unwrap();
+        let r = open(&path, Some(TraceFormat::MqSim), ReadOptions::default()).unwrap();
+        // Every one of these formats checks its contents (gzip, xz and bzip2 always, zstd
+        // with the checksum its tool writes by default). Lines decoded before the check
+        // fails may come first (and be malformed): the stream's error ends the trace.
+        let out: Vec<Result<Request, TraceError>> = r.collect();
+        let Some(Err(e)) = out.last() else {
+            panic!("{ext}: a damaged stream read without an error at its end");
+        };
+        assert!(
+            matches!(e, TraceError::Io { .. }) && e.to_string().contains(name),
+            "{ext}: {e}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The Alibaba block traces' layout (`device_id,opcode,offset,length,timestamp`: bytes and
+/// microseconds) is detected and read; the same lines read through a column map give the
+/// same requests.
+#[test]
+fn alibaba_traces_and_column_mapped_csv_read_alike() {
+    let text = "3,W,8192,4096,1577808000000123\n3,R,0,512,1577808000000623\n17,W,1048576,65536,1577808000001623\n";
+    assert_eq!(
+        TraceFormat::detect(None, text.as_bytes()),
+        Some(TraceFormat::Alibaba)
+    );
+    let got = ok_all(TraceFormat::Alibaba, text);
+    let want = [
+        (0, 8192, 4096, Op::Write, 3),
+        (500_000, 0, 512, Op::Read, 3),
+        (1_500_000, 1_048_576, 65_536, Op::Write, 17),
+    ];
+    let seen: Vec<(u64, u64, u64, Op, u32)> = got
+        .iter()
+        .map(|r| (r.time_ns, r.offset_bytes, r.len_bytes, r.op, r.volume))
+        .collect();
+    assert_eq!(seen, want);
+    let spec =
+        TraceFormat::parse("csv:device=1,op=2:rw,offset=3:bytes,size=4:bytes,time=5:us").unwrap();
+    assert_eq!(ok_all(spec, text), got);
+    // Another dialect: a header, semicolons, sectors, milliseconds, SCSI opcodes (a SYNCHRONIZE
+    // CACHE line carries no data and is skipped, not an error).
+    let other = "when;what;lba;blocks\n0.5;2a;16;8\n1.0;35;0;0\n1.25;28;0;1\n";
+    let spec = TraceFormat::parse(
+        "csv:time=1:ms,op=2:scsi,offset=3:sectors,size=4:sectors,header,sep=semicolon",
+    )
+    .unwrap();
+    let mut reader = TraceReader::new(other.as_bytes(), spec, ReadOptions::default()).unwrap();
+    let got: Vec<(u64, u64, u64, Op)> = reader
+        .by_ref()
+        .map(|r| r.unwrap())
+        .map(|r| (r.time_ns, r.offset_bytes, r.len_bytes, r.op))
+        .collect();
+    assert_eq!(
+        got,
+        [(0, 8192, 4096, Op::Write), (750_000, 0, 512, Op::Read)]
+    );
+    assert_eq!(reader.skipped_lines(), 2, "the header and the cache flush");
+}
+
+/// A malformed line of a column-mapped CSV is named by file and line; the reader goes on
+/// with the next (what --lenient counts and skips).
+#[test]
+fn a_malformed_csv_line_is_named_and_skippable() {
+    let dir = std::env::temp_dir().join(format!("rf-csv-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("dialect.csv");
+    std::fs::write(&path, "1,R,0,4096\n2,X,0,4096\n3,W,4096\n4,W,8192,512\n").unwrap();
+    let format = TraceFormat::parse("csv:time=1:s,op=2,offset=3,size=4").unwrap();
+    let out: Vec<Result<Request, TraceError>> = open(&path, Some(format), ReadOptions::default())
+        .unwrap()
+        .collect();
+    assert_eq!(out.len(), 4);
+    let errors: Vec<String> = out
+        .iter()
+        .filter_map(|r| r.as_ref().err())
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0].contains("dialect.csv:2") && errors[0].contains("\"X\""),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[1].contains("dialect.csv:3"), "{}", errors[1]);
+    let good: Vec<u64> = out
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .map(|r| r.offset_bytes)
+        .collect();
+    assert_eq!(good, [0, 8192]);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use super::columns::CsvColumns;
 use super::{BlkEvent, TraceFormat, VOLUMES_MAX};
 use crate::Op;
 
@@ -43,13 +44,15 @@ pub(crate) enum Problem {
 /// Bytes in the sectors that SPC, MQSim, Tencent and blkparse count in.
 const SECTOR_BYTES: u64 = 512;
 /// Fields kept per line; further fields are counted but not stored (SPC allows extra fields).
-const FIELDS_KEPT: usize = 12;
+pub(super) const FIELDS_KEPT: usize = 32;
 /// Characters of a bad field quoted in an error.
 const QUOTE_CHARS_MAX: usize = 64;
 
 pub(crate) struct Parser {
     format: TraceFormat,
     fio: FioState,
+    /// A column-mapped CSV's header line is still to come.
+    csv_header: bool,
 }
 
 #[derive(Default)]
@@ -60,13 +63,14 @@ struct FioState {
     wait_us: u128,
 }
 
-type ParseResult = Result<Option<RawRequest>, Problem>;
+pub(super) type ParseResult = Result<Option<RawRequest>, Problem>;
 
 impl Parser {
     pub(crate) fn new(format: TraceFormat) -> Parser {
         Parser {
             format,
             fio: FioState::default(),
+            csv_header: matches!(format, TraceFormat::Csv(c) if c.header),
         }
     }
 
@@ -87,13 +91,20 @@ impl Parser {
             TraceFormat::Systor => parse_systor(line),
             TraceFormat::Blkparse(event) => parse_blkparse(line, event),
             TraceFormat::FioIolog => self.fio.parse(line),
+            TraceFormat::Alibaba => CsvColumns::ALIBABA.parse_line(line),
+            TraceFormat::Csv(c) => {
+                if std::mem::take(&mut self.csv_header) {
+                    return Ok(None);
+                }
+                c.parse_line(line)
+            }
         }
     }
 }
 
 /// Split `line` at `sep` (or at runs of whitespace when `sep` is `None`), trimming each field.
 /// Returns the first [`FIELDS_KEPT`] fields and the total count, without allocating.
-fn split<'a>(line: &'a str, sep: Option<char>) -> ([&'a str; FIELDS_KEPT], usize) {
+pub(super) fn split<'a>(line: &'a str, sep: Option<char>) -> ([&'a str; FIELDS_KEPT], usize) {
     let mut fields = [""; FIELDS_KEPT];
     let mut count = 0;
     let mut keep = |f: &'a str| {
@@ -156,7 +167,7 @@ fn split<'a>(line: &'a str, sep: Option<char>) -> ([&'a str; FIELDS_KEPT], usize
     (fields, count)
 }
 
-fn bad(field: &'static str, value: &str, reason: &'static str) -> Problem {
+pub(super) fn bad(field: &'static str, value: &str, reason: &'static str) -> Problem {
     let value = value.chars().take(QUOTE_CHARS_MAX).collect();
     Problem::BadField {
         field,
@@ -165,7 +176,7 @@ fn bad(field: &'static str, value: &str, reason: &'static str) -> Problem {
     }
 }
 
-fn uint(field: &'static str, s: &str) -> Result<u64, Problem> {
+pub(super) fn uint(field: &'static str, s: &str) -> Result<u64, Problem> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad(field, s, "not a non-negative integer"));
     }
@@ -184,9 +195,34 @@ fn uint(field: &'static str, s: &str) -> Result<u64, Problem> {
     Ok(v)
 }
 
-fn uint32(field: &'static str, s: &str) -> Result<u32, Problem> {
+pub(super) fn uint32(field: &'static str, s: &str) -> Result<u32, Problem> {
     let v = uint(field, s)?;
     u32::try_from(v).map_err(|_| bad(field, s, "larger than 4294967295"))
+}
+
+/// A decimal number of a unit of `unit_ns` nanoseconds (`12`, `1.5`) to nanoseconds; the
+/// fraction is kept to the nanosecond.
+pub(super) fn decimal_ns(field: &'static str, s: &str, unit_ns: u128) -> Result<u128, Problem> {
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && frac.is_empty()) || !digits(whole) || !digits(frac) {
+        return Err(bad(field, s, "not a non-negative decimal number"));
+    }
+    let whole: u128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| bad(field, s, "too large"))?
+    };
+    // The fraction as billionths of the unit (digits past the ninth dropped).
+    let mut frac_e9: u128 = 0;
+    for i in 0..9 {
+        let digit = frac.as_bytes().get(i).map_or(0, |b| b - b'0');
+        frac_e9 = frac_e9 * 10 + u128::from(digit);
+    }
+    whole
+        .checked_mul(unit_ns)
+        .and_then(|ns| ns.checked_add(frac_e9 * unit_ns / 1_000_000_000))
+        .ok_or_else(|| bad(field, s, "too large"))
 }
 
 /// Decimal seconds (`123`, `123.456789012`) to nanoseconds, exactly. Digits beyond the ninth
@@ -223,7 +259,13 @@ fn sectors(field: &'static str, s: &str) -> Result<u64, Problem> {
         .ok_or(Problem::Overflow("sectors in bytes"))
 }
 
-fn request(time_ns: u128, offset_bytes: u64, len_bytes: u64, op: Op, volume: u32) -> ParseResult {
+pub(super) fn request(
+    time_ns: u128,
+    offset_bytes: u64,
+    len_bytes: u64,
+    op: Op,
+    volume: u32,
+) -> ParseResult {
     if offset_bytes.checked_add(len_bytes).is_none() {
         return Err(Problem::Overflow("offset + length"));
     }
@@ -532,6 +574,7 @@ pub(crate) fn detect(path: Option<&Path>, head: &[u8]) -> Option<TraceFormat> {
         TraceFormat::Tencent,
         TraceFormat::Systor,
         TraceFormat::MqSim,
+        TraceFormat::Alibaba,
     ]
     .map(|f| (f, tally(f)));
     let mut candidates: Vec<TraceFormat> = tallies

@@ -15,6 +15,11 @@
 //! | `Systor` | header `Timestamp,Response,IOType,LUN,Offset,Size` | seconds, `R`/`W`, bytes |
 //! | `Blkparse` | `maj,min cpu seq time pid action RWBS sector + nsectors [process]` | seconds, sectors; Q or D events |
 //! | `FioIolog` | `fio version 2 iolog` or `fio version 3 iolog` header, then file and I/O actions | bytes; v3 stamps in us, v2 `wait` in us |
+//! | `Alibaba` | `device_id,opcode,offset,length,timestamp` | bytes, `R`/`W`, microseconds |
+//! | `Csv` | any CSV; the columns and units given ([`CsvColumns`]) | as given |
+//!
+//! Files compressed with gzip, zstd, xz or bzip2 are decompressed as they are read
+//! ([`Compression`]).
 //!
 //! The volume of a request is the SPC ASU, the MSR disk number, the MQSim device, the Tencent
 //! volume, the SYSTOR LUN, the blkparse device (`major << 20 | minor`, the kernel's `dev_t`) or
@@ -32,18 +37,21 @@
 //! ([`ReadOptions::limit`]) and decides what happens when timestamps go backwards
 //! ([`TimeOrder`]; Tencent's traces are not sorted within a second).
 
+mod columns;
+mod compress;
 mod dir;
 mod formats;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
-use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::Op;
+pub use columns::{CsvColumns, OpWords, Sep, SizeUnit, TimeUnit, CSV_COLUMNS_MAX};
+pub use compress::Compression;
 pub use dir::{locate_traces_dir, repository_traces_dir, TraceDirError, TRACES_ENV};
 use formats::{Parser, Problem, RawRequest};
 
@@ -79,6 +87,11 @@ pub enum TraceFormat {
     Blkparse(BlkEvent),
     /// fio `read_iolog` files, version 2 or 3.
     FioIolog,
+    /// Alibaba block traces: `device_id,opcode,offset,length,timestamp` (bytes,
+    /// microseconds).
+    Alibaba,
+    /// Any CSV dialect, its columns given (`csv:SPEC`, see [`CsvColumns`]).
+    Csv(CsvColumns),
 }
 
 /// Which blktrace event of each I/O a blkparse replay uses as its arrival.
@@ -93,7 +106,8 @@ pub enum BlkEvent {
 
 impl TraceFormat {
     /// Every format (blkparse with both events).
-    pub const ALL: [TraceFormat; 8] = [
+    /// (Not [`TraceFormat::Csv`], which needs its columns.)
+    pub const ALL: [TraceFormat; 9] = [
         TraceFormat::Spc,
         TraceFormat::Msr,
         TraceFormat::MqSim,
@@ -102,6 +116,7 @@ impl TraceFormat {
         TraceFormat::Blkparse(BlkEvent::Queue),
         TraceFormat::Blkparse(BlkEvent::Issue),
         TraceFormat::FioIolog,
+        TraceFormat::Alibaba,
     ];
 
     /// The short name used on command lines.
@@ -115,7 +130,35 @@ impl TraceFormat {
             TraceFormat::Blkparse(BlkEvent::Queue) => "blkparse-q",
             TraceFormat::Blkparse(BlkEvent::Issue) => "blkparse-d",
             TraceFormat::FioIolog => "fio",
+            TraceFormat::Alibaba => "alibaba",
+            TraceFormat::Csv(_) => "csv",
         }
+    }
+
+    /// The format a command line names: a short name ([`TraceFormat::from_name`]) or
+    /// `csv:SPEC` ([`CsvColumns::parse`]). The error says what is wrong and what is known.
+    pub fn parse(name: &str) -> Result<TraceFormat, String> {
+        if name.eq_ignore_ascii_case("csv") {
+            return Err(
+                "--format csv needs its columns: csv:time=COL[:s|ms|us|ns|100ns],offset=COL[:bytes|sectors|blocks],size=COL[:...],op=COL[:rw|01|10|scsi][,device=COL][,header][,sep=tab|semicolon|space] (columns from 1)"
+                    .into(),
+            );
+        }
+        if name
+            .get(..4)
+            .is_some_and(|p| p.eq_ignore_ascii_case("csv:"))
+        {
+            return CsvColumns::parse(&name[4..])
+                .map(TraceFormat::Csv)
+                .map_err(|e| format!("--format {name:?}: {e}"));
+        }
+        TraceFormat::from_name(name).ok_or_else(|| {
+            let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
+            format!(
+                "unknown trace format {name:?}; known: {}, or csv:SPEC with the columns given",
+                names.join(", ")
+            )
+        })
     }
 
     /// The format with this short name (case-insensitive; `disksim` and `blkparse` are aliases
@@ -143,8 +186,12 @@ impl TraceFormat {
 }
 
 impl fmt::Display for TraceFormat {
+    /// The short name; a column-mapped CSV shows its spec (`csv:time=...`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        match self {
+            TraceFormat::Csv(c) => write!(f, "{c}"),
+            other => f.write_str(other.name()),
+        }
     }
 }
 
@@ -173,13 +220,13 @@ impl fmt::Display for Location {
 #[non_exhaustive]
 pub enum TraceError {
     /// The input could not be opened or read. Ends the stream.
-    #[error("{location}: cannot read the trace: {source}")]
+    #[error("{location}: cannot read the trace: {error}")]
     Io {
         /// Where.
         location: Location,
-        /// The operating system's error.
-        #[source]
-        source: io::Error,
+        /// The operating system's or the decompressor's error. (Shown in the message, not
+        /// chained as its source: `{:#}` would print it twice.)
+        error: io::Error,
     },
     /// A line is longer than [`LINE_BYTES_MAX`]; it is skipped.
     #[error("{location}: line longer than {max} bytes")]
@@ -259,7 +306,8 @@ pub enum TraceError {
     #[error(
         "{location}: cannot tell the trace format from its first lines ({seen}); name it \
          explicitly (--format on the command line, format= in Python): one of spc, msr, \
-         mqsim, tencent, systor, blkparse-q, blkparse-d, fio"
+         mqsim, tencent, systor, blkparse-q, blkparse-d, fio, alibaba, or csv:SPEC with the \
+         columns given (see `raidforge trace read --help`)"
     )]
     UnknownFormat {
         /// The file.
@@ -496,10 +544,10 @@ impl<R: BufRead> TraceReader<R> {
             let available = match self.input.fill_buf() {
                 Ok(b) => b,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(source) => {
+                Err(error) => {
                     return Err(TraceError::Io {
                         location: self.location(self.line_number + 1),
-                        source,
+                        error,
                     })
                 }
             };
@@ -687,36 +735,64 @@ impl<R: BufRead> Iterator for TraceReader<R> {
     }
 }
 
-/// Open a trace file, detecting its format from its first lines when `format` is `None`.
+/// What [`open`] reads: the file's bytes, decompressed when they are compressed.
+pub type TraceInput = BufReader<Box<dyn Read + Send>>;
+
+/// Open a trace file, detecting its format from its first lines when `format` is `None`. A
+/// file compressed with gzip, zstd, xz or bzip2 is decompressed as it is read
+/// ([`Compression`]; recognised by its first bytes).
 pub fn open(
     path: &Path,
     format: Option<TraceFormat>,
     options: ReadOptions,
-) -> Result<TraceReader<BufReader<File>>, TraceError> {
+) -> Result<TraceReader<TraceInput>, TraceError> {
     let name = path.display().to_string();
     let location = Location {
         file: Some(Arc::from(name.as_str())),
         line: 0,
     };
-    let file = File::open(path).map_err(|source| TraceError::Io {
+    let (input, _) = compress::open_decompressed(path).map_err(|error| TraceError::Io {
         location: location.clone(),
-        source,
+        error,
     })?;
-    let mut input = BufReader::with_capacity(64 * 1024, file);
+    let mut input = BufReader::with_capacity(64 * 1024, input);
     let format = match format {
         Some(f) => f,
         None => {
-            let head = input.fill_buf().map_err(|source| TraceError::Io {
+            let head = fill_head(&mut input).map_err(|error| TraceError::Io {
                 location: location.clone(),
-                source,
+                error,
             })?;
-            TraceFormat::detect(Some(path), head).ok_or_else(|| TraceError::UnknownFormat {
+            let inner = compress::inner_name(path);
+            TraceFormat::detect(Some(&inner), head).ok_or_else(|| TraceError::UnknownFormat {
                 location,
                 seen: describe_head(head),
             })?
         }
     };
     Ok(TraceReader::new(input, format, options)?.with_file_name(name))
+}
+
+/// The first bytes of `input` for format detection. A decompressor may return little at a
+/// time, so the buffer is filled up to its capacity (or the end of the input) first.
+fn fill_head(input: &mut TraceInput) -> io::Result<&[u8]> {
+    let want = input.capacity();
+    let mut head = Vec::with_capacity(want);
+    while head.len() < want {
+        let inner = input.get_mut();
+        let n = inner
+            .by_ref()
+            .take((want - head.len()) as u64)
+            .read_to_end(&mut head)?;
+        if n == 0 {
+            break;
+        }
+    }
+    // Put what was read back in front of the rest: a reader over the bytes read, then the
+    // decompressor.
+    let rest = std::mem::replace(input.get_mut(), Box::new(io::empty()));
+    *input = BufReader::with_capacity(want, Box::new(io::Cursor::new(head).chain(rest)));
+    input.fill_buf()
 }
 
 /// What the beginning of a file holds, for [`TraceError::UnknownFormat`].

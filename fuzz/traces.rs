@@ -805,6 +805,9 @@ pub fn options(rng: &mut Rng) -> ReadOptions {
             1 => TimeOrder::Window(1 + rng.index(16)),
             _ => TimeOrder::Clamp,
         },
+        // (The model the output is checked against does not merge; merging has its own
+        // property test in sim::trace::merge.)
+        merge: None,
     }
 }
 

@@ -62,6 +62,8 @@ pub struct SimArgs {
     /// Skip malformed trace lines and count them instead of stopping at the first.
     #[arg(long)]
     lenient: bool,
+    #[command(flatten)]
+    merge: crate::trace_cmd::MergeArgs,
     /// Replay the trace this many times faster.
     #[arg(long, default_value_t = 1.0)]
     speedup: f64,
@@ -424,6 +426,7 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
         lenient: a.lenient,
         limit: a.requests,
         loops: a.loops,
+        merge: a.merge.choice()?,
     };
     if let Some(f) = a.warmup_fraction {
         if !(0.0..=1.0).contains(&f) {
@@ -528,6 +531,8 @@ pub fn report_json(r: &Report) -> Value {
         "requests": r.requests,
         "requests_failed": r.requests_failed,
         "requests_skipped": r.requests_skipped,
+        "requests_merged": r.requests_merged,
+        "requests_split": r.requests_split,
         "rebuild_time_s": r.rebuild_time_s(),
         "rebuild": r.rebuild.as_ref().map(|b| json!({
             "failed": b.failed,
@@ -599,6 +604,15 @@ fn print_summary(r: &Report, workload: &str, wall_s: f64) {
         "workload {workload}: {} requests completed, {} failed, {} skipped; {:.1} IOPS; {:.3} s simulated",
         r.requests, r.requests_failed, r.requests_skipped, r.throughput_iops, r.sim_time_s
     );
+    if r.requests_merged + r.requests_split > 0 {
+        println!(
+            "block-layer merging: {} trace requests merged into others, {} pieces split off larger ones ({} in the trace; --merge off replays them as recorded)",
+            r.requests_merged,
+            r.requests_split,
+            (r.requests + r.requests_failed + r.requests_skipped + r.requests_merged)
+                .saturating_sub(r.requests_split)
+        );
+    }
     if let Some(l) = &r.lazy {
         println!(
             "lazy parity: {} stripe deferrals, list up to {} long; {} flush plans ({} when idle, {} when full or degraded); {} left",

@@ -47,14 +47,55 @@ pub struct TraceReadArgs {
     /// Stop after this many requests.
     #[arg(long)]
     pub requests: Option<u64>,
+    #[command(flatten)]
+    pub merge: MergeArgs,
     /// Print one JSON object a line.
     #[arg(long)]
     pub json: bool,
 }
 
+/// How a trace replay merges adjacent requests (`raidforge sim`, `raidforge trace read`).
+#[derive(Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// Merge adjacent requests as the kernel's block layer does before it issues them to a
+    /// device: auto merges blkparse Q replays only (their requests are the application's,
+    /// many of them pieces of one device request), on merges every trace, off none. A
+    /// request takes later ones of the same volume and direction that start where it ends
+    /// (or end where it starts) while its window lasts, up to --merge-max-kib.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
+    pub merge: String,
+    /// How long after its arrival a request can take others, in microseconds (the plug and
+    /// queue time in which the kernel merges).
+    #[arg(long, default_value_t = 1000)]
+    pub merge_window_us: u64,
+    /// Largest request, in KiB: merging stops there and larger ones are split (the device's
+    /// max_sectors_kb: 1280 by default in recent kernels, 512 or less for many drivers).
+    #[arg(long, default_value_t = 1280)]
+    pub merge_max_kib: u64,
+}
+
+impl MergeArgs {
+    /// The merging these options ask for.
+    pub fn choice(&self) -> anyhow::Result<sim::MergeChoice> {
+        if self.merge_max_kib == 0 {
+            anyhow::bail!("--merge-max-kib must be at least 1");
+        }
+        let m = sim::Merge {
+            window_ns: self.merge_window_us.saturating_mul(1000),
+            max_bytes: self.merge_max_kib.saturating_mul(1024),
+            ..sim::Merge::default()
+        };
+        Ok(match self.merge.as_str() {
+            "on" => sim::MergeChoice::On(m),
+            "off" => sim::MergeChoice::Off,
+            _ => sim::MergeChoice::Auto(m),
+        })
+    }
+}
+
 /// The trace format a `--format` names (`None`: detect it).
 pub fn parse_format(name: Option<&str>) -> anyhow::Result<Option<TraceFormat>> {
-    name.map(|f| TraceFormat::parse(f).map_err(anyhow::Error::msg))
+    name.map(|f| TraceFormat::parse(f).map_err(|e| anyhow::anyhow!("--format: {e}")))
         .transpose()
 }
 
@@ -82,6 +123,7 @@ impl TraceRequests {
             lenient: a.lenient,
             limit: a.requests,
             loops: a.loops,
+            merge: a.merge.choice()?,
         };
         // The capacity matters to synthetic workloads only.
         let source = spec.open(u64::MAX, &opts)?;
@@ -96,6 +138,12 @@ impl TraceRequests {
     /// Malformed lines skipped so far (under --lenient).
     pub fn skipped(&self) -> u64 {
         self.source.skipped()
+    }
+
+    /// Trace requests merged into others so far, and pieces split off requests over the
+    /// largest size (--merge).
+    pub fn merging(&self) -> (u64, u64) {
+        self.source.merging()
     }
 }
 
@@ -157,10 +205,21 @@ fn read(a: &TraceReadArgs) -> anyhow::Result<()> {
         }
     }
     out.flush()?;
+    let (merged, split) = requests.merging();
     eprintln!(
-        "{}: format {}, {n} requests, {} malformed lines skipped",
+        "{}: format {}, {n} requests{}, {} malformed lines skipped",
         a.file.display(),
-        requests.format().name(),
+        requests.format(),
+        if merged + split > 0 {
+            format!(
+                " ({} in the trace; {merged} merged into others and {split} pieces split off \
+                 requests over the largest size, as the block layer would; --merge off keeps \
+                 them as recorded)",
+                (n + merged).saturating_sub(split)
+            )
+        } else {
+            String::new()
+        },
         requests.skipped()
     );
     Ok(())

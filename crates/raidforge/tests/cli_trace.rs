@@ -83,5 +83,35 @@ fn read_prints_requests_and_names_bad_lines() {
 
     let bad = raidforge(dir.path(), &["trace", "read", "t.csv", "--format", "nope"]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown --format \"nope\""));
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        said.contains("--format: unknown trace format \"nope\"") && said.contains("alibaba"),
+        "{said}"
+    );
+}
+
+/// A blkparse Q replay is merged as the block layer would by default, and says so; `--merge
+/// off` replays the queue events as recorded; a compressed trace reads as it is.
+#[test]
+fn a_queue_level_replay_is_merged_and_says_so() {
+    let dir = TempDir::new("trace", "merge");
+    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/traces/loop-ext4.blkparse.xz");
+    let t = trace.to_str().unwrap();
+    let merged = raidforge(dir.path(), &["trace", "read", t, "--json"]);
+    assert!(merged.status.success());
+    let said = String::from_utf8_lossy(&merged.stderr);
+    assert!(
+        said.contains("format blkparse-q") && said.contains("1440 in the trace"),
+        "{said}"
+    );
+    let n = String::from_utf8_lossy(&merged.stdout).lines().count();
+    let off = raidforge(
+        dir.path(),
+        &["trace", "read", t, "--json", "--merge", "off"],
+    );
+    assert!(off.status.success());
+    assert_eq!(String::from_utf8_lossy(&off.stdout).lines().count(), 1440);
+    assert!(n < 1440, "{n} requests after merging");
+    assert!(said.contains(&format!(", {n} requests (")), "{said}");
 }

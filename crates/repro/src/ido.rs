@@ -153,6 +153,7 @@ fn workloads(opts: &Opts, s: &Scale) -> anyhow::Result<Vec<Wl>> {
             limit: s.web_limit,
             loops: s.web_loops,
             lenient: false,
+            merge: sim::MergeChoice::default(),
         },
         hotspot: None,
         published: Some([2.2, 2.7, 1.1, 1.4, 72.4]),

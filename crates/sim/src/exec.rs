@@ -165,6 +165,12 @@ pub trait Workload {
     fn skipped(&self) -> u64 {
         0
     }
+    /// Trace requests merged into others so far, and pieces split off requests over the
+    /// largest size (the block layer's merging of a queue-level trace,
+    /// [`crate::trace::Merge`]).
+    fn merging(&self) -> (u64, u64) {
+        (0, 0)
+    }
 }
 
 /// No requests at all (an offline rebuild).
@@ -1353,7 +1359,8 @@ impl Simulator {
             assert!(m.unchecked.is_empty(), "cycles left unchecked at the end");
         }
         let skipped = workload.skipped();
-        Ok(self.report(skipped))
+        let merging = workload.merging();
+        Ok(self.report(skipped, merging))
     }
 
     fn arrival_time(&self, r: &Request) -> u64 {
@@ -2527,7 +2534,7 @@ impl Simulator {
         }
     }
 
-    fn report(mut self, skipped: u64) -> Report {
+    fn report(mut self, skipped: u64, (merged, split): (u64, u64)) -> Report {
         let end_ns = self.now_ns;
         self.timeline.extend_to(end_ns);
         let span_ns = self
@@ -2571,6 +2578,8 @@ impl Simulator {
             requests: self.completed,
             requests_failed: self.failed_requests,
             requests_skipped: self.unmappable + skipped,
+            requests_merged: merged,
+            requests_split: split,
             throughput_iops,
             phases: Phase::ALL
                 .iter()

@@ -96,11 +96,13 @@ pub use metrics::{
 };
 pub use rng::SplitMix64;
 pub use run::{
-    parse_bytes, simulate, ClosedLoop, Merged, Source, SourceOptions, SpecError, WorkloadSpec,
+    parse_bytes, simulate, ClosedLoop, MergeChoice, Merged, Source, SourceOptions, SpecError,
+    WorkloadSpec,
 };
 pub use trace::{
-    locate_traces_dir, repository_traces_dir, BlkEvent, Fold, Location, ReadOptions, Request,
-    TimeOrder, TraceDirError, TraceError, TraceFormat, TraceReader, TRACES_ENV,
+    locate_traces_dir, repository_traces_dir, BlkEvent, Compression, CsvColumns, Fold, Location,
+    Merge, ReadOptions, Request, TimeOrder, TraceDirError, TraceError, TraceFormat, TraceReader,
+    TRACES_ENV,
 };
 pub use workload::{Arrival, SizeDist, Synthetic, SyntheticConfig, WorkloadError};
 

@@ -337,6 +337,12 @@ pub struct Report {
     /// Trace lines skipped as malformed (`lenient`) or requests that cannot map onto the array
     /// (empty, or longer than the whole array).
     pub requests_skipped: u64,
+    /// Trace requests merged into others before the replay (the block layer's merging of a
+    /// queue-level trace), and pieces split off requests over the largest size: the trace
+    /// held `requests + requests_failed + requests_skipped + requests_merged - requests_split`.
+    pub requests_merged: u64,
+    /// See `requests_merged`.
+    pub requests_split: u64,
     /// Completed requests per second between the first arrival and the last completion.
     pub throughput_iops: f64,
     /// Response times per phase, in [`Phase::ALL`] order.

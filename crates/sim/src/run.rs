@@ -70,6 +70,39 @@ pub struct SourceOptions {
     pub limit: Option<u64>,
     /// Replay a trace this many times back to back (1 = once).
     pub loops: u64,
+    /// Whether a trace replay merges adjacent requests as the block layer would.
+    pub merge: MergeChoice,
+}
+
+/// When a trace replay merges adjacent requests as the kernel's block layer would before
+/// issuing them ([`trace::Merge`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeChoice {
+    /// For queue-level traces only (blkparse `Q` events), with these settings (the default).
+    Auto(trace::Merge),
+    /// For every trace.
+    On(trace::Merge),
+    /// Never: every trace request is replayed as recorded.
+    Off,
+}
+
+impl MergeChoice {
+    /// The merging a trace of `format` gets.
+    pub fn for_format(self, format: TraceFormat) -> Option<trace::Merge> {
+        match self {
+            MergeChoice::Auto(m) if format == TraceFormat::Blkparse(trace::BlkEvent::Queue) => {
+                Some(m)
+            }
+            MergeChoice::On(m) => Some(m),
+            MergeChoice::Auto(_) | MergeChoice::Off => None,
+        }
+    }
+}
+
+impl Default for MergeChoice {
+    fn default() -> MergeChoice {
+        MergeChoice::Auto(trace::Merge::default())
+    }
 }
 
 impl Default for SourceOptions {
@@ -79,6 +112,7 @@ impl Default for SourceOptions {
             lenient: false,
             limit: None,
             loops: 1,
+            merge: MergeChoice::default(),
         }
     }
 }
@@ -255,11 +289,16 @@ impl WorkloadSpec {
                 }
             }
             WorkloadSpec::Trace { path, format } => {
-                let options = ReadOptions {
+                let mut options = ReadOptions {
                     speedup: opts.speedup,
                     ..ReadOptions::default()
                 };
-                let reader = trace::open(path, *format, options)?;
+                let mut reader = trace::open(path, *format, options)?;
+                options.merge = opts.merge.for_format(reader.format());
+                if options.merge.is_some() {
+                    // (The format is known once the file is open; nothing was read yet.)
+                    reader = trace::open(path, Some(reader.format()), options)?;
+                }
                 let format = Some(reader.format());
                 SourceKind::Trace {
                     reader: Box::new(reader),
@@ -282,6 +321,8 @@ impl WorkloadSpec {
             limit: opts.limit,
             emitted: 0,
             skipped: 0,
+            merged_before: (0, 0),
+            passes_replayed: 0,
         })
     }
 
@@ -333,6 +374,10 @@ pub struct Source {
     limit: Option<u64>,
     emitted: u64,
     skipped: u64,
+    /// Requests merged, and pieces split, by the readers of the passes before the current one.
+    merged_before: (u64, u64),
+    /// Passes replayed from memory (the first pass's requests, merged as it merged them).
+    passes_replayed: u64,
 }
 
 impl Source {
@@ -427,9 +472,14 @@ impl Workload for Source {
                             // The first pass is complete in memory: replay it.
                             *caching = false;
                             *replay = Some(0);
+                            self.passes_replayed += 1;
                         } else {
                             match Source::reopen(path, *format, *options) {
-                                Ok(r) => *reader = r,
+                                Ok(r) => {
+                                    self.merged_before.0 += reader.requests_merged();
+                                    self.merged_before.1 += reader.requests_split();
+                                    *reader = r;
+                                }
                                 Err(e) => return Some(Err(e)),
                             }
                         }
@@ -451,6 +501,20 @@ impl Workload for Source {
 
     fn skipped(&self) -> u64 {
         self.skipped
+    }
+
+    fn merging(&self) -> (u64, u64) {
+        match &self.kind {
+            // A pass replayed from memory merged as many as the first, which the reader kept.
+            SourceKind::Trace { reader, .. } => {
+                let passes = 1 + self.passes_replayed;
+                (
+                    self.merged_before.0 + reader.requests_merged() * passes,
+                    self.merged_before.1 + reader.requests_split() * passes,
+                )
+            }
+            _ => (0, 0),
+        }
     }
 }
 
@@ -482,6 +546,9 @@ impl<W: Workload> Workload for ClosedLoop<W> {
     }
     fn skipped(&self) -> u64 {
         self.inner.skipped()
+    }
+    fn merging(&self) -> (u64, u64) {
+        self.inner.merging()
     }
 }
 
@@ -547,6 +614,10 @@ impl Workload for Merged {
 
     fn skipped(&self) -> u64 {
         self.parts.iter().map(|(w, _)| w.skipped()).sum()
+    }
+
+    fn merging(&self) -> (u64, u64) {
+        (self.parts.iter().map(|(w, _)| w.merging())).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     }
 }
 

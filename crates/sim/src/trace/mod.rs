@@ -41,6 +41,7 @@ mod columns;
 mod compress;
 mod dir;
 mod formats;
+mod merge;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -54,6 +55,7 @@ pub use columns::{CsvColumns, OpWords, Sep, SizeUnit, TimeUnit, CSV_COLUMNS_MAX}
 pub use compress::Compression;
 pub use dir::{locate_traces_dir, repository_traces_dir, TraceDirError, TRACES_ENV};
 use formats::{Parser, Problem, RawRequest};
+pub use merge::Merge;
 
 /// One I/O of a trace or a synthetic workload, in bytes and nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -140,7 +142,7 @@ impl TraceFormat {
     pub fn parse(name: &str) -> Result<TraceFormat, String> {
         if name.eq_ignore_ascii_case("csv") {
             return Err(
-                "--format csv needs its columns: csv:time=COL[:s|ms|us|ns|100ns],offset=COL[:bytes|sectors|blocks],size=COL[:...],op=COL[:rw|01|10|scsi][,device=COL][,header][,sep=tab|semicolon|space] (columns from 1)"
+                "csv needs its columns: csv:time=COL[:s|ms|us|ns|100ns],offset=COL[:bytes|sectors|blocks],size=COL[:...],op=COL[:rw|01|10|scsi][,device=COL][,header][,sep=tab|semicolon|space] (columns from 1)"
                     .into(),
             );
         }
@@ -150,7 +152,7 @@ impl TraceFormat {
         {
             return CsvColumns::parse(&name[4..])
                 .map(TraceFormat::Csv)
-                .map_err(|e| format!("--format {name:?}: {e}"));
+                .map_err(|e| format!("{name:?}: {e}"));
         }
         TraceFormat::from_name(name).ok_or_else(|| {
             let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
@@ -390,6 +392,9 @@ pub struct ReadOptions {
     pub limit: Option<u64>,
     /// What to do when timestamps go backwards.
     pub order: TimeOrder,
+    /// Merge adjacent requests as the kernel's block layer would before issuing them
+    /// ([`Merge`]; for replays of queue-level traces such as blkparse `Q` events).
+    pub merge: Option<Merge>,
 }
 
 impl Default for ReadOptions {
@@ -399,6 +404,7 @@ impl Default for ReadOptions {
             fold: None,
             limit: None,
             order: TimeOrder::default(),
+            merge: None,
         }
     }
 }
@@ -415,6 +421,14 @@ impl ReadOptions {
             }
             if fold.capacity_bytes % fold.align_bytes != 0 {
                 return invalid("fold", "capacity must be a multiple of the alignment");
+            }
+        }
+        if let Some(m) = self.merge {
+            if m.max_bytes == 0 || m.held_max == 0 {
+                return invalid(
+                    "merge",
+                    "the largest request and the queue must be positive",
+                );
             }
         }
         if let TimeOrder::Window(n) = self.order {
@@ -444,6 +458,12 @@ pub struct TraceReader<R> {
     last_ns: u128,
     window: BinaryHeap<Reverse<Pending>>,
     sequence: u64,
+    /// Requests held for merging ([`ReadOptions::merge`]).
+    merger: merge::Merger,
+    /// A request read and not yet given to the merger (older held ones leave first).
+    merge_next: Option<Request>,
+    /// Requests returned (after merging).
+    returned: u64,
 }
 
 /// A request waiting in the sort window, ordered by time and then by its place in the file.
@@ -503,6 +523,9 @@ impl<R: BufRead> TraceReader<R> {
             last_ns: 0,
             window: BinaryHeap::with_capacity(window_capacity),
             sequence: 0,
+            merger: merge::Merger::default(),
+            merge_next: None,
+            returned: 0,
         })
     }
 
@@ -524,7 +547,19 @@ impl<R: BufRead> TraceReader<R> {
 
     /// Requests returned so far.
     pub fn requests_returned(&self) -> u64 {
-        self.emitted
+        self.returned
+    }
+
+    /// Requests that merged into others ([`ReadOptions::merge`]).
+    pub fn requests_merged(&self) -> u64 {
+        self.merger.merged
+    }
+
+    /// Pieces split off requests larger than the merging's limit (beyond the first of each):
+    /// the trace's requests read so far are [`TraceReader::requests_returned`] plus
+    /// [`TraceReader::requests_merged`] minus these (plus those still held).
+    pub fn requests_split(&self) -> u64 {
+        self.merger.split
     }
 
     fn location(&self, line: u64) -> Location {
@@ -701,10 +736,43 @@ impl<R: BufRead> Iterator for TraceReader<R> {
         if self
             .options
             .limit
-            .is_some_and(|limit| self.emitted >= limit)
+            .is_some_and(|limit| self.returned >= limit)
         {
             return None;
         }
+        let r = match self.options.merge {
+            None => self.next_read(),
+            Some(m) => self.next_merged(&m),
+        };
+        if matches!(r, Some(Ok(_))) {
+            self.returned += 1;
+        }
+        r
+    }
+}
+
+impl<R: BufRead> TraceReader<R> {
+    /// The next request as merging leaves it: a held one whose time is up before the next
+    /// read one is taken, or, at the end, the held ones in order.
+    fn next_merged(&mut self, m: &Merge) -> Option<Result<Request, TraceError>> {
+        loop {
+            if let Some(r) = self.merge_next.take() {
+                if let Some(out) = self.merger.leaving_before(m, r.time_ns) {
+                    self.merge_next = Some(r);
+                    return Some(Ok(out));
+                }
+                self.merger.take(m, r);
+            }
+            match self.next_read() {
+                Some(Ok(r)) => self.merge_next = Some(r),
+                Some(Err(e)) => return Some(Err(e)),
+                None => return self.merger.drain().map(Ok),
+            }
+        }
+    }
+
+    /// The next request read (ordered, scaled and folded), before any merging.
+    fn next_read(&mut self) -> Option<Result<Request, TraceError>> {
         match self.options.order {
             TimeOrder::Window(size) => {
                 while self.window.len() < size {

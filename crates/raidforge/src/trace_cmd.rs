@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use sim::exec::Workload;
@@ -18,6 +19,38 @@ pub enum TraceCommand {
     ///
     /// Example: raidforge trace read websearch-head.mqsim --requests 10 --json
     Read(TraceReadArgs),
+    /// Summarise a trace in one pass: requests and bytes by direction, the read share, a
+    /// size histogram, requests per second over time (mean and peak), the footprint
+    /// (distinct bytes touched), each volume's extent and the share of sequential requests
+    /// (starting where the previous one of their volume ended). Reads the trace as `sim`
+    /// replays it (format detection, compression, block-layer merging of Q replays).
+    ///
+    /// Example: raidforge trace stats data/traces/websearch-head.mqsim --plot ws.svg
+    Stats(TraceStatsArgs),
+}
+
+/// Arguments of `raidforge trace stats`.
+#[derive(Args, Debug)]
+pub struct TraceStatsArgs {
+    /// The trace file.
+    pub file: PathBuf,
+    /// Trace format, as `raidforge trace read --format` takes it; detected when absent.
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Skip malformed lines and count them instead of stopping at the first.
+    #[arg(long)]
+    pub lenient: bool,
+    /// Read only this many requests.
+    #[arg(long)]
+    pub requests: Option<u64>,
+    #[command(flatten)]
+    pub merge: MergeArgs,
+    /// Also draw requests per second over time and the size histogram into this SVG file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `raidforge trace read`.
@@ -171,6 +204,7 @@ pub fn request_json(r: &Request) -> Value {
 pub fn run(c: TraceCommand) -> anyhow::Result<()> {
     match c {
         TraceCommand::Read(a) => read(&a),
+        TraceCommand::Stats(a) => stats(&a),
     }
 }
 
@@ -223,4 +257,200 @@ fn read(a: &TraceReadArgs) -> anyhow::Result<()> {
         requests.skipped()
     );
     Ok(())
+}
+
+fn stats(a: &TraceStatsArgs) -> anyhow::Result<()> {
+    use sim::trace::stats::{size_bucket_bounds, TraceStats};
+    let mut requests = TraceRequests::open(&TraceReadArgs {
+        file: a.file.clone(),
+        format: a.format.clone(),
+        lenient: a.lenient,
+        speedup: 1.0,
+        loops: 1,
+        requests: a.requests,
+        merge: a.merge.clone(),
+        json: false,
+    })?;
+    let mut st = TraceStats::new();
+    let mut last_progress = std::time::Instant::now();
+    for r in requests.by_ref() {
+        st.add(&r?);
+        if st.requests() % 65536 == 0 && last_progress.elapsed().as_secs() >= 2 {
+            eprintln!("{}: {} requests read", a.file.display(), st.requests());
+            last_progress = std::time::Instant::now();
+        }
+    }
+    let n = st.requests();
+    if n == 0 {
+        anyhow::bail!(
+            "{} holds no request as {} reads it ({} malformed lines skipped)",
+            a.file.display(),
+            requests.format(),
+            requests.skipped()
+        );
+    }
+    let (merged, split) = requests.merging();
+    let duration_s = st.last_ns as f64 / 1e9;
+    let rate = st.rate();
+    let peak = rate
+        .iter()
+        .map(|b| (b.reads + b.writes) as f64 / b.width_s)
+        .fold(0.0, f64::max);
+    let bounds = size_bucket_bounds();
+    let sizes: Vec<Value> = (st.sizes.iter().enumerate())
+        .filter(|(_, &(r, w))| r + w > 0)
+        .map(|(i, &(reads, writes))| {
+            json!({
+                "le_bytes": bounds.get(i),
+                "reads": reads,
+                "writes": writes,
+            })
+        })
+        .collect();
+    let bytes = st.read_bytes + st.write_bytes;
+    let out = json!({
+        "file": a.file.display().to_string(),
+        "format": requests.format().to_string(),
+        "requests": n,
+        "requests_in_trace": (n + merged).saturating_sub(split),
+        "requests_merged": merged,
+        "requests_split": split,
+        "lines_skipped": requests.skipped(),
+        "reads": st.reads,
+        "writes": st.writes,
+        "read_share": st.reads as f64 / n as f64,
+        "read_bytes": st.read_bytes,
+        "write_bytes": st.write_bytes,
+        "mean_size_bytes": bytes as f64 / n as f64,
+        "duration_s": duration_s,
+        "mean_iops": if duration_s > 0.0 { n as f64 / duration_s } else { 0.0 },
+        "peak_iops": peak,
+        "rate_bucket_s": rate.first().map_or(0.0, |b| b.width_s),
+        "footprint_bytes": st.footprint_bytes(),
+        "sequential_share": st.sequential as f64 / n as f64,
+        "volumes": st.extent.iter().map(|(v, e)| json!({"volume": v, "extent_bytes": e})).collect::<Vec<_>>(),
+        "sizes": sizes,
+        "rate": rate.iter().map(|b| json!({"start_s": b.start_s, "reads": b.reads, "writes": b.writes})).collect::<Vec<_>>(),
+    });
+    if let Some(path) = &a.plot {
+        std::fs::write(path, stats_svg(&a.file, &st))
+            .with_context(|| format!("--plot: cannot write {}", path.display()))?;
+    }
+    if a.json {
+        println!("{out}");
+        return Ok(());
+    }
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    println!("{} ({})", a.file.display(), requests.format());
+    println!(
+        "requests      {n}{}",
+        if merged + split > 0 {
+            format!(
+                " ({} in the trace; {merged} merged, {split} split by the block-layer model)",
+                (n + merged).saturating_sub(split)
+            )
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "reads         {} ({:.1} %), {:.1} MiB",
+        st.reads,
+        100.0 * st.reads as f64 / n as f64,
+        mib(st.read_bytes)
+    );
+    println!(
+        "writes        {}, {:.1} MiB",
+        st.writes,
+        mib(st.write_bytes)
+    );
+    println!("mean size     {:.1} KiB", bytes as f64 / n as f64 / 1024.0);
+    println!(
+        "duration      {duration_s:.3} s; {:.1} IOPS mean, {peak:.1} peak ({} s buckets)",
+        if duration_s > 0.0 {
+            n as f64 / duration_s
+        } else {
+            0.0
+        },
+        rate.first().map_or(0.0, |b| b.width_s)
+    );
+    println!(
+        "footprint     {:.1} MiB over {} volume(s); {:.1} % of requests sequential",
+        mib(st.footprint_bytes()),
+        st.extent.len(),
+        100.0 * st.sequential as f64 / n as f64
+    );
+    println!("sizes         up to      reads     writes");
+    for (i, &(r, w)) in st.sizes.iter().enumerate() {
+        if r + w == 0 {
+            continue;
+        }
+        let label = match bounds.get(i) {
+            Some(&b) if b >= 1 << 20 => format!("{} MiB", b >> 20),
+            Some(&b) if b >= 1 << 10 => format!("{} KiB", b >> 10),
+            Some(&b) => format!("{b} B"),
+            None => "larger".into(),
+        };
+        println!("              {label:>8} {r:>10} {w:>10}");
+    }
+    if requests.skipped() > 0 {
+        println!("skipped       {} malformed lines", requests.skipped());
+    }
+    Ok(())
+}
+
+/// `trace stats --plot`: requests per second over time, and the size histogram.
+fn stats_svg(file: &std::path::Path, st: &sim::trace::stats::TraceStats) -> String {
+    use sim::svg::{stack, BarChart, LineChart, Series};
+    let name = file.file_name().map_or_else(
+        || file.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    );
+    let rate = st.rate();
+    let w = rate.first().map_or(1.0, |b| b.width_s);
+    let line = |f: fn(&sim::trace::stats::RateBucket) -> u64| -> Vec<(f64, f64)> {
+        rate.iter()
+            .map(|b| (b.start_s + b.width_s / 2.0, f(b) as f64 / b.width_s))
+            .collect()
+    };
+    let times = LineChart {
+        title: format!("{name}: requests per second ({w} s buckets)"),
+        x_label: "time since the first request (s)".into(),
+        y_label: "requests per second".into(),
+        series: vec![
+            Series::line("reads", line(|b| b.reads)),
+            Series::line("writes", line(|b| b.writes)),
+        ],
+        ..Default::default()
+    };
+    let bounds = sim::trace::stats::size_bucket_bounds();
+    let used: Vec<usize> = (0..st.sizes.len())
+        .filter(|&i| st.sizes[i].0 + st.sizes[i].1 > 0)
+        .collect();
+    let sizes = BarChart {
+        title: format!("{name}: request sizes"),
+        x_label: "size up to".into(),
+        y_label: "requests".into(),
+        categories: used
+            .iter()
+            .map(|&i| match bounds.get(i) {
+                Some(&b) if b >= 1 << 20 => format!("{}M", b >> 20),
+                Some(&b) if b >= 1 << 10 => format!("{}K", b >> 10),
+                Some(&b) => format!("{b}"),
+                None => "more".into(),
+            })
+            .collect(),
+        series: vec![
+            (
+                "reads".into(),
+                used.iter().map(|&i| st.sizes[i].0 as f64).collect(),
+            ),
+            (
+                "writes".into(),
+                used.iter().map(|&i| st.sizes[i].1 as f64).collect(),
+            ),
+        ],
+        ..Default::default()
+    };
+    stack(&[times.to_svg(), sizes.to_svg()])
 }

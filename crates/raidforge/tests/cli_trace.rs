@@ -115,3 +115,44 @@ fn a_queue_level_replay_is_merged_and_says_so() {
     assert!(n < 1440, "{n} requests after merging");
     assert!(said.contains(&format!(", {n} requests (")), "{said}");
 }
+
+/// `trace stats --json` on a small Alibaba-layout trace, gzip-compressed, whose figures are
+/// worked out by hand here; `--plot` writes an SVG with both panels.
+#[test]
+fn stats_summarise_a_trace() {
+    use std::io::Write;
+    let dir = TempDir::new("trace", "stats");
+    // Volume 3: 4 KiB at 0, then 4 KiB at 4096 (sequential), then a 64 KiB read at 0
+    // (overlapping both); volume 9: 512 bytes. Times in microseconds: 0 s to 2.5 s.
+    let text =
+        "3,W,0,4096,1000000\n3,W,4096,4096,1000100\n9,R,0,512,2000000\n3,R,0,65536,3500000\n";
+    let path = dir.path().join("t.csv.gz");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&path).unwrap(),
+        flate2::Compression::default(),
+    );
+    gz.write_all(text.as_bytes()).unwrap();
+    gz.finish().unwrap();
+    let out = raidforge(
+        dir.path(),
+        &["trace", "stats", "t.csv.gz", "--json", "--plot", "s.svg"],
+    );
+    let v = &lines(&out)[0];
+    assert_eq!(v["format"], "alibaba");
+    assert_eq!(
+        (v["requests"].as_u64(), v["reads"].as_u64()),
+        (Some(4), Some(2))
+    );
+    assert_eq!(v["read_bytes"], 65536 + 512);
+    assert_eq!(v["write_bytes"], 8192);
+    assert_eq!(v["footprint_bytes"], 65536 + 512);
+    assert_eq!(v["sequential_share"], 0.25);
+    assert_eq!(v["duration_s"], 2.5);
+    assert_eq!(v["volumes"][0]["extent_bytes"], 65536);
+    let sizes = v["sizes"].as_array().unwrap();
+    let at = |le: u64| sizes.iter().find(|s| s["le_bytes"] == le).cloned();
+    assert_eq!(at(4096).unwrap()["writes"], 2);
+    assert_eq!(at(65536).unwrap()["reads"], 1);
+    let svg = std::fs::read_to_string(dir.path().join("s.svg")).unwrap();
+    assert!(svg.contains("requests per second") && svg.contains("request sizes"));
+}

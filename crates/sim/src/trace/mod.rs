@@ -42,6 +42,7 @@ mod compress;
 mod dir;
 mod formats;
 mod merge;
+pub mod stats;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

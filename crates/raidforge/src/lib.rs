@@ -4,6 +4,7 @@
 //! the CLI give the same answer for the same input. Printing tables stays beside each
 //! command; every decision is made by the library crates (layout, raidcore, sim, repro, dev).
 
+pub mod advise_cmd;
 pub mod layout_cmd;
 pub mod model_cmd;
 pub mod pool_args;

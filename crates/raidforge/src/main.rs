@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use raidforge::{layout_cmd, model_cmd, reproduce_cmd, sim_cmd, trace_cmd};
+use raidforge::{advise_cmd, layout_cmd, model_cmd, reproduce_cmd, sim_cmd, trace_cmd};
 
 mod bench_cmd;
 mod control;
@@ -176,6 +176,16 @@ enum Command {
     /// Example: raidforge sim --scheme raid5 --disks 8 --disk st32000645ns --member-size 10G
     /// --chunk 1M --workload none --fail 0 --json
     Sim(Box<sim_cmd::SimArgs>),
+    /// Which layout for this workload and these disks? Simulates every candidate layout that
+    /// survives the failures asked for (RAID5/6, RAID-50 at several group widths, RAID+,
+    /// random and hash declustering with spare space, S2-RAID, RAID10, RM2 with and without
+    /// lazy parity) on the workload with a failure and a rebuild, and compares usable share,
+    /// MTTDL, rebuild time, response times per phase and throughput; marks the Pareto front
+    /// and recommends one, saying why.
+    ///
+    /// Example: raidforge advise --workload data/traces/websearch-head.mqsim --disks 16
+    /// --html advise.html
+    Advise(Box<advise_cmd::AdviseArgs>),
     /// Regenerate the seed papers' published results (S2-RAID, RAID+, lazy parity, IDO, and
     /// the thesis's RAID4S, RAIDE, RAIDH) on simulated copies of their hardware; writes
     /// OUT/NAME.md, OUT/NAME.json and SVG plots, published values beside ours, and (for `all`
@@ -269,6 +279,7 @@ fn main() -> ExitCode {
         },
         Command::Demo(a) => demo::run(a),
         Command::Sim(a) => sim_cmd::run(*a),
+        Command::Advise(a) => advise_cmd::run(*a),
         Command::Model(c) => model_cmd::run(c),
         Command::Trace(c) => trace_cmd::run(c),
         Command::Reproduce(a) => match reproduce_cmd::run(a) {

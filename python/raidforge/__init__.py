@@ -1,7 +1,8 @@
 """raidforge from Python: the same core as the ``raidforge`` command line.
 
 Layouts (:func:`layout`, :func:`layout_compare`), the disk-array simulator (:func:`sim`), the
-trace readers (:func:`read_trace`), the reliability models (:func:`mttdl`), the seed papers'
+trace readers (:func:`read_trace`), the reliability models (:func:`mttdl`), layout advice
+(:func:`advise`), the seed papers'
 reproductions (:func:`reproduce`), pools on files or block devices (:class:`Pool`,
 :func:`wipe`) and parameter sweeps on local cores or a Dask cluster (:func:`sweep`). Every call runs the Rust
 core behind ``raidforge ... --json`` (never a reimplementation) and gives what that command
@@ -20,6 +21,7 @@ from ._core import (
     RaidforgeError,
     Reproduction,
     SimResult,
+    advise,
     layout,
     layout_compare,
     mttdl,
@@ -38,6 +40,7 @@ __all__ = [
     "RaidforgeError",
     "Reproduction",
     "SimResult",
+    "advise",
     "layout",
     "layout_compare",
     "mttdl",

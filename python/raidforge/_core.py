@@ -435,6 +435,41 @@ def mttdl(
     return df
 
 
+def advise(
+    *,
+    workload: str,
+    disks: int,
+    disk: Optional[str] = None,
+    survive: Optional[int] = None,
+    format: Optional[str] = None,
+    capacity: Optional[str] = None,
+    max_rebuild_hours: Optional[float] = None,
+    p99_normal_ms: Optional[float] = None,
+    p99_rebuild_ms: Optional[float] = None,
+    member_size: Optional[str] = None,
+    chunk: Optional[str] = None,
+    loops: Optional[int] = None,
+    speed_min: Optional[str] = None,
+    speed_max: Optional[str] = None,
+    rebuild_window: Optional[int] = None,
+    mttf_hours: Optional[float] = None,
+    budget: Optional[float] = None,
+    jobs: Optional[int] = None,
+    svg: Optional[PathLike] = None,
+    html: Optional[PathLike] = None,
+) -> pd.DataFrame:
+    """Which layout for this workload and these disks: ``raidforge advise --json``, one row per
+    candidate simulated (usable share, whole-drive rebuild hours, MTTDL, p50/p99 per phase,
+    Pareto front, constraints met); ``attrs`` holds the rest (``recommended``, ``reason``,
+    ``not_simulated``, ...). ``workload``: a trace file or a synthetic spec, as ``sim``.
+    """
+    kw = dict(locals())
+    v = _run("advise", "advise", kw)
+    df = pd.json_normalize(v["candidates"])
+    df.attrs = {k: v[k] for k in v if k != "candidates"}
+    return df
+
+
 # ---------------------------------------------------------------------------------------------
 # Reproductions
 

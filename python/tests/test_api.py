@@ -7,6 +7,7 @@ import inspect
 import json
 import os
 import threading
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -170,6 +171,21 @@ def test_mttdl_equals_cli(cli):
     assert df.attrs == {k: v[k] for k in v if k != "rows"}
     assert raidforge.mttdl(disks="4..6").to_dict("records") == cli.json(
         "model", "mttdl", "--disks", "4..6", "--json")["rows"]
+
+
+def test_advise_equals_cli(cli):
+    trace = Path(__file__).resolve().parents[2] / "data" / "traces" / "websearch-head.mqsim"
+    df = raidforge.advise(workload=str(trace), disks=8, member_size="256M", loops=1)
+    v = cli.json("advise", "--workload", trace, "--disks", "8", "--member-size", "256M",
+                 "--loops", "1", "--json")
+    timeless = lambda rows: [{k: r[k] for k in r if k != "wall_s"} for r in rows]
+    ours = pd.json_normalize(v["candidates"]).to_dict("records")
+    assert timeless(df.to_dict("records")) == timeless(ours)
+    assert df.attrs["recommended"] == v["recommended"]
+    assert df.attrs["reason"] == v["reason"]
+    assert len(df) >= 8 and df["pareto_front"].any()
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        raidforge.advise(workload=str(trace), disks=8, drives=3)
 
 
 def without_runtime(report):

@@ -46,6 +46,7 @@ fn command(name: &str) -> PyResult<Command> {
         "model_mttdl" => "raidforge model mttdl",
         "create" => "raidforge create",
         "trace_read" => "raidforge trace read",
+        "advise" => "raidforge advise",
         _ => return Err(error(anyhow::anyhow!("no command {name:?}"))),
     };
     let cmd = Command::new(title).no_binary_name(true);
@@ -57,6 +58,7 @@ fn command(name: &str) -> PyResult<Command> {
         "model_mttdl" => MttdlArgs::augment_args(cmd),
         "create" => CreateArgs::augment_args(cmd),
         "trace_read" => TraceReadArgs::augment_args(cmd),
+        "advise" => raidforge::advise_cmd::AdviseArgs::augment_args(cmd),
         _ => return Err(error(anyhow::anyhow!("no command {name:?}"))),
     })
 }
@@ -136,6 +138,10 @@ fn run_json(py: Python<'_>, name: &str, argv: Vec<String>) -> PyResult<String> {
         "model_mttdl" => {
             let a: MttdlArgs = parse(name, argv)?;
             py.detach(|| raidforge::model_cmd::mttdl_json(&a))
+        }
+        "advise" => {
+            let a: raidforge::advise_cmd::AdviseArgs = parse(name, argv)?;
+            py.detach(|| raidforge::advise_cmd::advise_json(&a))
         }
         _ => return Err(error(anyhow::anyhow!("no data command {name:?}"))),
     }

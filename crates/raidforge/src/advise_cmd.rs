@@ -34,6 +34,14 @@ pub struct AdviseArgs {
     /// x25-e, ... as `raidforge sim --disk` names them.
     #[arg(long, default_value = "st32000645ns")]
     pub disk: String,
+    /// SSDs among the disks (the last ones), of the model --ssd names: RAID4S (every parity
+    /// on the SSDs) and RAIDH (parity weighted towards them) join the candidates, and every
+    /// other candidate runs on the same mixed set.
+    #[arg(long, default_value_t = 0)]
+    pub ssds: usize,
+    /// The SSD model of --ssds.
+    #[arg(long, default_value = "x25-e")]
+    pub ssd: String,
     /// Member failures the layout must survive (1 or 2).
     #[arg(long, default_value_t = 1)]
     pub survive: usize,
@@ -131,7 +139,7 @@ struct Outcome {
     front: bool,
 }
 
-fn candidates(n: usize) -> Vec<Candidate> {
+fn candidates(n: usize, ssds: usize) -> Vec<Candidate> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let mut out = Vec::new();
     let mut add = |name: String, args: Vec<String>, tolerance, losers, lazy| {
@@ -224,6 +232,36 @@ fn candidates(n: usize) -> Vec<Candidate> {
             false,
         );
     }
+    if ssds > 0 && ssds < n {
+        // RAID4S: every parity on the SSDs; RAIDH: the SSDs take as much parity as all the
+        // HDDs together.
+        let hdds = n - ssds;
+        let weights = |hdd: usize, ssd: usize| {
+            (0..n)
+                .map(|i| if i < hdds { hdd } else { ssd }.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        add(
+            "raid4s".into(),
+            s(&["--scheme", "raidh", "--weights", &weights(0, 1)]),
+            1,
+            Some(n - 1),
+            false,
+        );
+        add(
+            "raidh".into(),
+            s(&[
+                "--scheme",
+                "raidh",
+                "--weights",
+                &weights(1, hdds.div_ceil(ssds)),
+            ]),
+            1,
+            Some(n - 1),
+            false,
+        );
+    }
     add("rm2".into(), s(&["--scheme", "rm2"]), 2, None, false);
     add(
         "rm2 lazy".into(),
@@ -292,6 +330,23 @@ fn ms(x: f64) -> String {
 }
 
 pub fn run(a: AdviseArgs) -> anyhow::Result<()> {
+    let (v, text) = evaluate(&a)?;
+    if a.json {
+        println!("{v}");
+    } else {
+        print!("{text}");
+    }
+    Ok(())
+}
+
+/// What `raidforge advise --json` prints (the SVG and HTML files written as asked).
+pub fn advise_json(a: &AdviseArgs) -> anyhow::Result<Value> {
+    Ok(evaluate(a)?.0)
+}
+
+/// The JSON and the text of the advice.
+fn evaluate(a: &AdviseArgs) -> anyhow::Result<(Value, String)> {
+    use std::fmt::Write;
     let started = Instant::now();
     if !(1..=2).contains(&a.survive) {
         bail!("--survive must be 1 or 2 (member failures the layout must survive)");
@@ -303,7 +358,20 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<()> {
         let names: Vec<&str> = sim::disk::Drive::ALL.iter().map(|d| d.name()).collect();
         format!("unknown --disk {:?}; known: {}", a.disk, names.join(", "))
     })?;
-    let drive_bytes = drive.params().capacity_bytes();
+    let mut drive_bytes = drive.params().capacity_bytes();
+    if a.ssds >= a.disks {
+        bail!(
+            "--ssds {} leaves no hard disk among --disks {}",
+            a.ssds,
+            a.disks
+        );
+    }
+    if a.ssds > 0 {
+        let ssd = sim::disk::Drive::from_name(&a.ssd)
+            .with_context(|| format!("unknown --ssd {:?}", a.ssd))?;
+        // Every member uses as much of its drive as the smallest holds.
+        drive_bytes = drive_bytes.min(ssd.params().capacity_bytes());
+    }
     let member_bytes = parse_size(&a.member_size, "--member-size")?.min(drive_bytes);
     let want_bytes = a
         .capacity
@@ -311,7 +379,7 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<()> {
         .map(|c| parse_size(c, "--capacity"))
         .transpose()?;
     let n = a.disks;
-    let all = candidates(n);
+    let all = candidates(n, a.ssds);
     let (fit, unfit): (Vec<Candidate>, Vec<Candidate>) =
         all.into_iter().partition(|c| c.tolerance >= a.survive);
     let is_trace = std::path::Path::new(&a.workload).is_file();
@@ -338,6 +406,9 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<()> {
         }
         if let Some(f) = &a.format {
             v.extend(["--format".into(), f.clone()]);
+        }
+        for i in n - a.ssds..n {
+            v.extend(["--disk-at".into(), format!("{i}={}", a.ssd)]);
         }
         if is_trace {
             v.extend(["--loops".into(), a.loops.to_string()]);
@@ -507,7 +578,7 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<()> {
         "recommended": pick.map(|i| outcomes[i].c.name.clone()),
         "reason": why,
     });
-    let svg = plot(&outcomes, pick, &a);
+    let svg = plot(&outcomes, pick, a);
     if let Some(p) = &a.svg {
         std::fs::write(p, &svg).with_context(|| format!("--svg: cannot write {}", p.display()))?;
     }
@@ -527,22 +598,27 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<()> {
         )
         .with_context(|| format!("--html: cannot write {}", p.display()))?;
     }
-    if a.json {
-        println!("{json_out}");
-        return Ok(());
-    }
-    println!(
-        "{n} x {} ({}), survive {} failure(s); workload {}; {:.0} s",
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "{} x {}{} ({} used of each), survive {} failure(s); workload {}; {:.0} s",
+        n - a.ssds,
         a.disk,
+        if a.ssds > 0 {
+            format!(" + {} x {}", a.ssds, a.ssd)
+        } else {
+            String::new()
+        },
         human_bytes(drive_bytes),
         a.survive,
         a.workload,
         elapsed
     );
     if let Some(s) = &slice_note {
-        println!("{s}");
+        let _ = writeln!(text, "{s}");
     }
-    println!(
+    let _ = writeln!(
+        text,
         "{:<18} {:>3} {:>7} {:>9} {:>11} {:>8} {:>8} {:>8} {:>8} {:>7}  ",
         "layout",
         "tol",
@@ -556,7 +632,8 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<()> {
         "IOPS"
     );
     for (i, o) in outcomes.iter().enumerate() {
-        println!(
+        let _ = writeln!(
+            text,
             "{:<18} {:>3} {:>6.1}% {:>9.2} {:>11.3e} {:>8} {:>8} {:>8} {:>8} {:>7.0}  {}{}{}",
             o.c.name,
             o.c.tolerance,
@@ -578,19 +655,24 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<()> {
         );
     }
     for c in &unfit {
-        println!(
+        let _ = writeln!(
+            text,
             "{:<18} survives {} failure(s): not simulated",
             c.name, c.tolerance
         );
     }
     for (name, e) in &refused {
-        println!("{name:<18} not possible here: {e}");
+        let _ = writeln!(text, "{name:<18} not possible here: {e}");
     }
-    match &why {
-        Some(w) => println!("\nrecommended: {w}"),
-        None => println!("\nno candidate meets every constraint: relax one (see misses above)"),
-    }
-    println!(
+    let _ = match &why {
+        Some(w) => writeln!(text, "\nrecommended: {w}"),
+        None => writeln!(
+            text,
+            "\nno candidate meets every constraint: relax one (see misses above)"
+        ),
+    };
+    let _ = writeln!(
+        text,
         "(rebuild h: the simulated rebuild of {} members scaled to the whole {} drive; MTTDL \
          from that rebuild time and an MTTF of {} h; front: not beaten on usable share, MTTDL \
          and p99 while rebuilding at once)",
@@ -598,7 +680,7 @@ pub fn run(a: AdviseArgs) -> anyhow::Result<()> {
         human_bytes(drive_bytes),
         a.mttf_hours
     );
-    Ok(())
+    Ok((json_out, text))
 }
 
 fn num_cpus() -> usize {

@@ -97,3 +97,25 @@ fn the_html_page_holds_the_table_and_the_plot() {
         assert!(html.contains(&format!("<td>{}</td>", x["name"].as_str().unwrap())));
     }
 }
+
+/// With an SSD among the disks, RAID4S and RAIDH join the candidates.
+#[test]
+fn an_ssd_brings_raid4s_and_raidh_in() {
+    let v = advise(&["--ssds", "1"]);
+    let names: Vec<&str> = v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"raid4s") && names.contains(&"raidh"),
+        "{names:?}"
+    );
+    let plain = advise(&[]);
+    assert!(!plain["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|x| x["name"] == "raid4s"));
+}

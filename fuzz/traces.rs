@@ -808,6 +808,7 @@ pub fn options(rng: &mut Rng) -> ReadOptions {
         // (The model the output is checked against does not merge; merging has its own
         // property test in sim::trace::merge.)
         merge: None,
+        volumes: sim::Volumes::All,
     }
 }
 

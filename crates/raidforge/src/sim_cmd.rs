@@ -427,6 +427,7 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
         limit: a.requests,
         loops: a.loops,
         merge: a.merge.choice()?,
+        volumes: a.merge.volumes(),
     };
     if let Some(f) = a.warmup_fraction {
         if !(0.0..=1.0).contains(&f) {

@@ -105,6 +105,24 @@ pub struct MergeArgs {
     /// max_sectors_kb: 1280 by default in recent kernels, 512 or less for many drivers).
     #[arg(long, default_value_t = 1280)]
     pub merge_max_kib: u64,
+    /// Replay only this volume of the trace (its device, LUN, ASU or the CSV's device
+    /// column); the other volumes' lines are counted as skipped.
+    #[arg(long, conflicts_with = "fold_volumes")]
+    pub volume: Option<u32>,
+    /// Replay every volume's requests on one volume, at their own offsets.
+    #[arg(long)]
+    pub fold_volumes: bool,
+}
+
+impl MergeArgs {
+    /// The volumes these options keep.
+    pub fn volumes(&self) -> sim::Volumes {
+        match (self.volume, self.fold_volumes) {
+            (Some(v), _) => sim::Volumes::Only(v),
+            (None, true) => sim::Volumes::Fold,
+            (None, false) => sim::Volumes::All,
+        }
+    }
 }
 
 impl MergeArgs {
@@ -157,6 +175,7 @@ impl TraceRequests {
             limit: a.requests,
             loops: a.loops,
             merge: a.merge.choice()?,
+            volumes: a.merge.volumes(),
         };
         // The capacity matters to synthetic workloads only.
         let source = spec.open(u64::MAX, &opts)?;

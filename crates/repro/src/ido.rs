@@ -154,6 +154,7 @@ fn workloads(opts: &Opts, s: &Scale) -> anyhow::Result<Vec<Wl>> {
             loops: s.web_loops,
             lenient: false,
             merge: sim::MergeChoice::default(),
+            volumes: sim::Volumes::All,
         },
         hotspot: None,
         published: Some([2.2, 2.7, 1.1, 1.4, 72.4]),

@@ -102,7 +102,7 @@ pub use run::{
 pub use trace::{
     locate_traces_dir, repository_traces_dir, BlkEvent, Compression, CsvColumns, Fold, Location,
     Merge, ReadOptions, Request, TimeOrder, TraceDirError, TraceError, TraceFormat, TraceReader,
-    TRACES_ENV,
+    Volumes, TRACES_ENV,
 };
 pub use workload::{Arrival, SizeDist, Synthetic, SyntheticConfig, WorkloadError};
 

@@ -72,6 +72,8 @@ pub struct SourceOptions {
     pub loops: u64,
     /// Whether a trace replay merges adjacent requests as the block layer would.
     pub merge: MergeChoice,
+    /// Which of a trace's volumes are replayed, and whether they are folded into one.
+    pub volumes: trace::Volumes,
 }
 
 /// When a trace replay merges adjacent requests as the kernel's block layer would before
@@ -113,6 +115,7 @@ impl Default for SourceOptions {
             limit: None,
             loops: 1,
             merge: MergeChoice::default(),
+            volumes: trace::Volumes::All,
         }
     }
 }
@@ -291,6 +294,7 @@ impl WorkloadSpec {
             WorkloadSpec::Trace { path, format } => {
                 let mut options = ReadOptions {
                     speedup: opts.speedup,
+                    volumes: opts.volumes,
                     ..ReadOptions::default()
                 };
                 let mut reader = trace::open(path, *format, options)?;

@@ -1232,3 +1232,41 @@ fn sources_merge_queue_level_replays_by_default_only() {
     );
     assert!(merged > 0 && n + merged >= 24_783, "{n} {merged}");
 }
+
+/// One volume of a trace kept, the others counted as skipped; or every volume folded onto one.
+#[test]
+fn volumes_are_selected_or_folded() {
+    let path = repo("websearch-head.mqsim");
+    let read = |volumes| {
+        let options = ReadOptions {
+            volumes,
+            ..ReadOptions::default()
+        };
+        let mut r = open(&path, None, options).unwrap();
+        let v: Vec<Request> = r.by_ref().collect::<Result<_, _>>().unwrap();
+        (v, r.skipped_lines())
+    };
+    let (all, _) = read(sim::Volumes::All);
+    let (one, skipped) = read(sim::Volumes::Only(2));
+    let want: Vec<Request> = all.iter().filter(|r| r.volume == 2).copied().collect();
+    assert!(!want.is_empty() && want.len() < all.len());
+    // (Times count from the first request kept.)
+    let shift = want[0].time_ns;
+    let want: Vec<Request> = want
+        .into_iter()
+        .map(|r| Request {
+            time_ns: r.time_ns - shift,
+            ..r
+        })
+        .collect();
+    assert_eq!(one, want);
+    assert_eq!(skipped as usize, all.len() - one.len());
+    let (folded, _) = read(sim::Volumes::Fold);
+    assert_eq!(folded.len(), all.len());
+    assert!(folded.iter().all(|r| r.volume == 0));
+    assert!(folded
+        .iter()
+        .zip(&all)
+        .all(|(f, a)| (f.time_ns, f.offset_bytes, f.len_bytes)
+            == (a.time_ns, a.offset_bytes, a.len_bytes)));
+}

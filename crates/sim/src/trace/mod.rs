@@ -396,6 +396,20 @@ pub struct ReadOptions {
     /// Merge adjacent requests as the kernel's block layer would before issuing them
     /// ([`Merge`]; for replays of queue-level traces such as blkparse `Q` events).
     pub merge: Option<Merge>,
+    /// Which volumes (devices, LUNs, ASUs) are kept, and whether they are folded into one.
+    pub volumes: Volumes,
+}
+
+/// Which of a trace's volumes a reader keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Volumes {
+    /// Every volume, as recorded.
+    #[default]
+    All,
+    /// Only this volume's requests; the others are counted as skipped lines.
+    Only(u32),
+    /// Every volume's requests on volume 0, at their own offsets (one device seeing them all).
+    Fold,
 }
 
 impl Default for ReadOptions {
@@ -406,6 +420,7 @@ impl Default for ReadOptions {
             limit: None,
             order: TimeOrder::default(),
             merge: None,
+            volumes: Volumes::All,
         }
     }
 }
@@ -541,7 +556,8 @@ impl<R: BufRead> TraceReader<R> {
         self.parser.format()
     }
 
-    /// Lines read so far that carried no data I/O (headers, other events, file actions, ...).
+    /// Lines read so far that carried no data I/O (headers, other events, file actions, ...),
+    /// or the I/O of a volume not kept ([`ReadOptions::volumes`]).
     pub fn skipped_lines(&self) -> u64 {
         self.skipped
     }
@@ -654,7 +670,14 @@ impl<R: BufRead> TraceReader<R> {
                 }
             };
             match self.parser.parse(text) {
-                Ok(Some(raw)) => return Ok(Some((line_number, raw))),
+                Ok(Some(mut raw)) => match self.options.volumes {
+                    Volumes::Only(v) if raw.volume != v => self.skipped += 1,
+                    Volumes::Fold => {
+                        raw.volume = 0;
+                        return Ok(Some((line_number, raw)));
+                    }
+                    _ => return Ok(Some((line_number, raw))),
+                },
                 Ok(None) => self.skipped += 1,
                 Err(problem) => return Err(self.located(problem, line_number)),
             }

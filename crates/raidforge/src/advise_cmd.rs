@@ -62,8 +62,10 @@ pub struct AdviseArgs {
     /// in proportion to size: a rebuild reads and writes every used byte).
     #[arg(long, default_value = "64G")]
     pub member_size: String,
-    /// Chunk size of every layout.
-    #[arg(long, default_value = "64K")]
+    /// Chunk size of every layout (mdadm's default). Small chunks make a declustered
+    /// layout's rebuild seek-bound: at 64K, RAID+ rebuilt 16 disks barely faster than RAID5
+    /// under the WebSearch trace; at 512K, 2.2 times as fast.
+    #[arg(long, default_value = "512K")]
     pub chunk: String,
     /// Replay a trace this many times back to back, so that the rebuild runs under the
     /// workload (the failure comes after the first fifth of the replay).

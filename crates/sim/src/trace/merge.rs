@@ -182,16 +182,16 @@ mod tests {
     #[test]
     fn a_run_of_pages_becomes_requests_of_the_largest_size() {
         let m = Merge::default();
-        // 300 pages of 4 KiB, 1 us apart: 512 KiB requests (128 pages), then the rest.
-        let input: Vec<Request> = (0..300)
+        // 700 pages of 4 KiB, 1 us apart: 1280 KiB requests (320 pages), then the rest.
+        let input: Vec<Request> = (0..700)
             .map(|i| req(i * 1000, i * 4096, 4096, Op::Write))
             .collect();
         let out = run(&m, &input);
         let lens: Vec<u64> = out.iter().map(|r| r.len_bytes).collect();
-        assert_eq!(lens, [512 << 10, 512 << 10, 44 * 4096]);
-        assert_eq!(out[1].offset_bytes, 128 * 4096);
+        assert_eq!(lens, [1280 << 10, 1280 << 10, 60 * 4096]);
+        assert_eq!(out[1].offset_bytes, 320 * 4096);
         assert_eq!(
-            out[1].time_ns, 128_000,
+            out[1].time_ns, 320_000,
             "a merged request arrives with its first part"
         );
     }

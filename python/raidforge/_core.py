@@ -310,6 +310,11 @@ def sim(
     max_in_flight: Optional[int] = None,
     parity: Optional[str] = None,
     bpgl_capacity: Optional[int] = None,
+    merge: Optional[str] = None,
+    merge_window_us: Optional[int] = None,
+    merge_max_kib: Optional[int] = None,
+    only_volume: Optional[int] = None,
+    fold_volumes: bool = False,
     plot: Optional[PathLike] = None,
 ) -> SimResult:
     """Simulate an array of modelled drives: ``raidforge sim ... --json``.
@@ -365,6 +370,11 @@ def read_trace(
     speedup: Optional[float] = None,
     loops: Optional[int] = None,
     requests: Optional[int] = None,
+    merge: Optional[str] = None,
+    merge_window_us: Optional[int] = None,
+    merge_max_kib: Optional[int] = None,
+    only_volume: Optional[int] = None,
+    fold_volumes: bool = False,
 ) -> Union[pd.DataFrame, Iterator[pd.DataFrame]]:
     """The requests of a trace file as the simulator replays them: ``raidforge trace read``.
 
@@ -386,7 +396,9 @@ def read_trace(
     if chunksize is not None and (not isinstance(chunksize, int) or chunksize <= 0):
         raise ValueError(f"chunksize must be a positive int, not {chunksize!r}")
     kw = dict(
-        file=path, format=format, lenient=lenient, speedup=speedup, loops=loops, requests=requests
+        file=path, format=format, lenient=lenient, speedup=speedup, loops=loops, requests=requests,
+        merge=merge, merge_window_us=merge_window_us, merge_max_kib=merge_max_kib,
+        only_volume=only_volume, fold_volumes=fold_volumes,
     )
     reader = _native.TraceReader(_cli.argv("trace_read", "read_trace", kw))
     if chunksize is None:
@@ -440,6 +452,8 @@ def advise(
     workload: str,
     disks: int,
     disk: Optional[str] = None,
+    ssds: Optional[int] = None,
+    ssd: Optional[str] = None,
     survive: Optional[int] = None,
     format: Optional[str] = None,
     capacity: Optional[str] = None,

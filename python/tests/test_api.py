@@ -375,6 +375,7 @@ def test_old_keyword_names_are_still_taken(tmp_path):
         (raidforge.mttdl, ["model_mttdl"], []),
         (raidforge.Pool.create, ["create"], ["pool", "members"]),
         (raidforge.read_trace, ["trace_read"], ["file"]),
+        (raidforge.advise, ["advise"], []),
     ],
 )
 def test_signatures_list_every_cli_option(func, commands, drop):

@@ -108,7 +108,7 @@ pub struct MergeArgs {
     /// Replay only this volume of the trace (its device, LUN, ASU or the CSV's device
     /// column); the other volumes' lines are counted as skipped.
     #[arg(long, conflicts_with = "fold_volumes")]
-    pub volume: Option<u32>,
+    pub only_volume: Option<u32>,
     /// Replay every volume's requests on one volume, at their own offsets.
     #[arg(long)]
     pub fold_volumes: bool,
@@ -117,7 +117,7 @@ pub struct MergeArgs {
 impl MergeArgs {
     /// The volumes these options keep.
     pub fn volumes(&self) -> sim::Volumes {
-        match (self.volume, self.fold_volumes) {
+        match (self.only_volume, self.fold_volumes) {
             (Some(v), _) => sim::Volumes::Only(v),
             (None, true) => sim::Volumes::Fold,
             (None, false) => sim::Volumes::All,

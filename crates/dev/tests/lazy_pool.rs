@@ -112,6 +112,29 @@ fn clone_pool(from: &[PathBuf], to: &Path) -> Pool {
     Pool::assemble(&to.join("pool.json"), &paths, None).unwrap()
 }
 
+/// Both deferred-parity slots of a member file, as they are.
+fn bpgl_slots(member: &Path) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let region = raidcore::region::BPGL;
+    let mut b = vec![0u8; region.bytes as usize];
+    (std::fs::File::open(member).unwrap())
+        .read_exact_at(&mut b, region.offset)
+        .unwrap();
+    b
+}
+
+/// Puts back slots [`bpgl_slots`] kept (what a crash leaves when the member never got the
+/// records written after).
+fn put_bpgl_slots(member: &Path, slots: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    (std::fs::OpenOptions::new()
+        .write(true)
+        .open(member)
+        .unwrap())
+    .write_all_at(slots, raidcore::region::BPGL.offset)
+    .unwrap();
+}
+
 fn check_all(pool: &mut Pool, model: &[u8], what: &str) {
     let got = pool.read(0, model.len() as u64).unwrap();
     if got != model {
@@ -443,7 +466,6 @@ fn lazy_writes_after_a_rebuild_survive_a_crash_before_its_record() {
 /// a second failure (served fault harness, seed 0x6b099bac).
 #[test]
 fn the_newest_deferred_parity_list_outlives_the_member_holding_it() {
-    use std::os::unix::fs::FileExt;
     let chunk = 4096u64;
     let tmp = TempDir::new("newest-list");
     let dir = tmp.0.clone();
@@ -465,27 +487,13 @@ fn the_newest_deferred_parity_list_outlives_the_member_holding_it() {
     assert!(pool.status().bpgl_len > 0, "writes deferred parity");
     // Members 1 and 2 will hold the list as it is now: their record slots are kept.
     let paths = members(&dir, 6);
-    let region = raidcore::region::BPGL;
-    let read = |p: &Path| {
-        let mut b = vec![0u8; region.bytes as usize];
-        std::fs::File::open(p)
-            .unwrap()
-            .read_exact_at(&mut b, region.offset)
-            .unwrap();
-        b
-    };
-    let kept: Vec<Vec<u8>> = [1, 2].iter().map(|&i| read(&paths[i])).collect();
+    let kept: Vec<Vec<u8>> = [1, 2].iter().map(|&i| bpgl_slots(&paths[i])).collect();
     // The list is flushed; its empty record reaches members 0, 1 and 2, then 1 and 2 lose it.
     pool.flush_bpgl(0).unwrap();
     assert_eq!(pool.status().bpgl_len, 0);
     drop(pool); // a crash: no close
     for (k, &i) in [1usize, 2].iter().enumerate() {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&paths[i])
-            .unwrap()
-            .write_all_at(&kept[k], region.offset)
-            .unwrap();
+        put_bpgl_slots(&paths[i], &kept[k]);
     }
     // A start with every member present, then two failures, the first the member that held
     // the newest list, and a crash.
@@ -516,7 +524,6 @@ fn the_newest_deferred_parity_list_outlives_the_member_holding_it() {
 /// other stripes' parity as current, and a second failure reads wrong bytes from them.
 #[test]
 fn a_longer_newest_list_on_one_member_is_recorded_again_before_it_is_needed() {
-    use std::os::unix::fs::FileExt;
     let chunk = 4096u64;
     let tmp = TempDir::new("longer-list");
     let dir = tmp.0.clone();
@@ -537,17 +544,8 @@ fn a_longer_newest_list_on_one_member_is_recorded_again_before_it_is_needed() {
     }
     let short = pool.status().bpgl_len;
     let paths = members(&dir, 6);
-    let region = raidcore::region::BPGL;
-    let read = |p: &Path| {
-        let mut b = vec![0u8; region.bytes as usize];
-        std::fs::File::open(p)
-            .unwrap()
-            .read_exact_at(&mut b, region.offset)
-            .unwrap();
-        b
-    };
     // Members 1 and 2 keep the short list; member 0 alone gets the longer ones.
-    let kept: Vec<Vec<u8>> = [1, 2].iter().map(|&i| read(&paths[i])).collect();
+    let kept: Vec<Vec<u8>> = [1, 2].iter().map(|&i| bpgl_slots(&paths[i])).collect();
     let mut written = Vec::new();
     for _ in 0..30 {
         let len = 1 + rng.below(2 * chunk);
@@ -564,12 +562,7 @@ fn a_longer_newest_list_on_one_member_is_recorded_again_before_it_is_needed() {
     );
     drop(pool); // a crash: no close
     for (k, &i) in [1usize, 2].iter().enumerate() {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&paths[i])
-            .unwrap()
-            .write_all_at(&kept[k], region.offset)
-            .unwrap();
+        put_bpgl_slots(&paths[i], &kept[k]);
     }
     let mut pool = Pool::open(&dir.join("pool.json")).unwrap();
     assert_eq!(

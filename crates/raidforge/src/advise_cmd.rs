@@ -296,14 +296,7 @@ fn mttdl_years(c: &Candidate, n: usize, mttf_h: f64, mttr_h: f64) -> f64 {
         mttr_h: mttr_h.max(1e-6),
     };
     let h = match (c.losers, c.lazy) {
-        (Some(losers), _) => {
-            let (l, m) = (1.0 / d.mttf_h, 1.0 / d.mttr_h);
-            mttdl::absorption_times(
-                &[vec![0.0, n as f64 * l], vec![m, 0.0]],
-                &[0.0, losers as f64 * l],
-            )
-            .map_or(f64::INFINITY, |t| t[0])
-        }
+        (Some(losers), _) => mttdl::single_failure(n, losers, d),
         (None, true) => mttdl::raid6_lpu(n, d, LpuRates::SEED_002),
         (None, false) => mttdl::raid6(n, d),
     };

@@ -404,12 +404,7 @@ fn stats(a: &TraceStatsArgs) -> anyhow::Result<()> {
         if r + w == 0 {
             continue;
         }
-        let label = match bounds.get(i) {
-            Some(&b) if b >= 1 << 20 => format!("{} MiB", b >> 20),
-            Some(&b) if b >= 1 << 10 => format!("{} KiB", b >> 10),
-            Some(&b) => format!("{b} B"),
-            None => "larger".into(),
-        };
+        let label = sim::trace::stats::size_bucket_label(i);
         println!("              {label:>8} {r:>10} {w:>10}");
     }
     if requests.skipped() > 0 {
@@ -442,7 +437,6 @@ fn stats_svg(file: &std::path::Path, st: &sim::trace::stats::TraceStats) -> Stri
         ],
         ..Default::default()
     };
-    let bounds = sim::trace::stats::size_bucket_bounds();
     let used: Vec<usize> = (0..st.sizes.len())
         .filter(|&i| st.sizes[i].0 + st.sizes[i].1 > 0)
         .collect();
@@ -450,14 +444,8 @@ fn stats_svg(file: &std::path::Path, st: &sim::trace::stats::TraceStats) -> Stri
         title: format!("{name}: request sizes"),
         x_label: "size up to".into(),
         y_label: "requests".into(),
-        categories: used
-            .iter()
-            .map(|&i| match bounds.get(i) {
-                Some(&b) if b >= 1 << 20 => format!("{}M", b >> 20),
-                Some(&b) if b >= 1 << 10 => format!("{}K", b >> 10),
-                Some(&b) => format!("{b}"),
-                None => "more".into(),
-            })
+        categories: (used.iter())
+            .map(|&i| sim::trace::stats::size_bucket_label(i))
             .collect(),
         series: vec![
             (

@@ -134,11 +134,22 @@ fn solve(rates: &[Vec<f64>], to_loss: &[f64]) -> f64 {
     absorption_times(rates, to_loss).expect("every chain here reaches data loss")[0]
 }
 
-/// RAID5 of `n` disks: `0 -n.lambda-> 1 -(n-1).lambda-> lost`, `1 -mu-> 0`. Hours.
-pub fn raid5(n: usize, d: DiskRates) -> f64 {
+/// Any single-parity array of `n` disks in which, while one failed disk is rebuilt, a failure
+/// of any of `losers` others loses data: `0 -n.lambda-> 1 -losers.lambda-> lost`, `1 -mu-> 0`.
+/// Hours. (RAID5: `n - 1` losers; RAID-50: the `k - 1` others of the group; a mirror: 1.)
+pub fn single_failure(n: usize, losers: usize, d: DiskRates) -> f64 {
     check(n, 2, &d);
+    assert!((1..n).contains(&losers), "losers must be in 1..n");
     let (l, m, nf) = (d.lambda(), d.mu(), n as f64);
-    solve(&[vec![0.0, nf * l], vec![m, 0.0]], &[0.0, (nf - 1.0) * l])
+    solve(
+        &[vec![0.0, nf * l], vec![m, 0.0]],
+        &[0.0, losers as f64 * l],
+    )
+}
+
+/// RAID5 of `n` disks ([`single_failure`] with `n - 1` losers). Hours.
+pub fn raid5(n: usize, d: DiskRates) -> f64 {
+    single_failure(n, n - 1, d)
 }
 
 /// RAID6 of `n` disks: up to two failed disks, one rebuilt at a time at rate `mu`. Hours.
@@ -181,10 +192,8 @@ pub fn raid6_lpu(n: usize, d: DiskRates, b: LpuRates) -> f64 {
 /// RAID-50 of `n` disks in groups of `k` (each a RAID5 of width `k`): data is lost when a second
 /// disk of the failed disk's group fails during its rebuild (`C/B`, i.e. MTTR). Hours.
 pub fn raid50(n: usize, k: usize, d: DiskRates) -> f64 {
-    check(n, 2, &d);
     assert!((2..=n).contains(&k), "group width k must be in 2..=n");
-    let (l, m, nf, kf) = (d.lambda(), d.mu(), n as f64, k as f64);
-    solve(&[vec![0.0, nf * l], vec![m, 0.0]], &[0.0, (kf - 1.0) * l])
+    single_failure(n, k - 1, d)
 }
 
 /// RAID+ (level 5) of `n` disks with stripes of width `k` (seed 001, Table 1): every surviving

@@ -201,19 +201,38 @@ pub(super) fn uint32(field: &'static str, s: &str) -> Result<u32, Problem> {
 }
 
 /// A decimal number of a unit of `unit_ns` nanoseconds (`12`, `1.5`) to nanoseconds; the
-/// fraction is kept to the nanosecond.
+/// fraction is kept to the nanosecond (digits past the ninth decimal are checked and dropped).
 pub(super) fn decimal_ns(field: &'static str, s: &str, unit_ns: u128) -> Result<u128, Problem> {
+    decimal_in(field, s, unit_ns, "not a non-negative decimal number")
+}
+
+/// Decimal seconds (`123`, `123.456789012`) to nanoseconds, exactly.
+fn seconds_ns(field: &'static str, s: &str) -> Result<u128, Problem> {
+    decimal_in(
+        field,
+        s,
+        1_000_000_000,
+        "not a non-negative decimal number of seconds",
+    )
+}
+
+fn decimal_in(
+    field: &'static str,
+    s: &str,
+    unit_ns: u128,
+    not_a_number: &'static str,
+) -> Result<u128, Problem> {
     let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
     let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
     if (whole.is_empty() && frac.is_empty()) || !digits(whole) || !digits(frac) {
-        return Err(bad(field, s, "not a non-negative decimal number"));
+        return Err(bad(field, s, not_a_number));
     }
     let whole: u128 = if whole.is_empty() {
         0
     } else {
         whole.parse().map_err(|_| bad(field, s, "too large"))?
     };
-    // The fraction as billionths of the unit (digits past the ninth dropped).
+    // The fraction as billionths of the unit.
     let mut frac_e9: u128 = 0;
     for i in 0..9 {
         let digit = frac.as_bytes().get(i).map_or(0, |b| b - b'0');
@@ -222,34 +241,6 @@ pub(super) fn decimal_ns(field: &'static str, s: &str, unit_ns: u128) -> Result<
     whole
         .checked_mul(unit_ns)
         .and_then(|ns| ns.checked_add(frac_e9 * unit_ns / 1_000_000_000))
-        .ok_or_else(|| bad(field, s, "too large"))
-}
-
-/// Decimal seconds (`123`, `123.456789012`) to nanoseconds, exactly. Digits beyond the ninth
-/// decimal are checked and dropped.
-fn seconds_ns(field: &'static str, s: &str) -> Result<u128, Problem> {
-    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
-    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
-    if (whole.is_empty() && frac.is_empty()) || !digits(whole) || !digits(frac) {
-        return Err(bad(
-            field,
-            s,
-            "not a non-negative decimal number of seconds",
-        ));
-    }
-    let whole: u128 = if whole.is_empty() {
-        0
-    } else {
-        whole.parse().map_err(|_| bad(field, s, "too large"))?
-    };
-    let mut frac_ns: u128 = 0;
-    for i in 0..9 {
-        let digit = frac.as_bytes().get(i).map_or(0, |b| b - b'0');
-        frac_ns = frac_ns * 10 + u128::from(digit);
-    }
-    whole
-        .checked_mul(1_000_000_000)
-        .and_then(|ns| ns.checked_add(frac_ns))
         .ok_or_else(|| bad(field, s, "too large"))
 }
 

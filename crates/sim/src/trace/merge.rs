@@ -111,12 +111,11 @@ impl Merger {
                 && b.len_bytes > 0
                 && a.len_bytes.saturating_add(b.len_bytes) <= m.max_bytes
         };
-        // Back merge (r follows a held one), else front merge (r precedes one).
-        let joined = self.held.iter().position(|h| {
-            fits(h, &r)
-                && (h.offset_bytes.checked_add(h.len_bytes) == Some(r.offset_bytes)
-                    || r.offset_bytes.checked_add(r.len_bytes) == Some(h.offset_bytes))
-        });
+        // Back merge (r follows a held one) or front merge (r precedes one).
+        let joined = self
+            .held
+            .iter()
+            .position(|h| fits(h, &r) && adjacent(h, &r));
         let Some(i) = joined else {
             self.held.push_back(r);
             return;
@@ -125,12 +124,8 @@ impl Merger {
         self.merged += 1;
         // The joined request may now close the gap to another held one.
         let h = self.held[i];
-        let other = self.held.iter().enumerate().position(|(j, o)| {
-            j != i
-                && fits(&h, o)
-                && (h.offset_bytes + h.len_bytes == o.offset_bytes
-                    || o.offset_bytes + o.len_bytes == h.offset_bytes)
-        });
+        let other = (self.held.iter().enumerate())
+            .position(|(j, o)| j != i && fits(&h, o) && adjacent(&h, o));
         if let Some(j) = other {
             // The earlier arrival keeps the union.
             let (keep, gone) = if j < i { (j, i) } else { (i, j) };
@@ -142,12 +137,15 @@ impl Merger {
     }
 }
 
+/// One ends where the other starts.
+fn adjacent(a: &Request, b: &Request) -> bool {
+    a.offset_bytes.checked_add(a.len_bytes) == Some(b.offset_bytes)
+        || b.offset_bytes.checked_add(b.len_bytes) == Some(a.offset_bytes)
+}
+
 /// `a` grows to cover `b` (adjacent, same volume and direction); it keeps its arrival.
 fn join(a: &mut Request, b: &Request) {
-    debug_assert!(
-        a.offset_bytes + a.len_bytes == b.offset_bytes
-            || b.offset_bytes + b.len_bytes == a.offset_bytes
-    );
+    debug_assert!(adjacent(a, b));
     a.offset_bytes = a.offset_bytes.min(b.offset_bytes);
     a.len_bytes += b.len_bytes;
 }
@@ -296,13 +294,8 @@ mod tests {
             max_bytes: 16 << 10,
             held_max: 8,
         };
-        let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut rng = crate::SplitMix64::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = move || rng.next_u64();
         for _ in 0..200 {
             let mut t = 0;
             let input: Vec<Request> = (0..60)

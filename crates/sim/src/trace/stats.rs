@@ -21,6 +21,16 @@ pub fn size_bucket_bounds() -> Vec<u64> {
     (9..=24).map(|p| 1u64 << p).collect()
 }
 
+/// A size bucket's label: "512 B", "8 KiB", "2 MiB", or "larger" for the last.
+pub fn size_bucket_label(i: usize) -> String {
+    match size_bucket_bounds().get(i) {
+        Some(&b) if b >= 1 << 20 => format!("{} MiB", b >> 20),
+        Some(&b) if b >= 1 << 10 => format!("{} KiB", b >> 10),
+        Some(&b) => format!("{b} B"),
+        None => "larger".into(),
+    }
+}
+
 /// One bucket of the requests-per-second timeline.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RateBucket {
@@ -218,13 +228,8 @@ mod tests {
     /// The footprint is the size of the union of the ranges, whatever their order.
     #[test]
     fn the_footprint_is_the_union_of_the_ranges() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::SplitMix64::new(0x2545_f491_4f6c_dd1d);
+        let mut next = move || rng.next_u64();
         for _ in 0..100 {
             let mut set = BTreeMap::new();
             let mut bits = vec![false; 256];

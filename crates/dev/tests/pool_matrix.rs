@@ -798,6 +798,15 @@ fn raid5c() {
 }
 
 #[test]
+fn raid60() {
+    let p = Params {
+        width: Some(4),
+        ..d(8)
+    };
+    scenario("raid60", SchemeKind::Raid60, p, QUICK, 10, true);
+}
+
+#[test]
 fn random() {
     let p = Params {
         width: Some(4),

@@ -1,8 +1,8 @@
 //! The classic levels (RAID0/1/10/4/5/6 as Linux MD lays them out, in every MD layout:
 //! [`crate::md`]) and the grouped baselines of the RAID+ paper (RAID-50 and RAID-5C).
 
-use crate::md::{MdLayout, Parity, Raid10};
-use crate::{Code, Cycle, Disk, LayoutError, Params, Role, Scheme, Stripe, Unit};
+use crate::md::{parity_row, MdLayout, Parity, Raid10};
+use crate::{Code, Cycle, Disk, LayoutError, Loc, Params, Role, Scheme, Stripe, Unit};
 
 /// Which classic level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,6 +162,36 @@ impl Scheme for Classic {
     }
 }
 
+/// One row of MD's left-symmetric RAID6 over disks `base..base+n`: the stripe lists its data
+/// units in syndrome order (Q's coefficient order, as `Code::PQ` reads them) and the row's
+/// data in logical order, as `mdadm --level=6` over those disks would.
+fn raid6_ls_row(base: usize, n: usize, row: u64) -> (Stripe, Vec<Loc>) {
+    let r = parity_row(Parity::LeftSymmetric, true, n, row);
+    let q = r.q.expect("a RAID6 row has Q");
+    let mut units: Vec<Unit> = r
+        .syndrome
+        .iter()
+        .map(|&d| unit(base + d, row, Role::Data))
+        .collect();
+    units.push(unit(base + r.p, row, Role::P));
+    units.push(unit(base + q, row, Role::Q));
+    let data = r
+        .data
+        .iter()
+        .map(|&d| Loc {
+            disk: (base + d) as Disk,
+            offset: row,
+        })
+        .collect();
+    (
+        Stripe {
+            units,
+            code: Code::PQ,
+        },
+        data,
+    )
+}
+
 /// Which grouped baseline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupedKind {
@@ -169,10 +199,22 @@ pub enum GroupedKind {
     Raid50,
     /// RAID5 groups concatenated.
     Raid5c,
+    /// RAID0 striped over RAID6 groups (any two members of each group may fail).
+    Raid60,
 }
 
-/// RAID5 groups of `width` disks over the active disks, with dedicated spares, as the RAID+
-/// paper's baselines (e.g. 56+3: eight 7-disk groups and 3 spares).
+impl GroupedKind {
+    /// The fewest members one group may have.
+    fn group_min(self) -> usize {
+        match self {
+            GroupedKind::Raid50 | GroupedKind::Raid5c => 3,
+            GroupedKind::Raid60 => 4,
+        }
+    }
+}
+
+/// RAID5 (RAID6 for RAID-60) groups of `width` disks over the active disks, with dedicated
+/// spares, as the RAID+ paper's baselines (e.g. 56+3: eight 7-disk groups and 3 spares).
 #[derive(Debug)]
 pub struct Grouped {
     kind: GroupedKind,
@@ -187,13 +229,17 @@ impl Grouped {
     pub fn new(kind: GroupedKind, p: &Params) -> Result<Grouped, LayoutError> {
         let disks = p.need_disks()?;
         let width = p.need_width()?;
-        if width < 3 {
+        let (level, min) = match kind {
+            GroupedKind::Raid60 => ("RAID6", kind.group_min()),
+            _ => ("RAID5", kind.group_min()),
+        };
+        if width < min {
             return Err(LayoutError::param(
                 "width",
-                format!("a RAID5 group needs at least 3 disks, got {width}"),
+                format!("a {level} group needs at least {min} disks, got {width}"),
             ));
         }
-        let active = spares_ok(disks, p.spares, width, "raid50/raid5c")?;
+        let active = spares_ok(disks, p.spares, width, "raid50/raid5c/raid60")?;
         if active % width != 0 {
             return Err(LayoutError::param(
                 "width",
@@ -205,6 +251,7 @@ impl Grouped {
         }
         let groups = active / width;
         let mut stripes = Vec::new();
+        let mut data = Vec::new();
         match kind {
             // RAID0 over the groups: row r of group 0, row r of group 1, ...
             GroupedKind::Raid50 => {
@@ -223,6 +270,21 @@ impl Grouped {
                     }
                 }
             }
+            // RAID0 over RAID6 groups, as RAID-50 over RAID5 groups.
+            GroupedKind::Raid60 => {
+                for r in 0..width as u64 {
+                    for g in 0..groups {
+                        let (s, d) = raid6_ls_row(g * width, width, r);
+                        stripes.push(s);
+                        data.extend(d);
+                    }
+                }
+            }
+        }
+        let mut cycle = Cycle::from_stripes(disks, width as u64, stripes);
+        if !data.is_empty() {
+            cycle.data = data;
+            cycle.assert_well_formed();
         }
         Ok(Grouped {
             kind,
@@ -230,7 +292,7 @@ impl Grouped {
             width,
             active,
             spares: p.spares,
-            cycle: Cycle::from_stripes(disks, width as u64, stripes),
+            cycle,
         })
     }
 
@@ -247,13 +309,17 @@ impl Scheme for Grouped {
         match self.kind {
             GroupedKind::Raid50 => "raid50",
             GroupedKind::Raid5c => "raid5c",
+            GroupedKind::Raid60 => "raid60",
         }
     }
     fn cycle(&self) -> &Cycle {
         &self.cycle
     }
     fn tolerance(&self) -> usize {
-        1
+        match self.kind {
+            GroupedKind::Raid50 | GroupedKind::Raid5c => 1,
+            GroupedKind::Raid60 => 2,
+        }
     }
     fn spare_disks(&self) -> Vec<Disk> {
         (self.active..self.active + self.spares)

@@ -18,6 +18,7 @@ pub enum SchemeKind {
     Raid6,
     Raid50,
     Raid5c,
+    Raid60,
     Random,
     Hash,
     S2Raid5,
@@ -28,7 +29,7 @@ pub enum SchemeKind {
 }
 
 impl SchemeKind {
-    pub const ALL: [(&'static str, SchemeKind); 15] = [
+    pub const ALL: [(&'static str, SchemeKind); 16] = [
         ("raid0", SchemeKind::Raid0),
         ("raid1", SchemeKind::Raid1),
         ("raid10", SchemeKind::Raid10),
@@ -37,6 +38,7 @@ impl SchemeKind {
         ("raid6", SchemeKind::Raid6),
         ("raid50", SchemeKind::Raid50),
         ("raid5c", SchemeKind::Raid5c),
+        ("raid60", SchemeKind::Raid60),
         ("random", SchemeKind::Random),
         ("hash", SchemeKind::Hash),
         ("s2raid5", SchemeKind::S2Raid5),
@@ -99,7 +101,7 @@ impl Order {
 pub struct Params {
     /// Number of member disks, spares included.
     pub disks: Option<usize>,
-    /// Stripe width including parity (group width for raid50/raid5c).
+    /// Stripe width including parity (group width for raid50/raid5c/raid60).
     pub width: Option<usize>,
     /// Dedicated spare disks (the last `spares` disks).
     pub spares: usize,
@@ -155,6 +157,7 @@ pub fn build(kind: SchemeKind, p: &Params) -> Result<Arc<dyn Scheme>, LayoutErro
         SchemeKind::Raid6 => Arc::new(Classic::new(ClassicKind::Raid6, p)?),
         SchemeKind::Raid50 => Arc::new(Grouped::new(GroupedKind::Raid50, p)?),
         SchemeKind::Raid5c => Arc::new(Grouped::new(GroupedKind::Raid5c, p)?),
+        SchemeKind::Raid60 => Arc::new(Grouped::new(GroupedKind::Raid60, p)?),
         SchemeKind::Random => Arc::new(RandomPlacement::new(p)?),
         SchemeKind::Hash => Arc::new(HashPlacement::new(p)?),
         SchemeKind::S2Raid5 => Arc::new(S2Raid::new(false, p)?),

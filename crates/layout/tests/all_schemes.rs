@@ -46,6 +46,21 @@ fn cases() -> Vec<(SchemeKind, Params)> {
             },
         ),
         (
+            SchemeKind::Raid60,
+            Params {
+                width: Some(4),
+                spares: 1,
+                ..d(9)
+            },
+        ),
+        (
+            SchemeKind::Raid60,
+            Params {
+                width: Some(5),
+                ..d(10)
+            },
+        ),
+        (
             SchemeKind::Random,
             Params {
                 width: Some(4),
@@ -331,6 +346,7 @@ fn relocation_keeps_offsets_when_it_says_so() {
                 | SchemeKind::Raid5
                 | SchemeKind::Raid6
                 | SchemeKind::Raid50
+                | SchemeKind::Raid60
         );
         if classic {
             assert!(claims, "{kind:?}");

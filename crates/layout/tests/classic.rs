@@ -257,6 +257,56 @@ fn raid50_rebuild_is_confined_to_one_group() {
 }
 
 #[test]
+fn raid60_is_raid0_over_md_raid6_groups() {
+    // One group of k disks is exactly MD's RAID6 over them (left-symmetric, same stripes, same
+    // syndrome order, same logical order).
+    for k in 4..=8 {
+        let one = build(
+            SchemeKind::Raid60,
+            &Params {
+                disks: Some(k),
+                width: Some(k),
+                ..Params::default()
+            },
+        )
+        .unwrap();
+        let r6 = scheme(SchemeKind::Raid6, k);
+        assert_eq!(one.cycle().stripes, r6.cycle().stripes, "k={k}");
+        assert_eq!(one.cycle().data, r6.cycle().data, "k={k}");
+    }
+    // Several groups: stripe i of the cycle is row i / g of group i % g, the groups' disks
+    // shifted, and a rebuild of disk 0 reads only its group's k - 1 partners.
+    let (k, g) = (6usize, 3usize);
+    let s = build(
+        SchemeKind::Raid60,
+        &Params {
+            disks: Some(k * g + 1),
+            width: Some(k),
+            spares: 1,
+            ..Params::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(s.tolerance(), 2);
+    let r6 = scheme(SchemeKind::Raid6, k);
+    for (i, st) in s.cycle().stripes.iter().enumerate() {
+        let (row, grp) = (i / g, i % g);
+        let want = &r6.cycle().stripes[row];
+        assert_eq!(st.code, want.code);
+        assert_eq!(st.units.len(), want.units.len());
+        for (u, w) in st.units.iter().zip(&want.units) {
+            assert_eq!(u.disk as usize, w.disk as usize + grp * k, "stripe {i}");
+            assert_eq!((u.offset, u.role), (w.offset, w.role), "stripe {i}");
+        }
+    }
+    let r = check(&*s, &[], 60).unwrap();
+    assert_eq!(r.disks_read, k - 1);
+    for d in k..k * g {
+        assert_eq!(r.rebuild_reads_per_disk[d], 0);
+    }
+}
+
+#[test]
 fn invalid_classic_parameters_are_rejected_with_the_constraint() {
     let bad = [
         (
@@ -293,6 +343,15 @@ fn invalid_classic_parameters_are_rejected_with_the_constraint() {
                 ..Params::default()
             },
             "groups of 4",
+        ),
+        (
+            SchemeKind::Raid60,
+            Params {
+                disks: Some(9),
+                width: Some(3),
+                ..Params::default()
+            },
+            "RAID6 group needs at least 4",
         ),
     ];
     for (kind, p, needle) in bad {

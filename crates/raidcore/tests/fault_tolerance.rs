@@ -45,6 +45,15 @@ fn schemes() -> Vec<(&'static str, SchemeKind, Params)> {
             },
         ),
         (
+            "raid60",
+            SchemeKind::Raid60,
+            Params {
+                width: Some(4),
+                spares: 1,
+                ..d(9)
+            },
+        ),
+        (
             "random",
             SchemeKind::Random,
             Params {

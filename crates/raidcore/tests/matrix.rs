@@ -64,6 +64,16 @@ fn raid50() {
 }
 
 #[test]
+fn raid60() {
+    let p = Params {
+        width: Some(4),
+        spares: 1,
+        ..d(9)
+    };
+    scenario(SchemeKind::Raid60, p, 512, 2);
+}
+
+#[test]
 fn random() {
     let p = Params {
         width: Some(4),

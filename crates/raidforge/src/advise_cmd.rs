@@ -115,11 +115,20 @@ struct Candidate {
     args: Vec<String>,
     /// Member failures it survives.
     tolerance: usize,
-    /// Disks whose failure during a rebuild loses data (single-parity chains); `None` for the
-    /// double-parity chain.
-    losers: Option<usize>,
-    /// Deferred parity (lazy RM2: the lazy parity update chain).
-    lazy: bool,
+    /// The reliability chain its MTTDL comes from.
+    chain: Chain,
+}
+
+/// Which Markov chain of `repro::mttdl` models a candidate.
+#[derive(Clone, Copy, Debug)]
+enum Chain {
+    /// Single parity: while one disk is rebuilt, a failure of any of `losers` others loses data.
+    Single { losers: usize },
+    /// Double parity over groups of `group` disks (all `n` for RAID6): a third failure in the
+    /// group of two failed ones loses data.
+    Double { group: usize },
+    /// Double parity with deferred parity updates (the lazy parity update chain).
+    Lazy,
 }
 
 /// What the simulation of one candidate gave.
@@ -144,28 +153,28 @@ struct Outcome {
 fn candidates(n: usize, ssds: usize) -> Vec<Candidate> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let mut out = Vec::new();
-    let mut add = |name: String, args: Vec<String>, tolerance, losers, lazy| {
+    let mut add = |name: String, args: Vec<String>, chain: Chain| {
+        let tolerance = match chain {
+            Chain::Single { .. } => 1,
+            Chain::Double { .. } | Chain::Lazy => 2,
+        };
         out.push(Candidate {
             name,
             args,
             tolerance,
-            losers,
-            lazy,
+            chain,
         })
     };
+    let single = |losers| Chain::Single { losers };
     add(
         format!("raid5 {n}"),
         s(&["--scheme", "raid5"]),
-        1,
-        Some(n - 1),
-        false,
+        single(n - 1),
     );
     add(
         format!("raid6 {n}"),
         s(&["--scheme", "raid6"]),
-        2,
-        None,
-        false,
+        Chain::Double { group: n },
     );
     for k in [4, 5, 6, 8] {
         if k < n && n % k == 0 {
@@ -173,9 +182,17 @@ fn candidates(n: usize, ssds: usize) -> Vec<Candidate> {
             add(
                 format!("raid50 k={k}"),
                 s(&["--scheme", "raid50", "--width", &w]),
-                1,
-                Some(k - 1),
-                false,
+                single(k - 1),
+            );
+        }
+    }
+    for k in [4, 6, 8] {
+        if k < n && n % k == 0 {
+            let w = k.to_string();
+            add(
+                format!("raid60 k={k}"),
+                s(&["--scheme", "raid60", "--width", &w]),
+                Chain::Double { group: k },
             );
         }
     }
@@ -185,9 +202,7 @@ fn candidates(n: usize, ssds: usize) -> Vec<Candidate> {
             add(
                 format!("raid+ 5 k={k}"),
                 s(&["--scheme", "raidplus", "--level", "5", "--width", &w]),
-                1,
-                Some(n - 1),
-                false,
+                single(n - 1),
             );
         }
     }
@@ -195,9 +210,7 @@ fn candidates(n: usize, ssds: usize) -> Vec<Candidate> {
         add(
             "raid+ 6 k=8".into(),
             s(&["--scheme", "raidplus", "--level", "6", "--width", "8"]),
-            2,
-            None,
-            false,
+            Chain::Double { group: n },
         );
     }
     for scheme in ["random", "hash"] {
@@ -205,34 +218,14 @@ fn candidates(n: usize, ssds: usize) -> Vec<Candidate> {
             add(
                 format!("{scheme} 5 k=8"),
                 s(&["--scheme", scheme, "--level", "5", "--width", "8"]),
-                1,
-                Some(n - 1),
-                false,
+                single(n - 1),
             );
         }
     }
-    add(
-        "s2raid5".into(),
-        s(&["--scheme", "s2raid5"]),
-        1,
-        Some(n - 1),
-        false,
-    );
-    add(
-        "s2raid10".into(),
-        s(&["--scheme", "s2raid10"]),
-        1,
-        Some(1),
-        false,
-    );
+    add("s2raid5".into(), s(&["--scheme", "s2raid5"]), single(n - 1));
+    add("s2raid10".into(), s(&["--scheme", "s2raid10"]), single(1));
     if n % 2 == 0 {
-        add(
-            "raid10".into(),
-            s(&["--scheme", "raid10"]),
-            1,
-            Some(1),
-            false,
-        );
+        add("raid10".into(), s(&["--scheme", "raid10"]), single(1));
     }
     if ssds > 0 && ssds < n {
         // RAID4S: every parity on the SSDs; RAIDH: the SSDs take as much parity as all the
@@ -247,9 +240,7 @@ fn candidates(n: usize, ssds: usize) -> Vec<Candidate> {
         add(
             "raid4s".into(),
             s(&["--scheme", "raidh", "--weights", &weights(0, 1)]),
-            1,
-            Some(n - 1),
-            false,
+            single(n - 1),
         );
         add(
             "raidh".into(),
@@ -259,18 +250,18 @@ fn candidates(n: usize, ssds: usize) -> Vec<Candidate> {
                 "--weights",
                 &weights(1, hdds.div_ceil(ssds)),
             ]),
-            1,
-            Some(n - 1),
-            false,
+            single(n - 1),
         );
     }
-    add("rm2".into(), s(&["--scheme", "rm2"]), 2, None, false);
+    add(
+        "rm2".into(),
+        s(&["--scheme", "rm2"]),
+        Chain::Double { group: n },
+    );
     add(
         "rm2 lazy".into(),
         s(&["--scheme", "rm2", "--parity", "lazy"]),
-        2,
-        None,
-        true,
+        Chain::Lazy,
     );
     out
 }
@@ -295,10 +286,10 @@ fn mttdl_years(c: &Candidate, n: usize, mttf_h: f64, mttr_h: f64) -> f64 {
         mttf_h,
         mttr_h: mttr_h.max(1e-6),
     };
-    let h = match (c.losers, c.lazy) {
-        (Some(losers), _) => mttdl::single_failure(n, losers, d),
-        (None, true) => mttdl::raid6_lpu(n, d, LpuRates::SEED_002),
-        (None, false) => mttdl::raid6(n, d),
+    let h = match c.chain {
+        Chain::Single { losers } => mttdl::single_failure(n, losers, d),
+        Chain::Double { group } => mttdl::double_failure(n, group - 1, group - 2, d),
+        Chain::Lazy => mttdl::raid6_lpu(n, d, LpuRates::SEED_002),
     };
     h / (24.0 * 365.25)
 }
@@ -842,7 +833,7 @@ tr.front td{{background:#eef6ff}}tr.pick td{{background:#d9f2d9;font-weight:bold
 <th>p50 normal (ms)</th><th>p99 normal</th><th>p99 degraded</th><th>p99 rebuilding</th><th>IOPS</th><th>Pareto front</th><th>constraints</th></tr>\n{rows}</table>\n\
 <p>Not simulated:</p><ul>{skipped}</ul>\n{svg}\n\
 <p>Rebuild times are simulated on members of {member} and scaled to the whole drive; MTTDL comes from the single- or \
-double-parity Markov chain (raidforge model mttdl) with that rebuild time and an MTTF of {mttf} h. The front holds \
+double-parity Markov chain (raidforge model mttdl; RAID-50/60: per group) with that rebuild time and an MTTF of {mttf} h. The front holds \
 the layouts no other beats on usable share, MTTDL and p99 while rebuilding at once.</p>\n</body></html>\n",
         disks = a.disks,
         disk = esc(&a.disk),

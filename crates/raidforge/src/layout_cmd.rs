@@ -73,14 +73,14 @@ pub struct CompareArgs {
 /// Scheme and parameters, shared by every command that builds a layout.
 #[derive(Args, Debug, Clone)]
 pub struct LayoutArgs {
-    /// Placement scheme: raid0 raid1 raid10 raid4 raid5 raid6 raid50 raid5c random hash s2raid5
-    /// s2raid10 raidplus rm2 raidh.
+    /// Placement scheme: raid0 raid1 raid10 raid4 raid5 raid6 raid50 raid5c raid60 random hash
+    /// s2raid5 s2raid10 raidplus rm2 raidh.
     #[arg(long)]
     scheme: String,
     /// Number of member disks, spares included.
     #[arg(long)]
     disks: Option<usize>,
-    /// Stripe width including parity (the group width for raid50/raid5c; the stripe group
+    /// Stripe width including parity (the group width for raid50/raid5c/raid60; the stripe group
     /// size M for rm2).
     #[arg(long)]
     width: Option<usize>,

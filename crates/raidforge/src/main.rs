@@ -177,7 +177,7 @@ enum Command {
     /// --chunk 1M --workload none --fail 0 --json
     Sim(Box<sim_cmd::SimArgs>),
     /// Which layout for this workload and these disks? Simulates every candidate layout that
-    /// survives the failures asked for (RAID5/6, RAID-50 at several group widths, RAID+,
+    /// survives the failures asked for (RAID5/6, RAID-50 and RAID-60 at several group widths, RAID+,
     /// random and hash declustering with spare space, S2-RAID, RAID10, RM2 with and without
     /// lazy parity) on the workload with a failure and a rebuild, and compares usable share,
     /// MTTDL, rebuild time, response times per phase and throughput; marks the Pareto front

@@ -1,5 +1,6 @@
 //! Reliability models: mean time to data loss (MTTDL) of RAID5, RAID6, RAID6 with lazy parity
-//! update (seed 002), RAID-50 and RAID+ (seed 001, Table 1), as continuous-time Markov chains.
+//! update (seed 002), RAID-50, RAID-60 and RAID+ (seed 001, Table 1), as continuous-time Markov
+//! chains.
 //!
 //! Every model is a chain of transient states plus one absorbing "data lost" state; the MTTDL
 //! is the expected time to absorption from the healthy state. For a generator restricted to the
@@ -152,18 +153,38 @@ pub fn raid5(n: usize, d: DiskRates) -> f64 {
     single_failure(n, n - 1, d)
 }
 
-/// RAID6 of `n` disks: up to two failed disks, one rebuilt at a time at rate `mu`. Hours.
-pub fn raid6(n: usize, d: DiskRates) -> f64 {
+/// Any double-parity array of `n` disks in which a first failure makes `second` disks able to
+/// take the array to two failures, and then `third` disks able to lose data, one rebuild at a
+/// time at rate `mu`: `0 -n.l-> 1 -second.l-> 2 -third.l-> lost`, `2 -mu-> 1 -mu-> 0`. Hours.
+/// (RAID6: `n - 1` then `n - 2`; RAID-60 in groups of `k`: `k - 1` then `k - 2`, a failure in
+/// another group being rebuilt on its own.)
+pub fn double_failure(n: usize, second: usize, third: usize, d: DiskRates) -> f64 {
     check(n, 3, &d);
+    assert!(
+        third < second && second < n,
+        "need third < second < n, got {third}, {second}, {n}"
+    );
     let (l, m, nf) = (d.lambda(), d.mu(), n as f64);
     solve(
         &[
             vec![0.0, nf * l, 0.0],
-            vec![m, 0.0, (nf - 1.0) * l],
+            vec![m, 0.0, second as f64 * l],
             vec![0.0, m, 0.0],
         ],
-        &[0.0, 0.0, (nf - 2.0) * l],
+        &[0.0, 0.0, third as f64 * l],
     )
+}
+
+/// RAID6 of `n` disks: up to two failed disks, one rebuilt at a time at rate `mu`. Hours.
+pub fn raid6(n: usize, d: DiskRates) -> f64 {
+    double_failure(n, n - 1, n - 2, d)
+}
+
+/// RAID-60 of `n` disks in groups of `k` (each a RAID6 of width `k`): data is lost when a third
+/// disk of one group fails while two of it are down. Hours.
+pub fn raid60(n: usize, k: usize, d: DiskRates) -> f64 {
+    assert!((4..=n).contains(&k), "group width k must be in 4..=n");
+    double_failure(n, k - 1, k - 2, d)
 }
 
 /// RAID6 of `n` disks with lazy parity update (the chain in the module docs). Hours.
@@ -299,6 +320,24 @@ mod tests {
             let approx = D.mttf_h.powi(3) / (nf * (nf - 1.0) * (nf - 2.0) * D.mttr_h.powi(2));
             assert!(rel(raid6(n, D), approx) < 0.02, "n={n}");
         }
+    }
+
+    #[test]
+    fn raid60_matches_its_approximation_and_sits_between_raid6_widths() {
+        // First order: MTTF^3 / (n (k-1) (k-2) MTTR^2): the first failure anywhere, then two
+        // more in its group during the repairs.
+        for (n, k) in [(16usize, 4usize), (16, 8), (24, 6)] {
+            let (nf, kf) = (n as f64, k as f64);
+            let approx = D.mttf_h.powi(3) / (nf * (kf - 1.0) * (kf - 2.0) * D.mttr_h.powi(2));
+            let r60 = raid60(n, k, D);
+            // The neglected terms are of order n MTTR / MTTF (1.9 % at n = 24).
+            let slack = 2.0 * nf * D.mttr_h / D.mttf_h;
+            assert!(rel(r60, approx) < slack, "n={n} k={k}: {r60} vs {approx}");
+            // Better than one RAID6 over all n, worse than one RAID6 group alone.
+            assert!(raid6(n, D) < r60 && r60 < raid6(k, D), "n={n} k={k}");
+        }
+        // One group is RAID6.
+        assert!(rel(raid60(8, 8, D), raid6(8, D)) < 1e-12);
     }
 
     #[test]

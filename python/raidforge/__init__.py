@@ -1,7 +1,7 @@
 """raidforge from Python: the same core as the ``raidforge`` command line.
 
 Layouts (:func:`layout`, :func:`layout_compare`), the disk-array simulator (:func:`sim`), the
-trace readers (:func:`read_trace`), the reliability models (:func:`mttdl`), layout advice
+trace readers (:func:`read_trace`, :func:`trace_stats`), the reliability models (:func:`mttdl`), layout advice
 (:func:`advise`), the seed papers'
 reproductions (:func:`reproduce`), pools on files or block devices (:class:`Pool`,
 :func:`wipe`) and parameter sweeps on local cores or a Dask cluster (:func:`sweep`). Every call runs the Rust
@@ -21,6 +21,7 @@ from ._core import (
     RaidforgeError,
     Reproduction,
     SimResult,
+    TraceStats,
     advise,
     layout,
     layout_compare,
@@ -28,6 +29,7 @@ from ._core import (
     read_trace,
     reproduce,
     sim,
+    trace_stats,
     wipe,
 )
 from ._sweep import sweep, sweep_runs
@@ -40,6 +42,7 @@ __all__ = [
     "RaidforgeError",
     "Reproduction",
     "SimResult",
+    "TraceStats",
     "advise",
     "layout",
     "layout_compare",
@@ -49,5 +52,6 @@ __all__ = [
     "sim",
     "sweep",
     "sweep_runs",
+    "trace_stats",
     "wipe",
 ]

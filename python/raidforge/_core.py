@@ -414,6 +414,60 @@ def read_trace(
     return chunks()
 
 
+class TraceStats(_Record):
+    """What a trace holds: the fields of ``raidforge trace stats --json`` as attributes
+    (``requests``, ``read_share``, ``mean_iops``, ``peak_iops``, ``footprint_bytes``,
+    ``sequential_share``, ``requests_merged``, ...), with the size histogram (``sizes``:
+    ``le_bytes``, ``reads``, ``writes``) and requests over time (``rate``: ``start_s``,
+    ``reads``, ``writes``) as DataFrames."""
+
+    def __init__(self, data: Dict[str, Any]):
+        self._data = data
+        self.sizes = pd.DataFrame(data["sizes"], columns=["le_bytes", "reads", "writes"])
+        self.rate = pd.DataFrame(data["rate"], columns=["start_s", "reads", "writes"])
+
+    def __repr__(self) -> str:
+        d = self._data
+        return (
+            f"TraceStats({d['file']!r}, {d['format']}: {d['requests']} requests, "
+            f"{100 * d['read_share']:.1f} % reads, {d['mean_iops']:.1f} IOPS mean)"
+        )
+
+
+def trace_stats(
+    path: PathLike,
+    format: Optional[str] = None,
+    *,
+    lenient: bool = False,
+    requests: Optional[int] = None,
+    merge: Optional[str] = None,
+    merge_window_us: Optional[int] = None,
+    merge_max_kib: Optional[int] = None,
+    only_volume: Optional[int] = None,
+    fold_volumes: bool = False,
+    plot: Optional[PathLike] = None,
+) -> TraceStats:
+    """Summarise a trace in one pass: ``raidforge trace stats --json`` (requests and bytes by
+    direction, read share, size histogram, requests over time, footprint, sequential share),
+    read as :func:`sim` replays it (detection, decompression, block-layer merging).
+
+    >>> import raidforge, tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "t.spc")
+    >>> _ = open(p, "w").write("0,2048,4096,w,0.000000\\n0,2056,4096,w,0.002500\\n")
+    >>> s = raidforge.trace_stats(p)
+    >>> s.requests, s.writes, s.sequential_share, s.footprint_bytes
+    (2, 2, 0.5, 8192)
+    >>> s.sizes.values.tolist()
+    [[4096, 0, 2]]
+    """
+    kw = dict(
+        file=path, format=format, lenient=lenient, requests=requests, merge=merge,
+        merge_window_us=merge_window_us, merge_max_kib=merge_max_kib, only_volume=only_volume,
+        fold_volumes=fold_volumes, plot=plot,
+    )
+    return TraceStats(_run("trace_stats", "trace_stats", kw))
+
+
 # ---------------------------------------------------------------------------------------------
 # Models
 

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 import raidforge
+from conftest import REPO
 from raidforge import RaidforgeError, _cli, _core
 
 # ---------------------------------------------------------------------------------------------
@@ -141,6 +142,24 @@ def test_read_trace_equals_trace_read(cli, tmp_path):
                                        chunksize=4))
     assert [len(c) for c in chunks] == [4, 2]
     assert pd.concat(chunks, ignore_index=True).to_dict("records") == v
+
+
+def test_trace_stats_equals_trace_stats_json(cli, tmp_path):
+    # The real blkparse trace in the repository, merged as the block layer would, with its plot.
+    trace = REPO / "data" / "traces" / "loop-ext4.blkparse.xz"
+    s = raidforge.trace_stats(trace, plot=tmp_path / "s.svg")
+    v = cli.json("trace", "stats", trace, "--json")
+    assert s.to_dict() == v
+    assert s.requests_merged > 0 and s.requests < s.requests_in_trace
+    assert (tmp_path / "s.svg").read_text().startswith("<svg")
+    assert int(s.sizes[["reads", "writes"]].to_numpy().sum()) == s.requests
+    assert int(s.rate[["reads", "writes"]].to_numpy().sum()) == s.requests
+    # Unmerged, every queued request is one request.
+    off = raidforge.trace_stats(trace, merge="off")
+    assert off.to_dict() == cli.json("trace", "stats", trace, "--merge", "off", "--json")
+    assert off.requests == s.requests_in_trace and off.requests_merged == 0
+    with pytest.raises(RaidforgeError, match="merge"):
+        raidforge.trace_stats(trace, merge="sometimes")
 
 
 def test_read_trace_detects_the_format_and_names_bad_lines(cli, tmp_path):
@@ -375,6 +394,7 @@ def test_old_keyword_names_are_still_taken(tmp_path):
         (raidforge.mttdl, ["model_mttdl"], []),
         (raidforge.Pool.create, ["create"], ["pool", "members"]),
         (raidforge.read_trace, ["trace_read"], ["file"]),
+        (raidforge.trace_stats, ["trace_stats"], ["file"]),
         (raidforge.advise, ["advise"], []),
     ],
 )

@@ -46,6 +46,7 @@ fn command(name: &str) -> PyResult<Command> {
         "model_mttdl" => "raidforge model mttdl",
         "create" => "raidforge create",
         "trace_read" => "raidforge trace read",
+        "trace_stats" => "raidforge trace stats",
         "advise" => "raidforge advise",
         _ => return Err(error(anyhow::anyhow!("no command {name:?}"))),
     };
@@ -58,6 +59,7 @@ fn command(name: &str) -> PyResult<Command> {
         "model_mttdl" => MttdlArgs::augment_args(cmd),
         "create" => CreateArgs::augment_args(cmd),
         "trace_read" => TraceReadArgs::augment_args(cmd),
+        "trace_stats" => raidforge::trace_cmd::TraceStatsArgs::augment_args(cmd),
         "advise" => raidforge::advise_cmd::AdviseArgs::augment_args(cmd),
         _ => return Err(error(anyhow::anyhow!("no command {name:?}"))),
     })
@@ -138,6 +140,10 @@ fn run_json(py: Python<'_>, name: &str, argv: Vec<String>) -> PyResult<String> {
         "model_mttdl" => {
             let a: MttdlArgs = parse(name, argv)?;
             py.detach(|| raidforge::model_cmd::mttdl_json(&a))
+        }
+        "trace_stats" => {
+            let a: raidforge::trace_cmd::TraceStatsArgs = parse(name, argv)?;
+            py.detach(|| raidforge::trace_cmd::stats_json(&a))
         }
         "advise" => {
             let a: raidforge::advise_cmd::AdviseArgs = parse(name, argv)?;

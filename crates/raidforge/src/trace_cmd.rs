@@ -278,7 +278,18 @@ fn read(a: &TraceReadArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn stats(a: &TraceStatsArgs) -> anyhow::Result<()> {
+/// One pass of `trace stats` over a trace: the JSON `--json` prints, the statistics behind it
+/// and the reader's counts (format, lines skipped, merged, split). Writes `--plot`.
+struct Gathered {
+    json: Value,
+    st: sim::trace::stats::TraceStats,
+    format: String,
+    skipped: u64,
+    merged: u64,
+    split: u64,
+}
+
+fn gather(a: &TraceStatsArgs) -> anyhow::Result<Gathered> {
     use sim::trace::stats::{size_bucket_bounds, TraceStats};
     let mut requests = TraceRequests::open(&TraceReadArgs {
         file: a.file.clone(),
@@ -355,12 +366,41 @@ fn stats(a: &TraceStatsArgs) -> anyhow::Result<()> {
         std::fs::write(path, stats_svg(&a.file, &st))
             .with_context(|| format!("--plot: cannot write {}", path.display()))?;
     }
+    Ok(Gathered {
+        json: out,
+        st,
+        format: requests.format().to_string(),
+        skipped: requests.skipped(),
+        merged,
+        split,
+    })
+}
+
+/// What `raidforge trace stats --json` prints (and `--plot` written, when asked for).
+pub fn stats_json(a: &TraceStatsArgs) -> anyhow::Result<Value> {
+    Ok(gather(a)?.json)
+}
+
+fn stats(a: &TraceStatsArgs) -> anyhow::Result<()> {
+    let Gathered {
+        json: out,
+        st,
+        format,
+        skipped,
+        merged,
+        split,
+    } = gather(a)?;
+    let n = st.requests();
+    let bytes = st.read_bytes + st.write_bytes;
+    let duration_s = st.last_ns as f64 / 1e9;
+    let rate = st.rate();
+    let peak = out["peak_iops"].as_f64().unwrap_or(0.0);
     if a.json {
         println!("{out}");
         return Ok(());
     }
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-    println!("{} ({})", a.file.display(), requests.format());
+    println!("{} ({format})", a.file.display());
     println!(
         "requests      {n}{}",
         if merged + split > 0 {
@@ -407,8 +447,8 @@ fn stats(a: &TraceStatsArgs) -> anyhow::Result<()> {
         let label = sim::trace::stats::size_bucket_label(i);
         println!("              {label:>8} {r:>10} {w:>10}");
     }
-    if requests.skipped() > 0 {
-        println!("skipped       {} malformed lines", requests.skipped());
+    if skipped > 0 {
+        println!("skipped       {skipped} malformed lines");
     }
     Ok(())
 }

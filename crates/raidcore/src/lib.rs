@@ -106,6 +106,7 @@
 #![warn(missing_docs)]
 
 pub mod array;
+pub mod emulate;
 pub mod fxhash;
 pub mod ido;
 pub mod intent;

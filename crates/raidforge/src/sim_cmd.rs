@@ -9,7 +9,7 @@ use raidcore::ido::RebuildPolicy;
 use raidcore::{RebuildOrder, SpeedLimits, WritePolicy};
 use serde_json::{json, Value};
 use sim::{
-    simulate, Drive, Failure, IdoSimConfig, Phase, Report, Scheduler, SimConfig, SourceOptions,
+    simulate, Failure, IdoSimConfig, Phase, Report, Scheduler, SimConfig, SourceOptions,
     WorkloadSpec,
 };
 
@@ -21,7 +21,10 @@ pub struct SimArgs {
     #[command(flatten)]
     layout: LayoutArgs,
     /// Member drive model: st3500320as (S2-RAID), st32000645ns (RAID+), wd1600aajs (IDO),
-    /// wd6401aals and x25-e (RAID4S/RAIDH thesis).
+    /// wd6401aals and x25-e (RAID4S/RAIDH thesis); or the engine's emulated member as
+    /// `raidforge create --emulate` takes it, KIND:BANDWIDTH:LATENCY (e.g. hdd:150MB/s:4ms:
+    /// every I/O 4 ms plus its bytes at 150 MB/s, one at a time; needs --member-size), so the
+    /// simulator runs the device the engine emulates.
     #[arg(long, default_value = "st32000645ns")]
     disk: String,
     /// A member of another drive model, MEMBER=MODEL (repeatable), e.g. --disk-at 4=x25-e puts
@@ -51,7 +54,8 @@ pub struct SimArgs {
     chunk: String,
     /// What to replay: none (offline rebuild), a trace file, or a synthetic spec such as
     /// random:read=0.7:size=4K:iops=200, seq:size=1M:qd=4:requests=1000, financial1,
-    /// financial2 (keys: read, size, iops, qd, seq, requests, volumes, span, align).
+    /// financial2 (keys: read, size, iops, qd, seq, requests, volumes, span, align, zipf: e.g.
+    /// zipf=1.2 draws offsets as fio's random_distribution=zipf:1.2).
     #[arg(long)]
     workload: String,
     /// Trace format: spc, msr, mqsim, tencent, systor, blkparse-q, blkparse-d, fio, alibaba,
@@ -242,13 +246,14 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
     let (kind, params) = a.layout.params()?;
     let seed = params.seed;
     let scheme = layout::build(kind, &params)?;
-    let drive = Drive::from_name(&a.disk).with_context(|| {
-        let names: Vec<&str> = Drive::ALL.iter().map(|d| d.name()).collect();
-        format!("unknown --disk {:?}; known: {}", a.disk, names.join(", "))
-    })?;
-    let params_drive = drive.params();
+    let params_drive =
+        sim::disk::DriveParams::by_name(&a.disk).map_err(|e| anyhow::anyhow!("--disk: {e}"))?;
     let member_bytes = match &a.member_size {
         Some(s) => bytes(s, "--member-size")?,
+        None if !params_drive.has_capacity() => bail!(
+            "--disk {}: an emulated member has no size of its own; give --member-size (e.g. 1G)",
+            a.disk
+        ),
         None => params_drive.capacity_bytes(),
     };
     let chunk_bytes = bytes(&a.chunk, "--chunk")?;
@@ -278,14 +283,9 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
             .trim()
             .parse()
             .with_context(|| format!("--disk-at {spec:?}: {m:?} is not a member number"))?;
-        let d = Drive::from_name(name.trim()).with_context(|| {
-            let names: Vec<&str> = Drive::ALL.iter().map(|d| d.name()).collect();
-            format!(
-                "--disk-at {spec:?}: unknown model; known: {}",
-                names.join(", ")
-            )
-        })?;
-        cfg.drive_overrides.push((member, d.params()));
+        let d = sim::disk::DriveParams::by_name(name.trim())
+            .map_err(|e| anyhow::anyhow!("--disk-at {spec:?}: {e}"))?;
+        cfg.drive_overrides.push((member, d));
     }
     for spec in &a.lse {
         let parts: Vec<&str> = spec.split(':').collect();
@@ -348,23 +348,19 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
         };
         let parts: Vec<&str> = a.surrogate.split(':').collect();
         match parts.as_slice() {
-            ["raid1", n, rest @ ..] if rest.len() <= 1 => {
+            ["raid1", n, rest @ ..] => {
                 i.mirrors = n.parse().ok().filter(|&m: &usize| m > 0).with_context(|| {
                     format!(
                         "--surrogate {:?}: {n:?} is not a positive number of mirrors",
                         a.surrogate
                     )
                 })?;
-                if let Some(m) = rest.first() {
-                    let d = Drive::from_name(m).with_context(|| {
-                        let names: Vec<&str> = Drive::ALL.iter().map(|d| d.name()).collect();
-                        format!(
-                            "--surrogate {:?}: unknown model {m:?}; known: {}",
-                            a.surrogate,
-                            names.join(", ")
-                        )
-                    })?;
-                    i.drive = Some(d.params());
+                if !rest.is_empty() {
+                    // The model may hold colons itself (an emulated member: hdd:150MB/s:4ms).
+                    let m = rest.join(":");
+                    let d = sim::disk::DriveParams::by_name(&m)
+                        .map_err(|e| anyhow::anyhow!("--surrogate {:?}: {e}", a.surrogate))?;
+                    i.drive = Some(d);
                 }
             }
             _ => bail!(

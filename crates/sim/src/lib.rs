@@ -104,7 +104,7 @@ pub use trace::{
     Merge, ReadOptions, Request, TimeOrder, TraceDirError, TraceError, TraceFormat, TraceReader,
     Volumes, TRACES_ENV,
 };
-pub use workload::{Arrival, SizeDist, Synthetic, SyntheticConfig, WorkloadError};
+pub use workload::{Arrival, Offsets, SizeDist, Synthetic, SyntheticConfig, WorkloadError};
 
 /// Whether a request reads or writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

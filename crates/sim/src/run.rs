@@ -40,7 +40,7 @@ use raidcore::Geometry;
 use crate::exec::{SimConfig, SimError, Simulator, Workload};
 use crate::metrics::Report;
 use crate::trace::{self, ReadOptions, Request, TraceError, TraceFormat, TraceReader};
-use crate::workload::{Arrival, SizeDist, Synthetic, SyntheticConfig};
+use crate::workload::{Arrival, Offsets, SizeDist, Synthetic, SyntheticConfig};
 
 /// What to replay.
 #[derive(Clone, Debug, PartialEq)]
@@ -162,6 +162,7 @@ impl WorkloadSpec {
                 volumes: 1,
                 volume_capacity_bytes: 0,
                 align_bytes: 4096,
+                offsets: Offsets::Uniform,
                 arrival: Arrival::ClosedLoop { queue_depth: 1 },
             },
             name => match SyntheticConfig::preset(name, seed) {
@@ -237,6 +238,11 @@ impl WorkloadSpec {
                 }
                 "span" => cfg.volume_capacity_bytes = bytes(v)?,
                 "align" => cfg.align_bytes = bytes(v)?,
+                "zipf" => {
+                    cfg.offsets = Offsets::Zipf {
+                        theta: num(v)?,
+                    }
+                }
                 _ => return Err(bad(format!("unknown key {k:?}"))),
             }
         }

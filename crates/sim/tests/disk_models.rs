@@ -9,7 +9,7 @@ use sim::{Disk, DiskIo, Drive, DriveParams, Hdd, HddParams, Rotation, SplitMix64
 fn hdd_params(drive: Drive) -> HddParams {
     match drive.params() {
         DriveParams::Hdd(p) => p,
-        DriveParams::Ssd(_) => panic!("{drive:?} is not a hard disk"),
+        _ => panic!("{drive:?} is not a hard disk"),
     }
 }
 
@@ -23,7 +23,7 @@ fn hdds() -> impl Iterator<Item = (Drive, HddParams)> {
 fn x25e() -> SsdParams {
     match Drive::IntelX25e64gb.params() {
         DriveParams::Ssd(p) => p,
-        DriveParams::Hdd(_) => unreachable!(),
+        _ => unreachable!(),
     }
 }
 

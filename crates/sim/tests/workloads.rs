@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use proptest::prelude::*;
 use sim::workload::financial;
-use sim::{Arrival, Op, Request, SizeDist, SyntheticConfig};
+use sim::{Arrival, Offsets, Op, Request, SizeDist, SyntheticConfig};
 
 struct Measured {
     write_fraction: f64,
@@ -152,6 +152,7 @@ fn closed_loop_and_sequential_streams() {
         volumes: 2,
         volume_capacity_bytes: 1 << 24,
         align_bytes: 4096,
+        offsets: Offsets::Uniform,
         arrival: Arrival::ClosedLoop { queue_depth: 4 },
     };
     let generator = config.generator().unwrap();
@@ -199,6 +200,7 @@ proptest! {
             volumes,
             volume_capacity_bytes: capacity_blocks * 512,
             align_bytes: 512,
+            offsets: Offsets::Uniform,
             arrival: Arrival::Poisson { requests_per_sec: 1000.0 },
         };
         let requests: Vec<Request> = config.generator().unwrap().collect();

@@ -1275,7 +1275,7 @@ mod tests {
     fn drive(d: Drive) -> Hdd {
         match d.params() {
             crate::disk::DriveParams::Hdd(p) => Hdd::new(p, 1).unwrap(),
-            crate::disk::DriveParams::Ssd(_) => unreachable!(),
+            _ => unreachable!(),
         }
     }
 

@@ -1,4 +1,5 @@
-//! Timing models of member devices: a mechanical hard disk ([`Hdd`]) and a flash SSD ([`Ssd`]).
+//! Timing models of member devices: a mechanical hard disk ([`Hdd`]), a flash SSD ([`Ssd`]) and
+//! the engine's emulated member ([`EmulatedDisk`]).
 //!
 //! A model answers one question: *a request arrives at simulated time `now_ns`; when does the
 //! device finish it?* It keeps its own state (where the head is, what the read-ahead cache holds,
@@ -15,10 +16,12 @@
 //! `drives.rs`; [`DriveParams::build`] turns parameters into a [`DiskModel`].
 
 mod drives;
+mod emulated;
 mod hdd;
 mod ssd;
 
 pub use drives::Drive;
+pub use emulated::{EmulatedDisk, EmulatedParams, EMULATED_CAPACITY_BYTES};
 pub use hdd::{Hdd, HddParams, Rotation};
 pub use ssd::{Ssd, SsdParams};
 
@@ -149,6 +152,8 @@ pub enum DiskModel {
     Hdd(Hdd),
     /// A flash SSD.
     Ssd(Ssd),
+    /// The engine's emulated member (latency plus bytes over a rate, one actuator).
+    Emulated(EmulatedDisk),
 }
 
 impl Disk for DiskModel {
@@ -156,6 +161,7 @@ impl Disk for DiskModel {
         match self {
             DiskModel::Hdd(d) => d.capacity_bytes(),
             DiskModel::Ssd(d) => d.capacity_bytes(),
+            DiskModel::Emulated(d) => d.capacity_bytes(),
         }
     }
 
@@ -163,6 +169,7 @@ impl Disk for DiskModel {
         match self {
             DiskModel::Hdd(d) => d.busy_until_ns(),
             DiskModel::Ssd(d) => d.busy_until_ns(),
+            DiskModel::Emulated(d) => d.busy_until_ns(),
         }
     }
 
@@ -170,6 +177,7 @@ impl Disk for DiskModel {
         match self {
             DiskModel::Hdd(d) => d.estimate(now_ns, io),
             DiskModel::Ssd(d) => d.estimate(now_ns, io),
+            DiskModel::Emulated(d) => d.estimate(now_ns, io),
         }
     }
 
@@ -177,6 +185,7 @@ impl Disk for DiskModel {
         match self {
             DiskModel::Hdd(d) => d.submit(now_ns, io),
             DiskModel::Ssd(d) => d.submit(now_ns, io),
+            DiskModel::Emulated(d) => d.submit(now_ns, io),
         }
     }
 }
@@ -188,6 +197,8 @@ pub enum DriveParams {
     Hdd(HddParams),
     /// A flash SSD.
     Ssd(SsdParams),
+    /// The engine's emulated member.
+    Emulated(EmulatedParams),
 }
 
 impl DriveParams {
@@ -196,6 +207,7 @@ impl DriveParams {
         match self {
             DriveParams::Hdd(p) => &p.name,
             DriveParams::Ssd(p) => &p.name,
+            DriveParams::Emulated(p) => &p.name,
         }
     }
 
@@ -204,6 +216,7 @@ impl DriveParams {
         match self {
             DriveParams::Hdd(p) => p.capacity_bytes,
             DriveParams::Ssd(p) => p.capacity_bytes,
+            DriveParams::Emulated(p) => p.capacity_bytes,
         }
     }
 
@@ -214,7 +227,31 @@ impl DriveParams {
         Ok(match self {
             DriveParams::Hdd(p) => DiskModel::Hdd(Hdd::new(p.clone(), seed)?),
             DriveParams::Ssd(p) => DiskModel::Ssd(Ssd::new(p.clone())?),
+            DriveParams::Emulated(p) => DiskModel::Emulated(EmulatedDisk::new(p.clone())),
         })
+    }
+
+    /// A drive by the name `--disk` takes: one of [`Drive::ALL`], or an emulated member as
+    /// `raidforge create --emulate` takes it (`hdd:150MB/s:4ms`, `ssd:100MB/s:0.1ms`).
+    pub fn by_name(name: &str) -> Result<DriveParams, String> {
+        if let Some(d) = Drive::from_name(name) {
+            return Ok(d.params());
+        }
+        if name.contains(':') {
+            return EmulatedParams::parse(name)
+                .map(DriveParams::Emulated)
+                .map_err(|e| e.to_string());
+        }
+        let names: Vec<&str> = Drive::ALL.iter().map(|d| d.name()).collect();
+        Err(format!(
+            "unknown drive {name:?}; known: {}, or an emulated member such as hdd:150MB/s:4ms",
+            names.join(", ")
+        ))
+    }
+
+    /// True for a model that has a size of its own (not an emulated member).
+    pub fn has_capacity(&self) -> bool {
+        !matches!(self, DriveParams::Emulated(_))
     }
 }
 

@@ -111,4 +111,3 @@ impl Actuator {
         self.busy_until_ns
     }
 }
-

@@ -132,7 +132,7 @@ fn bad_arguments_are_errors() {
         (vec!["--workload", "/no/such/trace"], "neither"),
         (
             vec!["--workload", "none", "--disk", "floppy"],
-            "unknown --disk",
+            "--disk: unknown drive \"floppy\"; known: st3500320as",
         ),
         (
             vec!["--workload", "none", "--fail", "9"],
@@ -316,4 +316,110 @@ fn a_trace_with_nothing_to_replay_is_an_error_that_says_what_was_read() {
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_engines_emulated_disk_is_a_drive_model() {
+    // RAID5 over 4 members of 64 MiB at 100 MB/s and 4 ms per I/O, 64 KiB chunks: the offline
+    // rebuild writes the replacement's 1024 chunks one I/O each (4 ms + 64 KiB / 100 MB/s),
+    // reads overlapped on the three others, so it takes 1024 writes plus one read.
+    let base = [
+        "sim",
+        "--scheme",
+        "raid5",
+        "--disks",
+        "4",
+        "--disk",
+        "hdd:100MB/s:4ms",
+        "--chunk",
+        "64K",
+        "--workload",
+        "none",
+        "--fail",
+        "0",
+        "--json",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--member-size", "64M"]);
+    let v = json_here(&args);
+    let io_s = 0.004 + 65536.0 / 100e6;
+    let t = v["rebuild_time_s"].as_f64().unwrap();
+    let floor = 1024.0 * io_s;
+    assert!(
+        t >= floor && t <= floor + 4.0 * io_s,
+        "rebuild {t} s, expected {floor}..{} s",
+        floor + 4.0 * io_s
+    );
+    assert_eq!(v["drive"], "hdd:100MB/s:4ms");
+    // Half the rate, twice the transfer time: only the transfer part grows.
+    args[6] = "hdd:50MB/s:4ms";
+    let slow = json_here(&args)["rebuild_time_s"].as_f64().unwrap();
+    let want = t + 1024.0 * 65536.0 / 100e6;
+    assert!((slow / want - 1.0).abs() < 0.01, "{slow} vs {want}");
+    // It has no size of its own; a bad spec says what is wrong.
+    let out = run(&base);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("give --member-size"));
+    let mut bad = args.clone();
+    bad[6] = "hdd:fast:4ms";
+    let out = run(&bad);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bandwidth"));
+}
+
+#[test]
+fn zipf_offsets_concentrate_the_load() {
+    // Read-only 4 KiB requests over RAID0: with zipf=1.2 a few hot blocks take most reads, so
+    // the busiest member serves far more than the least busy; uniform offsets spread evenly.
+    let run_with = |spec: &str| {
+        json_here(&[
+            "sim",
+            "--scheme",
+            "raid0",
+            "--disks",
+            "8",
+            "--disk",
+            "hdd:100MB/s:1ms",
+            "--member-size",
+            "64M",
+            "--chunk",
+            "64K",
+            "--workload",
+            spec,
+            "--json",
+        ])
+    };
+    let spread = |v: &serde_json::Value| {
+        let reads: Vec<f64> = v["per_disk"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["reads"].as_f64().unwrap())
+            .collect();
+        let max = reads.iter().cloned().fold(0.0, f64::max);
+        let min = reads.iter().cloned().fold(f64::MAX, f64::min);
+        max / min
+    };
+    let zipf = run_with("random:read=1:size=4K:qd=4:requests=4000:zipf=1.2");
+    let uniform = run_with("random:read=1:size=4K:qd=4:requests=4000");
+    assert!(spread(&zipf) > 1.5, "zipf spread {}", spread(&zipf));
+    assert!(
+        spread(&uniform) < 1.3,
+        "uniform spread {}",
+        spread(&uniform)
+    );
+    // theta 1 has no closed form in Gray's method: refused with the reason.
+    let out = run(&[
+        "sim",
+        "--scheme",
+        "raid0",
+        "--disks",
+        "2",
+        "--member-size",
+        "64M",
+        "--workload",
+        "random:read=1:size=4K:qd=4:requests=10:zipf=1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("zipf"));
 }

@@ -238,11 +238,7 @@ impl WorkloadSpec {
                 }
                 "span" => cfg.volume_capacity_bytes = bytes(v)?,
                 "align" => cfg.align_bytes = bytes(v)?,
-                "zipf" => {
-                    cfg.offsets = Offsets::Zipf {
-                        theta: num(v)?,
-                    }
-                }
+                "zipf" => cfg.offsets = Offsets::Zipf { theta: num(v)? },
                 _ => return Err(bad(format!("unknown key {k:?}"))),
             }
         }

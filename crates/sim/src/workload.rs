@@ -577,12 +577,19 @@ mod tests {
         let p = |r: usize| ((r + 1) as f64).powf(-1.2) / zeta(1000, 1.2);
         for r in [0usize, 1] {
             let got = count[r] as f64 / draws as f64;
-            assert!((got / p(r) - 1.0).abs() < 0.03, "rank {r}: {got} vs {}", p(r));
+            assert!(
+                (got / p(r) - 1.0).abs() < 0.03,
+                "rank {r}: {got} vs {}",
+                p(r)
+            );
         }
         for top in [10usize, 100, 500] {
             let got = count[..top].iter().sum::<u64>() as f64 / draws as f64;
             let want: f64 = (0..top).map(p).sum();
-            assert!((got / want - 1.0).abs() < 0.05, "top {top}: {got} vs {want}");
+            assert!(
+                (got / want - 1.0).abs() < 0.05,
+                "top {top}: {got} vs {want}"
+            );
         }
         // The hottest slots are not the first ones.
         let hot: Vec<u64> = (0..5).map(|r| z.slot(r)).collect();

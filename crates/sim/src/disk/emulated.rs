@@ -93,9 +93,7 @@ impl Disk for EmulatedDisk {
 
     fn submit(&mut self, now_ns: u64, io: DiskIo) -> Service {
         let s = self.serve(now_ns, io);
-        let done = self
-            .actuator
-            .reserve(now_ns, s.completion_ns - s.start_ns);
+        let done = self.actuator.reserve(now_ns, s.completion_ns - s.start_ns);
         debug_assert_eq!(done, s.completion_ns);
         s
     }
@@ -121,7 +119,10 @@ mod tests {
         let e1 = d.estimate(100_000_000, DiskIo::read(0, 65536));
         let e2 = d.estimate(100_000_000, DiskIo::read(1 << 45, 65536));
         assert_eq!(e1, e2);
-        assert_eq!(e1.service_ns(), Speed::parse("hdd:100MB/s:4ms").unwrap().service_ns(65536));
+        assert_eq!(
+            e1.service_ns(),
+            Speed::parse("hdd:100MB/s:4ms").unwrap().service_ns(65536)
+        );
         assert!(EmulatedParams::parse("hdd:fast:4ms").is_err());
     }
 }

@@ -86,6 +86,19 @@ pub trait Member: Send + Sync {
         }
         Ok(())
     }
+    /// Writes `bufs`, in order, at consecutive bytes starting at `offset`: what `write_at` of
+    /// each in turn does, in one request where the member can (`pwritev`; one emulated I/O).
+    /// The executor sends runs of consecutive writes this way to members whose every call is
+    /// a device request (see `exec::commit_from`). A failure may leave any part written, as
+    /// a failing `write_at` of one of them may.
+    fn write_vectored_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        let mut at = offset;
+        for b in bufs {
+            self.write_at(b, at)?;
+            at += b.len() as u64;
+        }
+        Ok(())
+    }
     /// What is known, without reading, of the bytes from `offset` on: a run that certainly
     /// reads as zeros, or one that may hold data. The default knows nothing (data, to the
     /// end), which is always true. A wrapper whose reads return what its inner member's do
@@ -267,6 +280,26 @@ impl FileMember {
         }
     }
 
+    /// One `pwritev` of `iov` at `offset`: bytes written, retried when interrupted.
+    fn pwritev_once(&self, iov: &[libc::iovec], offset: u64) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let cnt = iov.len().min(1024) as libc::c_int;
+        let off = libc::off_t::try_from(offset)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"))?;
+        loop {
+            // SAFETY: `iov` holds at least `cnt` valid iovecs describing memory the caller
+            // borrows for the whole call, and the descriptor is open while `self` lives.
+            let r = unsafe { libc::pwritev(self.file.as_raw_fd(), iov.as_ptr(), cnt, off) };
+            if r >= 0 {
+                return Ok(r as usize);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+
     /// `lseek(SEEK_DATA or SEEK_HOLE)` from `offset`: the offset found, `None` for `ENXIO` (no
     /// data, or no hole, at or after `offset` before the end of the file), `Err` otherwise.
     /// The file position it moves is used by nothing (all I/O is positional).
@@ -425,6 +458,53 @@ impl Member for FileMember {
         }
         Ok(())
     }
+    fn write_vectored_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        // O_DIRECT wants every segment's memory and length aligned; otherwise one at a time
+        // (each bounced by `write_at` as need be).
+        let aligned = bufs
+            .iter()
+            .all(|b| (b.as_ptr() as usize) % DIRECT_ALIGN == 0 && b.len() % DIRECT_ALIGN == 0);
+        if bufs.len() < 2 || (self.direct && !aligned) {
+            let mut at = offset;
+            for b in bufs {
+                self.write_at(b, at)?;
+                at += b.len() as u64;
+            }
+            return Ok(());
+        }
+        if offset + len as u64 > self.size_bytes {
+            return Err(out_of_range(&self.describe(), offset, len, self.size_bytes));
+        }
+        let mut slices: Vec<io::IoSlice<'_>> = bufs.iter().map(|b| io::IoSlice::new(b)).collect();
+        let mut rest: &mut [io::IoSlice<'_>] = &mut slices;
+        let mut at = offset;
+        let error = |e: io::Error| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "write of {len} bytes at {offset} to {}: {e}",
+                    self.path.display()
+                ),
+            )
+        };
+        while !rest.is_empty() {
+            // SAFETY: `IoSlice` is guaranteed ABI-compatible with `iovec` on Unix; same
+            // length, and `rest` (which borrows the buffers) outlives `iov`.
+            let iov: &[libc::iovec] =
+                unsafe { std::slice::from_raw_parts(rest.as_ptr().cast(), rest.len()) };
+            let n = self.pwritev_once(iov, at).map_err(error)?;
+            if n == 0 {
+                return Err(error(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "failed to write whole buffer",
+                )));
+            }
+            io::IoSlice::advance_slices(&mut rest, n);
+            at += n as u64;
+        }
+        Ok(())
+    }
 }
 
 /// A member held in memory.
@@ -556,6 +636,12 @@ impl<M: Member> Member for Emulated<M> {
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let done = self.begin(buf.len());
         self.inner.write_at(buf, offset)?;
+        self.wait_until(done);
+        Ok(())
+    }
+    fn write_vectored_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        let done = self.begin(bufs.iter().map(|b| b.len()).sum());
+        self.inner.write_vectored_at(bufs, offset)?;
         self.wait_until(done);
         Ok(())
     }
@@ -707,6 +793,9 @@ impl Member for Box<dyn Member> {
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
         (**self).read_vectored_at(bufs, offset)
     }
+    fn write_vectored_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        (**self).write_vectored_at(bufs, offset)
+    }
     fn allocation(&self, offset: u64) -> Allocation {
         (**self).allocation(offset)
     }
@@ -736,6 +825,9 @@ impl Member for std::sync::Arc<dyn Member> {
     }
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
         (**self).read_vectored_at(bufs, offset)
+    }
+    fn write_vectored_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        (**self).write_vectored_at(bufs, offset)
     }
     fn allocation(&self, offset: u64) -> Allocation {
         (**self).allocation(offset)

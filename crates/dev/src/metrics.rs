@@ -155,6 +155,13 @@ impl Member for MeteredMember {
         self.meter.write.done(t0, buf.len(), r.is_ok());
         r
     }
+    fn write_vectored_at(&self, bufs: &[&[u8]], offset: u64) -> std::io::Result<()> {
+        let t0 = Instant::now();
+        let r = self.inner.write_vectored_at(bufs, offset);
+        let n = bufs.iter().map(|b| b.len()).sum();
+        self.meter.write.done(t0, n, r.is_ok());
+        r
+    }
     fn flush(&self) -> std::io::Result<()> {
         let t0 = Instant::now();
         let r = self.inner.flush();

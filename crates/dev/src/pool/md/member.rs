@@ -142,6 +142,23 @@ impl Member for MdMember {
         Ok(())
     }
 
+    fn write_vectored_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        let pieces = self.pieces(offset, len)?;
+        match pieces.as_slice() {
+            // One contiguous run of member bytes, as for reads.
+            [(0, n, Some(p))] if *n == len => self.inner.write_vectored_at(bufs, *p),
+            _ => {
+                let mut at = offset;
+                for b in bufs {
+                    self.write_at(b, at)?;
+                    at += b.len() as u64;
+                }
+                Ok(())
+            }
+        }
+    }
+
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         let pieces = self.pieces(offset, len)?;

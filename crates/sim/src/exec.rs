@@ -279,7 +279,19 @@ pub struct SimConfig {
     /// read goes to the first available copy (`plan_read`). Such reads are planned one by one
     /// (the plan memo cannot hold a choice that depends on the queues).
     pub read_balance: bool,
+    /// A disk starting an I/O takes along the queued I/Os that continue it (same direction,
+    /// the next bytes, at the front of its queue), up to this many bytes in all, as one
+    /// device request, as the block layer merges requests and the engine sends a run of
+    /// consecutive bytes in one `preadv`/`pwritev`; 0: one request per unit. [`SimConfig::new`]
+    /// merges on the engine's emulated member ([`crate::disk::EmulatedDisk`]), whose cost is
+    /// per request, and not on the seeds' drive models, whose reproductions were run with one
+    /// request per unit (their read-ahead and head position make consecutive units cheap).
+    pub merge_max_bytes: u64,
 }
+
+/// Largest request merged from consecutive units: what the engine's batches reach (1024
+/// segments of 64 KiB).
+pub const MERGE_MAX_BYTES: u64 = 64 << 20;
 
 /// The array's logical space cut into `count` volumes: extents of `extent_bytes` dealt round
 /// robin, extent `e` to volume `e mod count` (a RAID+ pool with one template per volume and
@@ -316,6 +328,7 @@ impl SimConfig {
     /// speed limits, MD's write policy, 64 Ki requests in flight, in-memory checking up to
     /// 64 MiB, the plan memo on.
     pub fn new(drive: DriveParams) -> SimConfig {
+        let drive_kind = drive.clone();
         SimConfig {
             drive,
             drive_overrides: Vec::new(),
@@ -340,6 +353,11 @@ impl SimConfig {
             lse_random: None,
             volumes: None,
             read_balance: false,
+            merge_max_bytes: if matches!(drive_kind, DriveParams::Emulated(_)) {
+                MERGE_MAX_BYTES
+            } else {
+                0
+            },
         }
     }
 }
@@ -934,6 +952,8 @@ struct DiskSlot {
     queue: VecDeque<QueuedIo>,
     /// The I/O in service and when it started.
     current: Option<(QueuedIo, u64)>,
+    /// I/Os merged into the one in service ([`SimConfig::merge_max_bytes`]), done with it.
+    riders: Vec<QueuedIo>,
     /// Member byte just past the last I/O queued (the head position read balancing uses).
     head: u64,
     epoch: u32,
@@ -1123,6 +1143,7 @@ impl Simulator {
                     model: new_drive(&cfg, &proto, d as u32, 0)?,
                     queue: VecDeque::new(),
                     current: None,
+                    riders: Vec::new(),
                     head: 0,
                     epoch: 0,
                     failed: false,
@@ -1539,7 +1560,8 @@ impl Simulator {
                     .disks
                     .iter()
                     .map(|d| MemberLoad {
-                        queued: (d.queue.len() + usize::from(d.current.is_some())) as u32,
+                        queued: (d.queue.len() + d.riders.len() + usize::from(d.current.is_some()))
+                            as u32,
                         head: d.head,
                     })
                     .collect();
@@ -2048,9 +2070,22 @@ impl Simulator {
     /// Starts `io` on idle disk `member` and schedules its completion.
     fn start_io(&mut self, member: Disk, io: QueuedIo) {
         let now = self.now_ns;
+        let max = self.cfg.merge_max_bytes;
         let slot = &mut self.disks[member as usize];
-        debug_assert!(slot.current.is_none() && !slot.failed);
-        let s = slot.model.submit(now, disk_io(&io));
+        debug_assert!(slot.current.is_none() && slot.riders.is_empty() && !slot.failed);
+        let mut request = disk_io(&io);
+        while let Some(next) = slot.queue.front() {
+            if next.write != io.write
+                || next.offset_bytes != request.end_bytes()
+                || request.len_bytes + next.len_bytes > max
+            {
+                break;
+            }
+            request.len_bytes += next.len_bytes;
+            let next = slot.queue.pop_front().expect("the front just looked at");
+            slot.riders.push(next);
+        }
+        let s = slot.model.submit(now, request);
         // A disk starts a command at once unless its own resources are still busy: an HDD is
         // idle when it has no command, but an SSD's channel stays occupied after it completes
         // a command (its program time outlasts the acknowledgement), so the next command may
@@ -2078,26 +2113,32 @@ impl Simulator {
             .take()
             .expect("a completion has an I/O in service");
         slot.busy_ns += now - start;
-        let st = &mut slot.stats;
-        if io.write {
-            st.writes += 1;
-            st.write_bytes += io.len_bytes;
-            st.rebuild_writes += u64::from(io.rebuild);
-        } else {
-            st.reads += 1;
-            st.read_bytes += io.len_bytes;
-            st.rebuild_reads += u64::from(io.rebuild);
+        let riders = std::mem::take(&mut slot.riders);
+        // Per unit, merged or not (what the engine's status counts too).
+        for io in std::iter::once(&io).chain(&riders) {
+            let st = &mut slot.stats;
+            if io.write {
+                st.writes += 1;
+                st.write_bytes += io.len_bytes;
+                st.rebuild_writes += u64::from(io.rebuild);
+            } else {
+                st.reads += 1;
+                st.read_bytes += io.len_bytes;
+                st.rebuild_reads += u64::from(io.rebuild);
+            }
         }
         if !slot.queue.is_empty() {
             self.dispatch(member);
         }
-        if self.mem.is_some() {
-            self.mem_io(member, &io);
+        for io in std::iter::once(io).chain(riders) {
+            if self.mem.is_some() {
+                self.mem_io(member, &io);
+            }
+            if !io.write && self.lse.is_some() {
+                self.lse_read_done(io.plan, member, io.offset_bytes, io.len_bytes);
+            }
+            self.io_finished(io.plan, false);
         }
-        if !io.write && self.lse.is_some() {
-            self.lse_read_done(io.plan, member, io.offset_bytes, io.len_bytes);
-        }
-        self.io_finished(io.plan, false);
     }
 
     /// One I/O of plan `id` finished (or failed).
@@ -2434,6 +2475,7 @@ impl Simulator {
         if let Some((io, start)) = slot.current.take() {
             slot.busy_ns += now - start;
             dead.push(io.plan);
+            dead.extend(slot.riders.drain(..).map(|q| q.plan));
         }
         for id in dead {
             self.io_finished(id, true);

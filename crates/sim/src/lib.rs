@@ -88,7 +88,7 @@ pub use disk::{
 };
 pub use exec::{
     Failure, IdoReport, IdoSimConfig, LseRandom, LseRange, LseReport, NoWorkload, Scheduler,
-    SimConfig, SimError, Simulator, VolumeLayout, Workload,
+    SimConfig, SimError, Simulator, VolumeLayout, Workload, MERGE_MAX_BYTES,
 };
 pub use metrics::{
     CheckMode, DiskStats, Histogram, LazyReport, Phase, PhaseStats, RebuildReport, Report,

@@ -350,3 +350,63 @@ fn rebuild_rate_follows_md_speed_limits() {
     assert!((t / 16.0 - 1.0).abs() < 0.15, "busy rebuild {t:.2} s");
     assert!(busy.phase(Phase::Rebuilding).count > 500);
 }
+
+/// Request merging ([`SimConfig::merge_max_bytes`]), on by default for the engine's emulated
+/// member: RAID5 over 4 members emulated at 100 MB/s and 4 ms per request, 64 KiB chunks, an
+/// offline rebuild. One request per unit, the replacement's 1024 writes take 1024 x (4 ms +
+/// 64 KiB / 100 MB/s); merged, the rebuild moves the same units (the same counts per disk) in
+/// far fewer requests, bounded below by the bytes at the rate.
+#[test]
+fn consecutive_units_merge_into_one_request_on_emulated_members() {
+    let spec = sim::disk::DriveParams::by_name("hdd:100MB/s:4ms").unwrap();
+    let mk = |merge: Option<u64>| {
+        let mut cfg = SimConfig::new(spec.clone());
+        assert_eq!(
+            cfg.merge_max_bytes,
+            sim::MERGE_MAX_BYTES,
+            "on by default here"
+        );
+        if let Some(m) = merge {
+            cfg.merge_max_bytes = m;
+        }
+        cfg.failure = Some(Failure {
+            member: 0,
+            at_ns: 0,
+        });
+        cfg.rebuild_order = RebuildOrder::Parallel { max_in_flight: 8 };
+        cfg.speed = SpeedLimits {
+            min_bytes_per_sec: 0,
+            max_bytes_per_sec: 0,
+        };
+        run(
+            scheme(SchemeKind::Raid5, 4, None, 0),
+            64 << 10,
+            64 << 20,
+            cfg,
+            "none",
+        )
+    };
+    let unit = mk(Some(0));
+    let merged = mk(None);
+    let io_s = 0.004 + 65536.0 / 100e6;
+    let t_unit = unit.rebuild_time_s().unwrap();
+    assert!(
+        (t_unit / (1024.0 * io_s) - 1.0).abs() < 0.01,
+        "one request per unit: {t_unit} s"
+    );
+    let t_merged = merged.rebuild_time_s().unwrap();
+    let floor = (64u64 << 20) as f64 / 100e6;
+    assert!(
+        t_merged >= floor && t_merged < t_unit / 2.0,
+        "merged {t_merged} s, per unit {t_unit} s, floor {floor} s"
+    );
+    for (a, b) in unit.per_disk.iter().zip(&merged.per_disk) {
+        assert_eq!((a.reads, a.writes), (b.reads, b.writes));
+        assert_eq!((a.read_bytes, a.write_bytes), (b.read_bytes, b.write_bytes));
+    }
+    // The seeds' drive models keep one request per unit.
+    assert_eq!(
+        SimConfig::new(Drive::SeagateSt3500320as.params()).merge_max_bytes,
+        0
+    );
+}

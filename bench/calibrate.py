@@ -5,8 +5,10 @@ Each case runs twice: on the engine (pools of member files whose every I/O is sl
 --emulate's device, served over NBD, fio as the client) and in `raidforge sim` with the same
 device (`--disk` takes the --emulate spec), layout, chunk, workload and rebuild settings.
 
-Cases (CASES, comma-separated; default all):
+Cases (CASES, comma-separated; default offline, online-pr, online-ido):
   offline        RAID5 over 4 members: fail, replace, rebuild with no client.
+  offline-raidplus  RAID+ n=13 k=4: fail, rebuild into spare space, no client.
+  offline-s2raid    S2-RAID5 over 9 members (G = 3) and a spare: fail, rebuild, no client.
   online-POLICY  the same pool with a RAID1 surrogate of 2 members, fio 4 KiB random, 70 %
                  reads, zipf:1.2, queue depth 8: NORMAL_S seconds healthy, then fail + replace
                  + rebuild --rebuild-policy POLICY --speed-min 1M while fio runs DURING_S more
@@ -39,7 +41,13 @@ MEMBER = os.environ.get("MEMBER_SIZE", "300M")
 EMULATE = os.environ.get("EMULATE", "hdd:150MB/s:4ms")
 CHUNK = "64K"
 ZONE = "12M"
-DISKS = 4
+# Layouts of the offline cases: name -> (create/sim arguments, members, replace member 0).
+OFFLINE = {
+    "offline": (["--scheme", "raid5", "--disks", "4"], 4, True),
+    "offline-raidplus": (["--scheme", "raidplus", "--disks", "13", "--width", "4"], 13, False),
+    "offline-s2raid": (["--scheme", "s2raid5", "--disks", "10", "--group", "3", "--spares",
+                        "1"], 10, False),
+}
 SPEED_MIN = "1M"
 WINDOW = "8"
 CASES = os.environ.get("CASES", "offline,online-pr,online-ido").split(",")
@@ -78,8 +86,9 @@ def zipf_job():
 
 def engine(case, d):
     """One case on the engine; returns rebuild time and per-phase client figures."""
-    members = [f"{d}/m{i}.img" for i in range(DISKS)]
-    create = ["create", f"{d}/p.json", "--scheme", "raid5", "--disks", DISKS,
+    layout, n, replace = OFFLINE.get(case, OFFLINE["offline"])
+    members = [f"{d}/m{i}.img" for i in range(n)]
+    create = ["create", f"{d}/p.json", *layout,
               "--member-size", MEMBER, "--chunk", CHUNK, "--emulate", EMULATE]
     for m in members:
         create += ["--member", m]
@@ -110,7 +119,8 @@ def engine(case, d):
             t.start()
             time.sleep(0.2)
         rf("fail", f"{d}/p.json", "--member", 0)
-        rf("replace", f"{d}/p.json", "--member", 0, "--with", f"{d}/n0.img")
+        if replace:
+            rf("replace", f"{d}/p.json", "--member", 0, "--with", f"{d}/n0.img")
         args = ["rebuild", f"{d}/p.json", "--rebuild-window", WINDOW, "--json"]
         if policy:
             args += ["--rebuild-policy", policy, "--speed-min", SPEED_MIN]
@@ -132,7 +142,8 @@ def engine(case, d):
 
 def sim(case):
     policy = case.split("-", 1)[1] if case.startswith("online-") else None
-    args = ["sim", "--scheme", "raid5", "--disks", DISKS, "--disk", EMULATE,
+    layout = OFFLINE.get(case, OFFLINE["offline"])[0]
+    args = ["sim", *layout, "--disk", EMULATE,
             "--member-size", MEMBER, "--chunk", CHUNK, "--fail", 0,
             "--rebuild-window", WINDOW, "--json"]
     if policy:

@@ -258,38 +258,26 @@ impl FileMember {
         self.direct
     }
 
-    /// One `preadv` of `iov` at `offset`: bytes read (0 at the end of the file), retried when
-    /// interrupted.
-    fn preadv_once(&self, iov: &[libc::iovec], offset: u64) -> io::Result<usize> {
+    /// One `preadv` (or, with `write`, `pwritev`) of `iov` at `offset`: bytes moved (a read
+    /// gives 0 at the end of the file), retried when interrupted.
+    fn vectored_once(&self, iov: &[libc::iovec], offset: u64, write: bool) -> io::Result<usize> {
         use std::os::fd::AsRawFd;
         // Linux takes at most IOV_MAX (1024) segments per call; the caller loops.
         let cnt = iov.len().min(1024) as libc::c_int;
         let off = libc::off_t::try_from(offset)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"))?;
-        loop {
-            // SAFETY: `iov` holds at least `cnt` valid iovecs describing writable memory the
-            // caller borrows for the whole call, and the descriptor is open while `self` lives.
-            let r = unsafe { libc::preadv(self.file.as_raw_fd(), iov.as_ptr(), cnt, off) };
-            if r >= 0 {
-                return Ok(r as usize);
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
-    }
-
-    /// One `pwritev` of `iov` at `offset`: bytes written, retried when interrupted.
-    fn pwritev_once(&self, iov: &[libc::iovec], offset: u64) -> io::Result<usize> {
-        use std::os::fd::AsRawFd;
-        let cnt = iov.len().min(1024) as libc::c_int;
-        let off = libc::off_t::try_from(offset)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"))?;
+        let fd = self.file.as_raw_fd();
         loop {
             // SAFETY: `iov` holds at least `cnt` valid iovecs describing memory the caller
-            // borrows for the whole call, and the descriptor is open while `self` lives.
-            let r = unsafe { libc::pwritev(self.file.as_raw_fd(), iov.as_ptr(), cnt, off) };
+            // borrows for the whole call (writable for a read), and the descriptor is open
+            // while `self` lives.
+            let r = unsafe {
+                if write {
+                    libc::pwritev(fd, iov.as_ptr(), cnt, off)
+                } else {
+                    libc::preadv(fd, iov.as_ptr(), cnt, off)
+                }
+            };
             if r >= 0 {
                 return Ok(r as usize);
             }
@@ -447,7 +435,7 @@ impl Member for FileMember {
             let iov: &[libc::iovec] =
                 unsafe { std::slice::from_raw_parts(rest.as_ptr().cast(), rest.len()) };
             let n = self
-                .preadv_once(iov, at)
+                .vectored_once(iov, at, false)
                 .map_err(|e| self.read_error(len, offset, e))?;
             if n == 0 {
                 let e = io::Error::new(io::ErrorKind::UnexpectedEof, "failed to fill whole buffer");
@@ -493,7 +481,7 @@ impl Member for FileMember {
             // length, and `rest` (which borrows the buffers) outlives `iov`.
             let iov: &[libc::iovec] =
                 unsafe { std::slice::from_raw_parts(rest.as_ptr().cast(), rest.len()) };
-            let n = self.pwritev_once(iov, at).map_err(error)?;
+            let n = self.vectored_once(iov, at, true).map_err(error)?;
             if n == 0 {
                 return Err(error(io::Error::new(
                     io::ErrorKind::WriteZero,

@@ -229,9 +229,11 @@ impl Grouped {
     pub fn new(kind: GroupedKind, p: &Params) -> Result<Grouped, LayoutError> {
         let disks = p.need_disks()?;
         let width = p.need_width()?;
-        let (level, min) = match kind {
-            GroupedKind::Raid60 => ("RAID6", kind.group_min()),
-            _ => ("RAID5", kind.group_min()),
+        let min = kind.group_min();
+        let level = if kind == GroupedKind::Raid60 {
+            "RAID6"
+        } else {
+            "RAID5"
         };
         if width < min {
             return Err(LayoutError::param(

@@ -26,7 +26,17 @@ fn scheme(kind: SchemeKind, disks: usize, width: Option<usize>, spares: usize) -
 }
 
 fn offline(drive: Drive, failed: u32, order: RebuildOrder, sched: Scheduler) -> SimConfig {
-    let mut cfg = SimConfig::new(drive.params());
+    offline_on(drive.params(), failed, order, sched)
+}
+
+/// [`offline`] on any drive parameters (an emulated member, say).
+fn offline_on(
+    drive: sim::disk::DriveParams,
+    failed: u32,
+    order: RebuildOrder,
+    sched: Scheduler,
+) -> SimConfig {
+    let mut cfg = SimConfig::new(drive);
     cfg.failure = Some(Failure {
         member: failed,
         at_ns: 0,
@@ -360,7 +370,8 @@ fn rebuild_rate_follows_md_speed_limits() {
 fn consecutive_units_merge_into_one_request_on_emulated_members() {
     let spec = sim::disk::DriveParams::by_name("hdd:100MB/s:4ms").unwrap();
     let mk = |merge: Option<u64>| {
-        let mut cfg = SimConfig::new(spec.clone());
+        let order = RebuildOrder::Parallel { max_in_flight: 8 };
+        let mut cfg = offline_on(spec.clone(), 0, order, Scheduler::Fifo);
         assert_eq!(
             cfg.merge_max_bytes,
             sim::MERGE_MAX_BYTES,
@@ -369,15 +380,6 @@ fn consecutive_units_merge_into_one_request_on_emulated_members() {
         if let Some(m) = merge {
             cfg.merge_max_bytes = m;
         }
-        cfg.failure = Some(Failure {
-            member: 0,
-            at_ns: 0,
-        });
-        cfg.rebuild_order = RebuildOrder::Parallel { max_in_flight: 8 };
-        cfg.speed = SpeedLimits {
-            min_bytes_per_sec: 0,
-            max_bytes_per_sec: 0,
-        };
         run(
             scheme(SchemeKind::Raid5, 4, None, 0),
             64 << 10,

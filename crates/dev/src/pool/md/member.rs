@@ -120,6 +120,15 @@ impl MdMember {
         }
         Ok(v)
     }
+
+    /// Where `len` bytes at `offset` lie on the inner member when they are one contiguous run
+    /// of it (the common case), for a vectored request passed on whole.
+    fn one_run(&self, offset: u64, len: usize) -> io::Result<Option<u64>> {
+        Ok(match self.pieces(offset, len)?.as_slice() {
+            [(0, n, Some(p))] if *n == len => Some(*p),
+            _ => None,
+        })
+    }
 }
 
 impl Member for MdMember {
@@ -144,36 +153,28 @@ impl Member for MdMember {
 
     fn write_vectored_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
-        let pieces = self.pieces(offset, len)?;
-        match pieces.as_slice() {
-            // One contiguous run of member bytes, as for reads.
-            [(0, n, Some(p))] if *n == len => self.inner.write_vectored_at(bufs, *p),
-            _ => {
-                let mut at = offset;
-                for b in bufs {
-                    self.write_at(b, at)?;
-                    at += b.len() as u64;
-                }
-                Ok(())
-            }
+        if let Some(p) = self.one_run(offset, len)? {
+            return self.inner.write_vectored_at(bufs, p);
         }
+        let mut at = offset;
+        for b in bufs {
+            self.write_at(b, at)?;
+            at += b.len() as u64;
+        }
+        Ok(())
     }
 
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
-        let pieces = self.pieces(offset, len)?;
-        match pieces.as_slice() {
-            // The common case: one contiguous run of member bytes.
-            [(0, n, Some(p))] if *n == len => self.inner.read_vectored_at(bufs, *p),
-            _ => {
-                let mut at = offset;
-                for b in bufs.iter_mut() {
-                    self.read_at(b, at)?;
-                    at += b.len() as u64;
-                }
-                Ok(())
-            }
+        if let Some(p) = self.one_run(offset, len)? {
+            return self.inner.read_vectored_at(bufs, p);
         }
+        let mut at = offset;
+        for b in bufs.iter_mut() {
+            self.read_at(b, at)?;
+            at += b.len() as u64;
+        }
+        Ok(())
     }
 
     fn flush(&self) -> io::Result<()> {

@@ -40,6 +40,7 @@ print(f"faultsim: {s['seeds_run']} seeds: {s['runs_within_tolerance']} within to
 print("  faults: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in f.items()))
 print(f"  crashes {s['crashes']}, reopens {s['reopens']}, rebuilds {s['rebuilds']}, pages dropped {s['pages_dropped_by_crashes']}, sectors torn {s['sectors_torn_by_crashes']}")
 print(f"  reads {s['reads']}, writes {s['writes']}, bytes verified {s['bytes_verified']}")
+print(f"  seeds whose members took the merged-write path: {s['seeds_with_merged_writes']}")
 print(f"  losses within tolerance: {s['losses_within_tolerance']} (must be 0)")
 print(f"  beyond tolerance: {s['beyond_tolerance_detected']} detected, {s['beyond_tolerance_undetected_known_gap']} undetected known gap, {s['beyond_tolerance_undetected_unexpected']} undetected unexpected (must be 0)")
 for seed, why in s["failed_seeds"]:

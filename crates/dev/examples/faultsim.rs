@@ -161,7 +161,7 @@ fn main() {
                     println!("{}", serde_json::to_string_pretty(&r).unwrap());
                 } else {
                     println!(
-                        "seed {seed:#x}: {} {:?} ({}), {} reads, {} writes, {} bytes verified, {} crashes, detected {}, undetected {}{}",
+                        "seed {seed:#x}: {} {:?} ({}), {} reads, {} writes, {} bytes verified, {} crashes, detected {}, undetected {}{}{}",
                         r.layout,
                         r.kind,
                         if r.within_tolerance { "within tolerance" } else { "beyond tolerance" },
@@ -171,7 +171,8 @@ fn main() {
                         r.faults.crashes(),
                         r.detected,
                         r.undetected.len(),
-                        if r.known_gap && !r.undetected.is_empty() { " (known gap)" } else { "" }
+                        if r.known_gap && !r.undetected.is_empty() { " (known gap)" } else { "" },
+                        if r.merged_writes { ", merged member writes" } else { "" }
                     );
                     for l in r.losses.iter().chain(&r.undetected) {
                         println!("  {l}");

@@ -326,8 +326,8 @@ fn commit_from(
             write: true,
             source: std::io::Error::other("member is failed or missing"),
         })?;
-        // Writes to a member whose every call is a device request (O_DIRECT files and
-        // devices, emulated and NBD members) go out as one `write_vectored_at` per run of
+        // Writes to a member whose every call is a device request (`Member::merges_writes`:
+        // O_DIRECT files and devices, emulated and NBD members) go out as one `write_vectored_at` per run of
         // consecutive bytes, as the reads do: a rebuild's writes to the replacement are then
         // a few large requests instead of one per chunk (on members emulated at 4 ms per I/O,
         // 32 chunk writes of a step took 142 ms, one write of the run 18 ms).
@@ -339,7 +339,7 @@ fn commit_from(
         // (bench/nbd.sh, RAID0 over 4 members): on ext4, 1-job 4 KiB random writes after the
         // sequential case 73.5 K IOPS merged against 86.7 K not; on tmpfs, 16-job 1 MiB
         // sequential writes 0.96-0.97x nbdkit merged against 0.97-1.01x not.
-        let merge = !dev.completes_in_memory();
+        let merge = dev.merges_writes();
         let mut pages: Vec<(u64, u64)> = Vec::new();
         let mut i = 0;
         while i < ios.len() {

@@ -432,11 +432,28 @@ impl MemberFaults {
 pub struct FaultMember {
     inner: Arc<dyn Member>,
     f: Arc<MemberFaults>,
+    merges_writes: bool,
 }
 
 impl FaultMember {
     pub fn new(inner: Arc<dyn Member>, f: Arc<MemberFaults>) -> FaultMember {
-        FaultMember { inner, f }
+        let merges_writes = inner.merges_writes();
+        FaultMember {
+            inner,
+            f,
+            merges_writes,
+        }
+    }
+    /// Makes the executor send this member's consecutive writes as one `write_vectored_at`
+    /// (as it does to O_DIRECT, emulated and NBD members) or not, whatever the file under it
+    /// is. The harness's members are memory files, which alone would never take that path.
+    /// The vectored write stays the trait's default, one `write_at` per buffer in order, so
+    /// every buffer meets the faults and the crash countdown as a write of its own (a crash
+    /// in the middle lands a prefix; the crash model then treats every unflushed write as
+    /// maybe lost or torn, as a device may do with any part of one request).
+    pub fn merging_writes(mut self, on: bool) -> FaultMember {
+        self.merges_writes = on;
+        self
     }
     fn check_fail_stop(&self) -> io::Result<()> {
         if self.f.is_fail_stopped() {
@@ -570,6 +587,9 @@ impl Member for FaultMember {
         // Keeps member I/O on the calling thread, in plan order: a crash countdown then trips
         // at the same write in every replay of a seed.
         self.inner.completes_in_memory()
+    }
+    fn merges_writes(&self) -> bool {
+        self.merges_writes
     }
 }
 
@@ -915,6 +935,15 @@ pub struct RunReport {
     pub undetected: Vec<String>,
     /// The undetected losses are the known gap of `kind` (see [`RunKind::known_gap`]).
     pub known_gap: bool,
+    /// The members took the executor's merged-write path (see
+    /// [`FaultMember::merging_writes`]; chosen from the seed, half of the seeds).
+    pub merged_writes: bool,
+}
+
+/// Whether a seed's members take the merged-write path: a bit of its own hash, so that the
+/// choice draws nothing from the run's generator (kept seeds replay as before).
+pub fn seed_merges_writes(seed: u64) -> bool {
+    Rng::new(seed ^ 0x6d65_7267_6564_0000).below(2) == 1
 }
 
 impl RunReport {
@@ -1281,7 +1310,7 @@ pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
             .map(|p| Arc::new(MemberFaults::new(p.clone(), crash.clone(), data_range)))
             .collect(),
     ));
-    let wrap = make_wrap(&faults);
+    let wrap = make_wrap(&faults, seed_merges_writes(seed));
     let within = kind.within(opts.protection);
     let mut report = RunReport {
         seed,
@@ -1300,6 +1329,7 @@ pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
         detected: 0,
         undetected: Vec::new(),
         known_gap: kind.known_gap(opts.protection),
+        merged_writes: seed_merges_writes(seed),
     };
     let pool = match Pool::create_wrapped(
         &desc,
@@ -1383,11 +1413,11 @@ pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
     report
 }
 
-fn make_wrap(faults: &Arc<Mutex<Vec<Arc<MemberFaults>>>>) -> MemberWrap {
+fn make_wrap(faults: &Arc<Mutex<Vec<Arc<MemberFaults>>>>, merge: bool) -> MemberWrap {
     let faults = faults.clone();
     Arc::new(move |i: usize, m: Arc<dyn Member>| -> Arc<dyn Member> {
         let f = faults.lock().unwrap()[i].clone();
-        Arc::new(FaultMember::new(m, f))
+        Arc::new(FaultMember::new(m, f).merging_writes(merge))
     })
 }
 
@@ -1735,7 +1765,10 @@ impl Run {
         }
         self.crash.reset();
         self.report.reopens += 1;
-        match Pool::open_wrapped(&self.desc, make_wrap(&self.faults)) {
+        match Pool::open_wrapped(
+            &self.desc,
+            make_wrap(&self.faults, self.report.merged_writes),
+        ) {
             Ok(p) => {
                 // A member the reopen left out (stale: it missed updates) costs redundancy
                 // like a failure until it is replaced and rebuilt.
@@ -1854,6 +1887,8 @@ pub struct Summary {
     pub bytes_verified: u64,
     pub pages_dropped_by_crashes: u64,
     pub sectors_torn_by_crashes: u64,
+    /// Seeds whose members took the executor's merged-write path.
+    pub seeds_with_merged_writes: u64,
     /// Must be 0.
     pub losses_within_tolerance: u64,
     pub beyond_tolerance_detected: u64,
@@ -1882,6 +1917,7 @@ impl Summary {
         self.bytes_verified += r.bytes_verified;
         self.pages_dropped_by_crashes += r.pages_dropped;
         self.sectors_torn_by_crashes += r.sectors_torn;
+        self.seeds_with_merged_writes += u64::from(r.merged_writes);
         self.losses_within_tolerance += r.losses.len() as u64;
         self.beyond_tolerance_detected += r.detected;
         if r.known_gap {

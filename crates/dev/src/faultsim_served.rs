@@ -49,8 +49,8 @@ use nbd::client::{Address, Client};
 use raidcore::{ArrayState, ParityPolicy};
 
 use crate::faultsim::{
-    create_opts, layouts, Atlas, CrashSwitch, FaultCounts, FaultDraw, FaultMember, MemberFaults,
-    Model, Protection, Rng, RunKind, RunReport, SECTOR,
+    create_opts, layouts, seed_merges_writes, Atlas, CrashSwitch, FaultCounts, FaultDraw,
+    FaultMember, MemberFaults, Model, Protection, Rng, RunKind, RunReport, SECTOR,
 };
 use crate::ido::RebuildPolicy;
 use crate::pool::{CreateOpts, MemberWrap, Pool, RebuildOpts};
@@ -763,6 +763,7 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
         detected: 0,
         undetected: Vec::new(),
         known_gap: !within && kind.known_gap(protection),
+        merged_writes: seed_merges_writes(seed),
     };
     let mut copts = create_opts(
         scheme,
@@ -776,7 +777,11 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
         copts.parity = ParityPolicy::Lazy;
         copts.bpgl_capacity = Some(2 + rng.below(7) as usize);
     }
-    let pool = match Pool::create_wrapped(&desc, copts, Some(make_wrap(&faults, &crash))) {
+    let pool = match Pool::create_wrapped(
+        &desc,
+        copts,
+        Some(make_wrap(&faults, &crash, seed_merges_writes(seed))),
+    ) {
         Ok(p) => p,
         Err(e) => {
             report.losses.push(format!("create {layout_name}: {e}"));
@@ -960,7 +965,11 @@ fn make_surrogate(
 /// Wraps every member the pool opens in the fault layer of its slot. A member opened at a
 /// path other than the slot's (a hot spare that the served pool's healer put in the place of
 /// a failed member) gets a fresh fault layer, as the harness's own replacements do.
-fn make_wrap(faults: &Arc<Mutex<Vec<Arc<MemberFaults>>>>, crash: &Arc<CrashSwitch>) -> MemberWrap {
+fn make_wrap(
+    faults: &Arc<Mutex<Vec<Arc<MemberFaults>>>>,
+    crash: &Arc<CrashSwitch>,
+    merge: bool,
+) -> MemberWrap {
     let faults = faults.clone();
     let crash = crash.clone();
     let known: Mutex<HashMap<PathBuf, Arc<MemberFaults>>> = Mutex::new(HashMap::new());
@@ -982,7 +991,7 @@ fn make_wrap(faults: &Arc<Mutex<Vec<Arc<MemberFaults>>>>, crash: &Arc<CrashSwitc
                 .clone();
             all[i] = f;
         }
-        Arc::new(FaultMember::new(m, all[i].clone()))
+        Arc::new(FaultMember::new(m, all[i].clone()).merging_writes(merge))
     })
 }
 
@@ -1572,7 +1581,10 @@ impl ServedRun {
     /// Opens the pool again from its member files and serves it.
     fn reopen(&mut self, when: &str) {
         self.report.reopens += 1;
-        match Pool::open_wrapped(&self.desc, make_wrap(&self.faults, &self.sh.crash)) {
+        match Pool::open_wrapped(
+            &self.desc,
+            make_wrap(&self.faults, &self.sh.crash, self.report.merged_writes),
+        ) {
             Ok(p) => {
                 self.start(p);
                 self.settle_gone();
@@ -1699,7 +1711,10 @@ impl ServedRun {
         drop(sp);
         // Started again after the clean shutdown, every byte must still be there.
         self.report.reopens += 1;
-        match Pool::open_wrapped(&self.desc, make_wrap(&self.faults, &self.sh.crash)) {
+        match Pool::open_wrapped(
+            &self.desc,
+            make_wrap(&self.faults, &self.sh.crash, self.report.merged_writes),
+        ) {
             Ok(p) => match SharedPool::new(p, Concurrency::Stripes) {
                 Ok(sp) => {
                     self.check_all(&sp);

@@ -69,6 +69,14 @@ pub trait Member: Send + Sync {
     fn completes_in_memory(&self) -> bool {
         false
     }
+    /// True when consecutive writes of one batch should reach this member as one
+    /// `write_vectored_at` (every call is a device request: O_DIRECT files and devices,
+    /// emulated and NBD members); see `exec::commit`. The default follows
+    /// [`Member::completes_in_memory`]. Wrappers pass it on, so that a member that decides
+    /// otherwise (the fault harness's, to exercise the merged path on memory files) is heard.
+    fn merges_writes(&self) -> bool {
+        !self.completes_in_memory()
+    }
     /// Why the device behind this member is no longer there, if it is not: its file or
     /// device node vanished or names another file now, its NBD server cannot be reached. Asked
     /// when an I/O error fails the member, so that the failure says so (`Pool::DISAPPEARED_WHY`,
@@ -754,6 +762,9 @@ impl<M: Member> Member for Faulty<M> {
     fn completes_in_memory(&self) -> bool {
         self.inner.completes_in_memory()
     }
+    fn merges_writes(&self) -> bool {
+        self.inner.merges_writes()
+    }
 }
 
 impl Member for Box<dyn Member> {
@@ -777,6 +788,9 @@ impl Member for Box<dyn Member> {
     }
     fn completes_in_memory(&self) -> bool {
         (**self).completes_in_memory()
+    }
+    fn merges_writes(&self) -> bool {
+        (**self).merges_writes()
     }
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
         (**self).read_vectored_at(bufs, offset)
@@ -810,6 +824,9 @@ impl Member for std::sync::Arc<dyn Member> {
     }
     fn completes_in_memory(&self) -> bool {
         (**self).completes_in_memory()
+    }
+    fn merges_writes(&self) -> bool {
+        (**self).merges_writes()
     }
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
         (**self).read_vectored_at(bufs, offset)

@@ -180,6 +180,9 @@ impl Member for MeteredMember {
     fn completes_in_memory(&self) -> bool {
         self.inner.completes_in_memory()
     }
+    fn merges_writes(&self) -> bool {
+        self.inner.merges_writes()
+    }
     fn allocation(&self, offset: u64) -> crate::Allocation {
         self.inner.allocation(offset)
     }

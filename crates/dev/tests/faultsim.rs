@@ -54,6 +54,13 @@ fn faultsim_ci_seeds() {
     );
     assert!(f.crashes_between_ops > 0 && f.crashes_mid_op > 0, "{f:?}");
     assert!(sum.bytes_verified > 0 && sum.rebuilds > 0);
+    // Both of the executor's write paths were exercised (member writes merged or not).
+    assert!(
+        sum.seeds_with_merged_writes > 0 && sum.seeds_with_merged_writes < sum.seeds_run,
+        "{} of {} seeds merged member writes",
+        sum.seeds_with_merged_writes,
+        sum.seeds_run
+    );
     // Beyond-tolerance member failures are reported as errors.
     assert!(sum.beyond_tolerance_detected > 0);
 }
@@ -340,4 +347,95 @@ fn a_charge_ends_only_with_a_replacement_made_after_the_fault() {
     members[2].add_lse(4096, 8192, false);
     atlas.settle(&members);
     assert!(atlas.charged.contains(&2), "latent errors keep the charge");
+}
+
+/// The harness's members take the executor's merged-write path when their seed says so: a
+/// pool write over several chunks of one member reaches it as one vectored write (one
+/// `write_at` per buffer under it, each meeting the faults), and not at all without the flag;
+/// the data reads back either way.
+#[test]
+fn fault_members_can_take_the_merged_write_path() {
+    use dev::faultsim::{seed_merges_writes, CrashSwitch, FaultMember, MemberFaults};
+    use dev::Member;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    /// Counts the vectored writes that reach the fault layer under it.
+    struct Count(Arc<dyn Member>, Arc<AtomicU64>);
+    impl Member for Count {
+        fn read_at(&self, b: &mut [u8], o: u64) -> std::io::Result<()> {
+            self.0.read_at(b, o)
+        }
+        fn write_at(&self, b: &[u8], o: u64) -> std::io::Result<()> {
+            self.0.write_at(b, o)
+        }
+        fn write_vectored_at(&self, bufs: &[&[u8]], o: u64) -> std::io::Result<()> {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            self.0.write_vectored_at(bufs, o)
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            self.0.flush()
+        }
+        fn size_bytes(&self) -> u64 {
+            self.0.size_bytes()
+        }
+        fn describe(&self) -> String {
+            self.0.describe()
+        }
+        fn completes_in_memory(&self) -> bool {
+            self.0.completes_in_memory()
+        }
+        fn merges_writes(&self) -> bool {
+            self.0.merges_writes()
+        }
+    }
+
+    let seeds: Vec<bool> = (0..64).map(seed_merges_writes).collect();
+    assert!(seeds.iter().any(|&m| m) && seeds.iter().any(|&m| !m));
+    for merge in [false, true] {
+        let dir =
+            std::env::temp_dir().join(format!("rf-faultsim-merge-{merge}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let paths: Vec<_> = (0..4).map(|i| dir.join(format!("m{i}.img"))).collect();
+        let crash = Arc::new(CrashSwitch::default());
+        let faults: Vec<_> = paths
+            .iter()
+            .map(|p| Arc::new(MemberFaults::new(p.clone(), crash.clone(), (0, u64::MAX))))
+            .collect();
+        let vectored = Arc::new(AtomicU64::new(0));
+        let v = vectored.clone();
+        let wrap: dev::pool::MemberWrap = Arc::new(move |i, m| {
+            let f = FaultMember::new(m, faults[i].clone()).merging_writes(merge);
+            assert_eq!(f.merges_writes(), merge);
+            Arc::new(Count(Arc::new(f), v.clone())) as Arc<dyn Member>
+        });
+        let opts = dev::faultsim::create_opts(
+            layout::SchemeKind::Raid0,
+            layout::Params {
+                disks: Some(4),
+                ..Default::default()
+            },
+            paths.clone(),
+            2 << 20,
+            4096,
+            Default::default(),
+        );
+        let desc = dir.join("p.json");
+        let mut pool = dev::pool::Pool::create_wrapped(&desc, opts, Some(wrap)).unwrap();
+        let before = vectored.load(Ordering::SeqCst);
+        // 64 KiB over 4 members of 4 KiB chunks: 4 consecutive chunks on each member.
+        let data: Vec<u8> = (0..65536u32).map(|i| (i * 7 + i / 4096) as u8).collect();
+        pool.write(0, &data).unwrap();
+        pool.sync().unwrap();
+        let runs = vectored.load(Ordering::SeqCst) - before;
+        if merge {
+            assert_eq!(runs, 4, "one vectored write per member");
+        } else {
+            assert_eq!(runs, 0);
+        }
+        assert_eq!(pool.read(0, data.len() as u64).unwrap(), data);
+        pool.close().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -195,6 +195,9 @@ impl Member for MdMember {
     fn completes_in_memory(&self) -> bool {
         self.inner.completes_in_memory()
     }
+    fn merges_writes(&self) -> bool {
+        self.inner.merges_writes()
+    }
 }
 
 #[cfg(test)]

@@ -66,8 +66,8 @@ use crate::exec::{run_plans, Counters, Members};
 use crate::ido::{Ido, MainPool, Phase, RebuildPolicy};
 use crate::pool::{
     gave_up, pieces, run_attempt, run_flush, write_loop, Attempt, IntentGuard, Outcome, Pool,
-    PoolError, RebuildOpts, RebuildProgress, Status, VerifyReport, WriteIntent, WriteSite,
-    REPLANS_MAX,
+    PoolError, RebuildBatch, RebuildOpts, RebuildProgress, Status, VerifyReport, WriteIntent,
+    WriteSite, REPLANS_MAX,
 };
 use crate::{Allocation, Member};
 
@@ -75,6 +75,35 @@ type Result<T> = std::result::Result<T, PoolError>;
 
 /// The members of a pool as plans see them (`None`: failed or missing).
 type MemberSet = Vec<Option<Arc<dyn Member>>>;
+
+/// The background rebuild's two-stage pipeline ([`SharedPool::rebuild_stage`]).
+#[derive(Default)]
+struct RebuildPipe<'a> {
+    /// The batch whose windows are being read, while it has windows left.
+    reading: Option<HeldBatch<'a>>,
+    /// Its windows not read yet.
+    queue: std::collections::VecDeque<Vec<Plan>>,
+    /// The window read and computed in the last stage, written in the next.
+    pending: Option<ReadWindow<'a>>,
+    /// Buffers of windows written, read into again.
+    free: Vec<Vec<u8>>,
+}
+
+/// A planned rebuild batch: the plans that run, the members they were planned with, and the
+/// locks of its stripes (held until its last window is written and the batch marked).
+struct HeldBatch<'a> {
+    ran: RebuildBatch,
+    members: MemberSet,
+    _guard: StripeGuard<'a>,
+}
+
+/// A window read and computed, waiting to be written; the batch it ends, if it is the last.
+struct ReadWindow<'a> {
+    plans: Vec<Plan>,
+    bufs: Vec<Vec<Vec<u8>>>,
+    members: MemberSet,
+    ends: Option<HeldBatch<'a>>,
+}
 
 pub use crate::pool::RebuildCursor;
 
@@ -1220,6 +1249,154 @@ impl SharedPool {
         r
     }
 
+    /// One stage of the background rebuild's pipeline: reads and computes the next window
+    /// (planning the next batch and taking its stripe locks when the batch being read has no
+    /// window left) while the window read in the stage before is written, as the unserved
+    /// rebuild does ([`Pool::rebuild`]). A batch is marked once its last window is written;
+    /// its stripes stay locked from its planning until then, so two batches are held at
+    /// once. Returns `None` when every cycle is in the target layout.
+    ///
+    /// Measured before it (bench/calibrate.py, members emulated at 150 MB/s and 4 ms, one
+    /// step at a time, no client): S2-RAID5 9+1 rebuilt in 3.5 s served against 1.8 s
+    /// unserved, RAID+ n=13 k=4 3.6 s against 2.6 s in the simulator.
+    ///
+    /// No IDO lock is taken here: client requests take it before their stripes, so the
+    /// rebuild must not wait for it while it holds stripes across stages. Policy rebuilds
+    /// (which consult IDO between steps) run [`SharedPool::rebuild_step`] instead.
+    ///
+    /// With `plan` false no batch is started: [`SharedPool::drain_rebuild`] runs such stages
+    /// until the pipe is empty.
+    fn rebuild_stage<'a>(
+        &'a self,
+        opts: &RebuildOpts,
+        cur: &mut RebuildCursor,
+        pipe: &mut RebuildPipe<'a>,
+        plan: bool,
+    ) -> Result<Option<RebuildProgress>> {
+        if plan && pipe.queue.is_empty() {
+            let in_flight: Vec<u64> = pipe
+                .pending
+                .iter()
+                .filter_map(|w| w.ends.as_ref())
+                .flat_map(|b| b.ran.iter().map(|(c, _)| *c))
+                .collect();
+            let planned = self.with_pool(|p| p.begin_rebuild_step_beside(opts, cur, &in_flight))?;
+            match planned {
+                None => {
+                    debug_assert!(pipe.pending.is_none());
+                    return Ok(None);
+                }
+                Some(batch) if !batch.is_empty() => {
+                    let all: Vec<Plan> = batch.iter().map(|(_, p)| p.clone()).collect();
+                    let guard = self.lock_stripes(&all);
+                    // The plans still current run (see [`SharedPool::run_rebuild_batch`]).
+                    let (ran, members) = self.with_pool(|p| {
+                        let ran: RebuildBatch = batch
+                            .iter()
+                            .filter(|(_, pl)| p.state.plan_is_current(pl))
+                            .cloned()
+                            .collect();
+                        Ok((ran, p.members.handles.clone()))
+                    })?;
+                    if !ran.is_empty() {
+                        pipe.queue = crate::pool::rebuild_windows(&ran, opts.window_bytes).into();
+                        pipe.reading = Some(HeldBatch {
+                            ran,
+                            members,
+                            _guard: guard,
+                        });
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        let next = pipe.queue.pop_front();
+        let reading = pipe.reading.as_ref().map(|b| b.members.clone());
+        let pending = pipe.pending.take();
+        let free = &mut pipe.free;
+        let (prepared, committed) = std::thread::scope(|s| {
+            let committing = pending.as_ref().map(|w| {
+                s.spawn(move || crate::exec::commit(&w.plans, &w.bufs, &self.view(&w.members)))
+            });
+            let prepared = match (&next, &reading) {
+                (Some(plans), Some(members)) => {
+                    let view = self.view(members);
+                    crate::exec::read_only(plans, &view, free).map(|mut bufs| {
+                        crate::exec::compute(plans, &mut bufs);
+                        Some(bufs)
+                    })
+                }
+                _ => Ok(None),
+            };
+            let committed = committing.map_or(Ok(()), |h| h.join().expect("rebuild commit thread"));
+            (prepared, committed)
+        });
+        let outcome = match (prepared, committed) {
+            (Ok(bufs), Ok(())) => Ok(bufs),
+            (Err(mut e), Err(c)) => {
+                e.read_errors.extend(c.read_errors);
+                e.write_errors.extend(c.write_errors);
+                Err(e)
+            }
+            (Err(e), Ok(())) | (Ok(_), Err(e)) => Err(e),
+        };
+        match outcome {
+            Ok(bufs) => {
+                let mut progress = None;
+                if let Some(w) = pending {
+                    pipe.free.extend(w.bufs.into_iter().flatten());
+                    if let Some(b) = w.ends {
+                        progress =
+                            Some(self.with_pool(|p| p.end_rebuild_batch(cur, &b.ran, Ok(())))?);
+                    }
+                }
+                if let (Some(plans), Some(bufs)) = (next, bufs) {
+                    let members = reading.expect("a window is read with its batch's members");
+                    let ends = if pipe.queue.is_empty() {
+                        pipe.reading.take()
+                    } else {
+                        None
+                    };
+                    pipe.pending = Some(ReadWindow {
+                        plans,
+                        bufs,
+                        members,
+                        ends,
+                    });
+                }
+                match progress {
+                    Some(pr) => Ok(Some(pr)),
+                    None => self.with_pool(|p| Ok(Some(p.rebuild_progress(cur)))),
+                }
+            }
+            Err(e) => {
+                // Plan again with the new failure set: the batches not marked (both in the
+                // pipe) are found again; their stripes are let go after the failure is
+                // handled.
+                let r = self.with_pool(|p| p.end_rebuild_batch(cur, &Vec::new(), Err(e)));
+                *pipe = RebuildPipe::default();
+                r.map(Some)
+            }
+        }
+    }
+
+    /// Reads and writes what the rebuild pipeline holds, so that it holds no stripe: before
+    /// the rebuild pauses for clients (who would otherwise wait the pause out on those
+    /// stripes). Batches started are finished, not dropped, or a batch of several windows
+    /// would be begun again after every pause and never end.
+    fn drain_rebuild<'a>(
+        &'a self,
+        opts: &RebuildOpts,
+        cur: &mut RebuildCursor,
+        pipe: &mut RebuildPipe<'a>,
+    ) -> Result<()> {
+        while pipe.pending.is_some() || !pipe.queue.is_empty() {
+            self.rebuild_stage(opts, cur, pipe, false)?;
+        }
+        debug_assert!(pipe.reading.is_none());
+        Ok(())
+    }
+
     /// Starts rebuilding in a background thread (if one is not running already): steps of
     /// `opts.parallel_cycles` cycles with pauses in between so client requests interleave,
     /// at most `opts.speed_max_bytes_per_sec`. Refuses at once when the rebuild cannot start
@@ -1343,6 +1520,8 @@ impl SharedPool {
 
     fn rebuild_loop(&self, opts: RebuildOpts, ido_on: bool) {
         let mut cur = RebuildCursor::new();
+        let mut pipe = RebuildPipe::default();
+        let pipelined = opts.batches_in_flight > 1 && self.mode != Concurrency::Serial;
         let mut throttle = opts.speed_min_bytes_per_sec.map(|min| {
             raidcore::Throttle::new(raidcore::SpeedLimits {
                 min_bytes_per_sec: min,
@@ -1361,6 +1540,12 @@ impl SharedPool {
             let t0 = Instant::now();
             let step = if ido_on {
                 self.policy_step(&opts, &mut cur)
+            } else if pipelined {
+                self.rebuild_stage(&opts, &mut cur, &mut pipe, true)
+                    .map(|s| match s {
+                        Some(pr) => PolicyStep::Rebuilt(pr),
+                        None => PolicyStep::Done,
+                    })
             } else {
                 self.rebuild_step(&opts, &mut cur).map(|s| match s {
                     Some(pr) => PolicyStep::Rebuilt(pr),
@@ -1424,6 +1609,16 @@ impl SharedPool {
             } else if let Some(max) = opts.speed_max_bytes_per_sec.filter(|&m| m > 0) {
                 let due = Duration::from_secs_f64(cur.bytes_written() as f64 / max as f64);
                 pause = pause.max(due.saturating_sub(cur.elapsed()));
+            }
+            if !pause.is_zero() {
+                if let Err(e) = self.drain_rebuild(&opts, &mut cur, &mut pipe) {
+                    let msg = e.to_string();
+                    set(&|i| {
+                        i.running = false;
+                        i.error = Some(msg.clone());
+                    });
+                    return;
+                }
             }
             // Sleep in slices so a stop request is seen promptly.
             let until = Instant::now() + pause;
@@ -1798,6 +1993,114 @@ mod tests {
         let mut p = Pool::open(&dir.0.join("pool.json")).unwrap();
         assert_eq!(p.tag(), ArrayStateTag::Clean);
         assert_eq!(p.read(5 * 4096, 4096).unwrap(), bytes(3_000_000 + 5, 4096));
+    }
+
+    /// The background rebuild reads the next window while the last one is written: with
+    /// two batches in flight a write to the replacement runs beside a read of a survivor
+    /// (each member I/O takes 3 ms, no client is there); with one they never overlap. The
+    /// rebuilt pool verifies and reads back either way.
+    #[test]
+    fn the_background_rebuild_reads_the_next_window_while_writing_the_last() {
+        /// Every I/O slowed and its span recorded: (replacement write?, start, end).
+        struct Spans(
+            Arc<dyn Member>,
+            bool,
+            Arc<Mutex<Vec<(bool, Instant, Instant)>>>,
+        );
+        impl Spans {
+            fn io<T>(&self, write: bool, f: impl FnOnce() -> T) -> T {
+                let t0 = Instant::now();
+                std::thread::sleep(Duration::from_millis(3));
+                let r = f();
+                if write == self.1 {
+                    self.2.lock().unwrap().push((write, t0, Instant::now()));
+                }
+                r
+            }
+        }
+        impl Member for Spans {
+            fn read_at(&self, b: &mut [u8], o: u64) -> std::io::Result<()> {
+                self.io(false, || self.0.read_at(b, o))
+            }
+            fn read_vectored_at(&self, b: &mut [&mut [u8]], o: u64) -> std::io::Result<()> {
+                self.io(false, || self.0.read_vectored_at(b, o))
+            }
+            fn write_at(&self, b: &[u8], o: u64) -> std::io::Result<()> {
+                self.io(true, || self.0.write_at(b, o))
+            }
+            fn write_vectored_at(&self, b: &[&[u8]], o: u64) -> std::io::Result<()> {
+                self.io(true, || self.0.write_vectored_at(b, o))
+            }
+            fn flush(&self) -> std::io::Result<()> {
+                self.0.flush()
+            }
+            fn size_bytes(&self) -> u64 {
+                self.0.size_bytes()
+            }
+            fn describe(&self) -> String {
+                self.0.describe()
+            }
+        }
+        for in_flight in [2, 1] {
+            let dir = Dir::new(&format!("pipe-{in_flight}"));
+            let mut pool = create(&dir.0, SchemeKind::Raid5, p(4), 4);
+            let cap = pool.geometry().capacity_bytes() as usize;
+            let data = bytes(77, cap);
+            pool.write(0, &data).unwrap();
+            pool.fail(0).unwrap();
+            pool.replace(0, &dir.0.join("m0.new")).unwrap();
+            pool.close().unwrap();
+            let spans = Arc::new(Mutex::new(Vec::new()));
+            let s2 = spans.clone();
+            let wrap: crate::pool::MemberWrap = Arc::new(move |i, m| {
+                // Writes of the replacement, reads of the survivors.
+                Arc::new(Spans(m, i == 0, s2.clone())) as Arc<dyn Member>
+            });
+            let pool = Pool::open_wrapped(&dir.0.join("pool.json"), wrap).unwrap();
+            let sp = SharedPool::new(pool, Concurrency::Stripes).unwrap();
+            sp.start_rebuild(RebuildOpts {
+                parallel_cycles: 2,
+                window_bytes: 64 << 10,
+                batches_in_flight: in_flight,
+                ..RebuildOpts::default()
+            })
+            .unwrap();
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while sp.rebuild_info().running {
+                assert!(Instant::now() < deadline, "the rebuild does not end");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let info = sp.rebuild_info();
+            assert!(info.finished, "{info:?}");
+            let spans = spans.lock().unwrap().clone();
+            type Span = (bool, Instant, Instant);
+            let (writes, reads): (Vec<&Span>, Vec<&Span>) = spans.iter().partition(|s| s.0);
+            assert!(
+                writes.len() > 4 && reads.len() > 4,
+                "{} {}",
+                writes.len(),
+                reads.len()
+            );
+            let overlaps = writes
+                .iter()
+                .filter(|w| reads.iter().any(|r| r.1 < w.2 && w.1 < r.2))
+                .count();
+            if in_flight == 2 {
+                assert!(
+                    overlaps > 0,
+                    "no replacement write ran beside a survivor read"
+                );
+            } else {
+                assert_eq!(overlaps, 0, "one batch at a time overlaps nothing");
+            }
+            assert_eq!(sp.status().unwrap().state, "clean");
+            let v = sp.verify().unwrap();
+            assert!(v.inconsistent.is_empty(), "{v:?}");
+            let mut back = vec![0u8; cap];
+            sp.read(0, &mut back).unwrap();
+            assert!(back == data, "the rebuilt pool reads back what was written");
+            sp.close().unwrap();
+        }
     }
 
     fn p(disks: usize) -> Params {

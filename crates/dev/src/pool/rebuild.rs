@@ -544,12 +544,24 @@ impl Pool {
         opts: &RebuildOpts,
         cur: &mut RebuildCursor,
     ) -> Result<Option<RebuildBatch>> {
+        self.begin_rebuild_step_beside(opts, cur, &[])
+    }
+
+    /// [`Pool::begin_rebuild_step`] leaving out the cycles `in_flight` (read, not yet
+    /// written and marked); an empty batch when every cycle left is in flight.
+    pub(crate) fn begin_rebuild_step_beside(
+        &mut self,
+        opts: &RebuildOpts,
+        cur: &mut RebuildCursor,
+        in_flight: &[u64],
+    ) -> Result<Option<RebuildBatch>> {
         if self.state.all_clean() {
+            debug_assert!(in_flight.is_empty(), "cycles in flight are not clean");
             self.rebuild_finish(cur)?;
             return Ok(None);
         }
         self.rebuild_begin(cur)?;
-        self.plan_rebuild_batch(cur, opts.parallel_cycles, &[])
+        self.plan_rebuild_batch(cur, opts.parallel_cycles, in_flight)
             .map(Some)
     }
 

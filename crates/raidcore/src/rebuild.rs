@@ -141,6 +141,9 @@ pub struct RebuildScheduler {
     target: Option<u32>,
     cursor: u64,
     in_flight: BTreeSet<u64>,
+    /// Cycles in flight whose reads are done (they are writing), reported with
+    /// [`RebuildScheduler::reads_done`]: their slots go to the next cycles.
+    writing: BTreeSet<u64>,
     bytes_rebuilt: u64,
     /// Bytes of the rebuild plans handed out: what the throttle counts. Like MD, which counts
     /// resync sectors when it issues them, so that the cycles in flight (several MiB for a wide
@@ -162,6 +165,7 @@ impl RebuildScheduler {
             target: None,
             cursor: 0,
             in_flight: BTreeSet::new(),
+            writing: BTreeSet::new(),
             bytes_rebuilt: 0,
             bytes_issued: 0,
             throttle: Throttle::new(limits),
@@ -175,6 +179,26 @@ impl RebuildScheduler {
             RebuildOrder::Sequential => 1,
             RebuildOrder::Parallel { max_in_flight } => max_in_flight,
         }
+    }
+
+    /// Room for one more cycle: fewer than [`RebuildScheduler::max_in_flight`] reading, and
+    /// at most twice that in flight (the cycles writing included).
+    fn has_room(&self) -> bool {
+        let max = self.max_in_flight();
+        self.in_flight.len() - self.writing.len() < max && self.in_flight.len() < 2 * max
+    }
+
+    /// The plan of `cycle` has read what it reads and now writes: its slot goes to the next
+    /// cycle, whose reads then run beside these writes, as the engine's two-stage rebuild
+    /// pipeline reads a batch while the one before it is written (`dev::pool::Pool::rebuild`).
+    /// At most twice [`RebuildScheduler::max_in_flight`] cycles are then in flight. An
+    /// executor that never calls this keeps `max_in_flight` cycles, reading or writing.
+    pub fn reads_done(&mut self, cycle: u64) {
+        debug_assert!(
+            self.in_flight.contains(&cycle),
+            "cycle {cycle} not in flight"
+        );
+        self.writing.insert(cycle);
     }
 
     /// The next plans to start (possibly none: everything handed out, or the limit reached).
@@ -213,7 +237,7 @@ impl RebuildScheduler {
         }
         let mut out = Vec::new();
         // Prioritised cycles first (dropped once clean or in flight), then cycle order.
-        while self.in_flight.len() < self.max_in_flight() {
+        while self.has_room() {
             let Some(c) = self.priority.pop_front() else {
                 break;
             };
@@ -241,7 +265,7 @@ impl RebuildScheduler {
         if self.cursor >= geo.cycles() && self.in_flight.is_empty() && !state.all_clean() {
             self.cursor = 0;
         }
-        while self.in_flight.len() < self.max_in_flight() && self.cursor < geo.cycles() {
+        while self.has_room() && self.cursor < geo.cycles() {
             let c = self.cursor;
             if state.is_clean(c) || self.in_flight.contains(&c) {
                 self.cursor += 1;
@@ -297,6 +321,7 @@ impl RebuildScheduler {
             self.in_flight.remove(&cycle),
             "cycle {cycle} was not in flight"
         );
+        self.writing.remove(&cycle);
         state.mark_rebuilt(cycle, to);
         self.bytes_rebuilt += write_bytes;
         if !state.is_clean(cycle) {
@@ -313,6 +338,7 @@ impl RebuildScheduler {
     /// [`RebuildScheduler::abort`] of the rebuild plan of cycle `cycle`.
     pub fn abort_cycle(&mut self, cycle: u64) {
         assert!(self.in_flight.remove(&cycle), "cycle not in flight");
+        self.writing.remove(&cycle);
         self.cursor = self.cursor.min(cycle);
     }
 
@@ -450,5 +476,64 @@ mod tests {
         assert_eq!(issued, geo.cycles() * geo.stride_rows() * 4096);
         // The whole rebuild took at least its bytes at the rate, less one batch.
         assert!(now as u128 * rate as u128 >= (issued - batch_max) as u128 * 1_000_000_000);
+    }
+    /// A cycle done reading gives its slot to the next (the engine's two-stage pipeline):
+    /// `max_in_flight` cycles read at once and at most twice that are in flight; a
+    /// scheduler never told keeps `max_in_flight`.
+    #[test]
+    fn cycles_done_reading_give_their_slots_to_the_next() {
+        use layout::{build, Params, SchemeKind};
+        let p = Params {
+            disks: Some(4),
+            ..Params::default()
+        };
+        let geo = Geometry::new(build(SchemeKind::Raid5, &p).unwrap(), 4096, 1 << 20).unwrap();
+        let mut state = ArrayState::new(&geo);
+        state.fail(&geo, 1).unwrap();
+        state.replace(&geo, 1).unwrap();
+        assert!(geo.cycles() >= 12);
+        let unlimited = SpeedLimits {
+            min_bytes_per_sec: 0,
+            max_bytes_per_sec: 0,
+        };
+        let mut sched =
+            RebuildScheduler::new(RebuildOrder::Parallel { max_in_flight: 3 }, unlimited);
+        let first = sched.next_plans(&geo, &state).unwrap();
+        assert_eq!(first.len(), 3);
+        assert!(sched.next_plans(&geo, &state).unwrap().is_empty(), "full");
+        // Two of them are done reading: two more start.
+        sched.reads_done(first[0].cycle);
+        sched.reads_done(first[1].cycle);
+        let second = sched.next_plans(&geo, &state).unwrap();
+        assert_eq!(second.len(), 2);
+        sched.reads_done(first[2].cycle);
+        for p in &second {
+            sched.reads_done(p.cycle);
+        }
+        // Five writing: one more reaches twice the limit.
+        let extra = sched.next_plans(&geo, &state).unwrap();
+        assert_eq!(extra.len(), 1);
+        sched.reads_done(extra[0].cycle);
+        // Six in flight, all writing: nothing more until one ends.
+        assert_eq!(sched.progress(&geo, &state).in_flight, 6);
+        assert!(sched.next_plans(&geo, &state).unwrap().is_empty());
+        sched.complete(&mut state, &first[0]);
+        let third = sched.next_plans(&geo, &state).unwrap();
+        assert_eq!(third.len(), 1);
+        // Ends (completed or aborted) free both counts: the rebuild still finishes.
+        sched.abort(&third[0]);
+        let mut in_flight: Vec<Plan> = first[1..]
+            .iter()
+            .chain(&second)
+            .chain(&extra)
+            .cloned()
+            .collect();
+        while !sched.is_finished(&state) {
+            in_flight.extend(sched.next_plans(&geo, &state).unwrap());
+            let p = in_flight.remove(0);
+            sched.reads_done(p.cycle);
+            sched.complete(&mut state, &p);
+        }
+        assert!(state.all_clean());
     }
 }

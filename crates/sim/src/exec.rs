@@ -287,6 +287,14 @@ pub struct SimConfig {
     /// per request, and not on the seeds' drive models, whose reproductions were run with one
     /// request per unit (their read-ahead and head position make consecutive units cheap).
     pub merge_max_bytes: u64,
+    /// A rebuild cycle's slot goes to the next cycle once its reads are done
+    /// ([`raidcore::RebuildScheduler::reads_done`]), so the next cycles read while it writes,
+    /// as the engine's rebuild pipeline does; off: a cycle holds its slot until written.
+    /// [`SimConfig::new`] turns it on with request merging (the engine's emulated member),
+    /// where without it the cycles in flight read together and write together, one stage
+    /// at a time (RAID5 over 4 members at 150 MB/s and 4 ms: 6.6 s simulated against the
+    /// engine's 3.6 s); the seeds' reproductions were run without it.
+    pub rebuild_read_ahead: bool,
 }
 
 /// Largest request merged from consecutive units: what the engine's batches reach (1024
@@ -358,6 +366,7 @@ impl SimConfig {
             } else {
                 0
             },
+            rebuild_read_ahead: matches!(drive_kind, DriveParams::Emulated(_)),
         }
     }
 }
@@ -1951,6 +1960,22 @@ impl Simulator {
             self.abandon(id);
             return;
         }
+        let read_ahead = self.cfg.rebuild_read_ahead && run.owner == Owner::Rebuild;
+        if read_ahead {
+            let cycle = run.cycle;
+            let r = self.rebuild.as_mut().expect("a rebuild plan has a rebuild");
+            r.sched.reads_done(cycle);
+        }
+        self.reads_done_next(id);
+        if read_ahead {
+            // The next cycles read beside these writes (issued first).
+            self.kick_rebuild();
+        }
+    }
+
+    /// [`Simulator::reads_done`]'s move of the plan on: its ops, then its writes.
+    fn reads_done_next(&mut self, id: u32) {
+        let run = self.plans.get_mut(id);
         if self.cfg.ops_ns > 0 && run.has_ops() {
             run.stage = Stage::Ops;
             let t = self.now_ns + self.cfg.ops_ns;

@@ -5,7 +5,7 @@ Each case runs twice: on the engine (pools of member files whose every I/O is sl
 --emulate's device, served over NBD, fio as the client) and in `raidforge sim` with the same
 device (`--disk` takes the --emulate spec), layout, chunk, workload and rebuild settings.
 
-Cases (CASES, comma-separated; default offline, online-pr, online-ido):
+Cases (CASES, comma-separated, or `all`; default offline, online-pr, online-ido):
   offline        RAID5 over 4 members: fail, replace, rebuild with no client.
   offline-raidplus  RAID+ n=13 k=4: fail, rebuild into spare space, no client.
   offline-s2raid    S2-RAID5 over 9 members (G = 3) and a spare: fail, rebuild, no client.
@@ -13,10 +13,16 @@ Cases (CASES, comma-separated; default offline, online-pr, online-ido):
                  reads, zipf:1.2, queue depth 8: NORMAL_S seconds healthy, then fail + replace
                  + rebuild --rebuild-policy POLICY --speed-min 1M while fio runs DURING_S more
                  seconds (the rebuild then finishes unloaded). POLICY: pr pro workout vdf ido.
+                 The surrogate is created for the policies that use one (workout, vdf, ido).
+  lazy-rm2, lazy-raid6  small writes under lazy parity (seed 002): RM2 over 8 members and
+                 RAID6 over 6, --parity lazy, fio 4 KiB random writes at queue depth 8 for
+                 NORMAL_S seconds, no failure (the deferred parities are flushed when idle).
 
-Printed per case: rebuild time, client IOPS and mean latency per phase, engine / simulator
-ratio; `--json` prints the rows as JSON. Bounds of issue 32: rebuild time within 15 %, mean
-latency within 25 %; rows outside are marked.
+Printed per case: rebuild time; client IOPS, mean and p99 latency per phase (the engine's from
+fio's per-I/O latency log, reads and writes together, as the simulator counts); member I/Os
+(units read and written, and the engine's metadata writes, which the simulator does not
+model); the engine / simulator ratios. `--json` prints the rows as JSON. Bounds of issue 32:
+rebuild time within 15 %, mean latency within 25 %; rows outside are marked.
 
 Usage: bench/calibrate.py [--json] (environment: RAIDFORGE, CASES, NORMAL_S, DURING_S,
 MEMBER_SIZE, EMULATE). Needs fio with the nbd engine.
@@ -48,9 +54,22 @@ OFFLINE = {
     "offline-s2raid": (["--scheme", "s2raid5", "--disks", "10", "--group", "3", "--spares",
                         "1"], 10, False),
 }
+# Small-write cases under lazy parity: name -> create/sim arguments.
+LAZY = {
+    "lazy-rm2": ["--scheme", "rm2", "--disks", "8", "--parity", "lazy"],
+    "lazy-raid6": ["--scheme", "raid6", "--disks", "6", "--parity", "lazy"],
+}
+POLICIES = ["pr", "pro", "workout", "vdf", "ido"]
+# Policies that put data on the surrogate (the others never touch it).
+SURROGATE_POLICIES = {"workout", "vdf", "ido"}
 SPEED_MIN = "1M"
 WINDOW = "8"
-CASES = os.environ.get("CASES", "offline,online-pr,online-ido").split(",")
+ALL = [*OFFLINE, *(f"online-{p}" for p in POLICIES), *LAZY]
+CASES = os.environ.get("CASES", "offline,online-pr,online-ido")
+CASES = ALL if CASES == "all" else CASES.split(",")
+for _c in CASES:
+    if _c not in ALL:
+        raise SystemExit(f"bench/calibrate.py: unknown case {_c!r}; cases: {', '.join(ALL)}")
 
 
 def rf(*args, check=True):
@@ -61,23 +80,35 @@ def rf(*args, check=True):
 
 
 def fio(name, uri, size, seconds, out, rw="randrw", bs="4k", qd=8, extra=()):
+    """Runs one fio job; returns IOPS and the mean and p99 latency of every I/O (reads and
+    writes together, from fio's per-I/O latency log)."""
+    log = out[: -len(".json")] if out.endswith(".json") else out
     cmd = [
         "fio", f"--name={name}", "--ioengine=nbd", f"--uri={uri}", f"--rw={rw}", f"--bs={bs}",
         f"--iodepth={qd}", f"--size={size}", "--numjobs=1", "--output-format=json",
-        f"--output={out}", *extra,
+        f"--output={out}", f"--write_lat_log={log}", "--log_avg_msec=0", *extra,
     ]
     if seconds:
         cmd += ["--time_based", f"--runtime={seconds}"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     j = json.load(open(out))["jobs"][0]
-    n = j["read"]["total_ios"] + j["write"]["total_ios"]
-    mean_ms = 0.0
-    if n:
-        mean_ms = (
-            j["read"]["lat_ns"]["mean"] * j["read"]["total_ios"]
-            + j["write"]["lat_ns"]["mean"] * j["write"]["total_ios"]
-        ) / n / 1e6
-    return {"iops": j["read"]["iops"] + j["write"]["iops"], "mean_ms": mean_ms}
+    # Lines of the total-latency log: time ms, latency ns, direction, size, offset.
+    lat = []
+    with open(f"{log}_lat.1.log") as f:
+        for line in f:
+            parts = line.split(",")
+            if len(parts) >= 2:
+                lat.append(int(parts[1]) / 1e6)
+    lat.sort()
+    mean_ms = sum(lat) / len(lat) if lat else 0.0
+    p99_ms = lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else 0.0
+    return {"iops": j["read"]["iops"] + j["write"]["iops"], "mean_ms": mean_ms, "p99_ms": p99_ms}
+
+
+def member_ios(status):
+    """Units read and written on the members, and metadata writes, from `status --json`."""
+    ms = status["members"]
+    return {k: sum(m.get(k, 0) for m in ms) for k in ("reads", "writes", "meta_writes")}
 
 
 def zipf_job():
@@ -86,19 +117,25 @@ def zipf_job():
 
 def engine(case, d):
     """One case on the engine; returns rebuild time and per-phase client figures."""
-    layout, n, replace = OFFLINE.get(case, OFFLINE["offline"])
+    if case in LAZY:
+        layout, n, replace = LAZY[case], int(LAZY[case][3]), False
+    else:
+        layout, n, replace = OFFLINE.get(case, OFFLINE["offline"])
     members = [f"{d}/m{i}.img" for i in range(n)]
     create = ["create", f"{d}/p.json", *layout,
               "--member-size", MEMBER, "--chunk", CHUNK, "--emulate", EMULATE]
     for m in members:
         create += ["--member", m]
     policy = case.split("-", 1)[1] if case.startswith("online-") else None
-    if policy:
+    if policy in SURROGATE_POLICIES:
         rf("create", f"{d}/s.json", "--scheme", "raid1", "--disks", 2, "--member-size", MEMBER,
            "--member", f"{d}/s0.img", "--member", f"{d}/s1.img", "--emulate", EMULATE)
         create += ["--surrogate", f"{d}/s.json", "--zone-size", ZONE]
     rf(*create)
-    size = json.loads(rf("status", f"{d}/p.json", "--json").stdout)["size_bytes"]
+    st = json.loads(rf("status", f"{d}/p.json", "--json").stdout)
+    size = st["size_bytes"]
+    # What the simulator's members hold: the data area (the member less its metadata).
+    data_bytes = os.path.getsize(members[0]) - st["members"][0]["data_offset_bytes"]
     server = subprocess.Popen([RF, "serve", f"{d}/p.json", "--socket", f"{d}/p.sock"],
                               stdout=subprocess.DEVNULL, stderr=open(f"{d}/serve.log", "w"))
     try:
@@ -109,7 +146,24 @@ def engine(case, d):
         uri = f"nbd+unix:///p?socket={d}/p.sock"
         # Written once, so that reads read data and every stripe is the engine's to rebuild.
         fio("fill", uri, size, 0, f"{d}/fill.json", rw="write", bs="1M", qd=8)
-        out = {"phases": {}}
+        out = {"phases": {}, "member_data_bytes": data_bytes}
+        before = member_ios(json.loads(rf("status", f"{d}/p.json", "--json").stdout))
+        if case in LAZY:
+            out["phases"]["normal"] = fio("lazy", uri, size, NORMAL_S, f"{d}/lazy.json",
+                                          rw="randwrite", extra=["--randrepeat=0"])
+            # The deferred parities are flushed once the client is idle, as the simulator
+            # flushes them at the end of its run: counted on both sides.
+            for _ in range(600):
+                st = json.loads(rf("status", f"{d}/p.json", "--json").stdout)
+                if st["bpgl_len"] == 0:
+                    break
+                time.sleep(0.1)
+            else:
+                raise SystemExit(f"{case}: the deferred-parity list was not flushed in 60 s")
+            after = member_ios(st)
+            out["member_ios"] = {k: after[k] - before[k] for k in after}
+            out["rebuild_s"] = None
+            return out
         if policy:
             out["phases"]["normal"] = fio("normal", uri, size, NORMAL_S, f"{d}/normal.json",
                                           extra=zipf_job())
@@ -134,34 +188,52 @@ def engine(case, d):
         if policy:
             t.join()
             out["phases"]["rebuilding"] = during
+        after = member_ios(json.loads(rf("status", f"{d}/p.json", "--json").stdout))
+        out["member_ios"] = {k: after[k] - before[k] for k in after}
         return out
     finally:
         server.terminate()
         server.wait()
 
 
-def sim(case):
+def sim(case, member_bytes):
+    """One case in the simulator, members of `member_bytes` (the engine's data area)."""
     policy = case.split("-", 1)[1] if case.startswith("online-") else None
-    layout = OFFLINE.get(case, OFFLINE["offline"])[0]
-    args = ["sim", *layout, "--disk", EMULATE,
-            "--member-size", MEMBER, "--chunk", CHUNK, "--fail", 0,
-            "--rebuild-window", WINDOW, "--json"]
+    if case in LAZY:
+        args = ["sim", *LAZY[case], "--disk", EMULATE, "--member-size", member_bytes,
+                "--chunk", CHUNK, "--workload", "random:read=0:size=4K:qd=8",
+                "--duration", NORMAL_S, "--json"]
+    else:
+        layout = OFFLINE.get(case, OFFLINE["offline"])[0]
+        args = ["sim", *layout, "--disk", EMULATE,
+                "--member-size", member_bytes, "--chunk", CHUNK, "--fail", 0,
+                "--rebuild-window", WINDOW, "--json"]
     if policy:
         args += ["--workload", "random:read=0.7:size=4K:qd=8:zipf=1.2",
                  "--fail-at", NORMAL_S, "--duration", NORMAL_S + DURING_S,
-                 "--rebuild-policy", policy, "--surrogate", f"raid1:2:{EMULATE}",
-                 "--zone-size", ZONE, "--speed-min", SPEED_MIN]
-    else:
+                 "--rebuild-policy", policy, "--zone-size", ZONE, "--speed-min", SPEED_MIN]
+        if policy in SURROGATE_POLICIES:
+            args += ["--surrogate", f"raid1:2:{EMULATE}"]
+    elif case not in LAZY:
         args += ["--workload", "none"]
     v = json.loads(rf(*args).stdout)
-    out = {"rebuild_s": v["rebuild_time_s"], "phases": {}}
+    disks = v["per_disk"]
+    out = {
+        "rebuild_s": None if case in LAZY else v["rebuild_time_s"],
+        "phases": {},
+        "member_ios": {"reads": sum(x["reads"] for x in disks),
+                       "writes": sum(x["writes"] for x in disks), "meta_writes": 0},
+    }
+    phases = (("normal", NORMAL_S),) if case in LAZY else ()
     if policy:
-        for phase, secs in (("normal", NORMAL_S), ("rebuilding", None)):
-            r = v["response_ms"][phase]
-            if secs is None:
-                # Requests during the rebuild, over the part of it the client ran.
-                secs = min(DURING_S, v["rebuild_time_s"])
-            out["phases"][phase] = {"iops": r["count"] / secs, "mean_ms": r["mean"]}
+        phases = (("normal", NORMAL_S), ("rebuilding", None))
+    for phase, secs in phases:
+        r = v["response_ms"][phase]
+        if secs is None:
+            # Requests during the rebuild, over the part of it the client ran.
+            secs = min(DURING_S, v["rebuild_time_s"])
+        out["phases"][phase] = {"iops": r["count"] / secs, "mean_ms": r["mean"],
+                                "p99_ms": r["p99"]}
     return out
 
 
@@ -176,9 +248,10 @@ def main():
             e = engine(case, d)
         finally:
             shutil.rmtree(d, ignore_errors=True)
-        s = sim(case)
+        s = sim(case, e["member_data_bytes"])
         row = {"case": case, "engine": e, "sim": s}
-        row["rebuild_ratio"] = e["rebuild_s"] / s["rebuild_s"]
+        if e["rebuild_s"] is not None:
+            row["rebuild_ratio"] = e["rebuild_s"] / s["rebuild_s"]
         for ph in e["phases"]:
             row[f"{ph}_latency_ratio"] = e["phases"][ph]["mean_ms"] / s["phases"][ph]["mean_ms"]
             row[f"{ph}_iops_ratio"] = e["phases"][ph]["iops"] / s["phases"][ph]["iops"]
@@ -192,14 +265,22 @@ def main():
 def print_row(r):
     e, s = r["engine"], r["sim"]
     ok = lambda x, b: "" if abs(x - 1) <= b else "  OUTSIDE"
-    print(f"{r['case']}: rebuild engine {e['rebuild_s']:.1f} s, sim {s['rebuild_s']:.1f} s, "
-          f"ratio {r['rebuild_ratio']:.2f}{ok(r['rebuild_ratio'], 0.15)}")
+    if "rebuild_ratio" in r:
+        print(f"{r['case']}: rebuild engine {e['rebuild_s']:.1f} s, sim {s['rebuild_s']:.1f} s, "
+              f"ratio {r['rebuild_ratio']:.2f}{ok(r['rebuild_ratio'], 0.15)}")
+    else:
+        print(f"{r['case']}: no rebuild")
     for ph in e["phases"]:
         a, b = e["phases"][ph], s["phases"][ph]
         lr = r[f"{ph}_latency_ratio"]
         print(f"  {ph:<10} IOPS engine {a['iops']:7.0f} sim {b['iops']:7.0f} "
               f"({r[f'{ph}_iops_ratio']:.2f}); mean ms engine {a['mean_ms']:6.1f} "
-              f"sim {b['mean_ms']:6.1f} ({lr:.2f}){ok(lr, 0.25)}")
+              f"sim {b['mean_ms']:6.1f} ({lr:.2f}){ok(lr, 0.25)}; p99 ms engine "
+              f"{a['p99_ms']:6.1f} sim {b['p99_ms']:6.1f}")
+    me, ms = e["member_ios"], s["member_ios"]
+    print(f"  member units read engine {me['reads']} sim {ms['reads']}, written engine "
+          f"{me['writes']} sim {ms['writes']}; metadata writes engine {me['meta_writes']} "
+          f"(not simulated)")
     sys.stdout.flush()
 
 

@@ -1224,6 +1224,20 @@ impl SharedPool {
         batch: &[(u64, Plan)],
         window_bytes: usize,
     ) -> Result<RebuildProgress> {
+        let (guard, ran, members) = self.lock_rebuild_batch(batch)?;
+        // A window at a time (the stripe locks held for the whole batch).
+        let outcome = crate::pool::run_rebuild_windows(&ran, window_bytes, &self.view(&members));
+        let r = self.with_pool(|p| p.end_rebuild_batch(cur, &ran, outcome));
+        drop(guard);
+        r
+    }
+
+    /// Takes the stripe locks of a rebuild batch; returns them with the batch's plans that
+    /// may run and the members they run on.
+    fn lock_rebuild_batch(
+        &self,
+        batch: &[(u64, Plan)],
+    ) -> Result<(StripeGuard<'_>, RebuildBatch, MemberSet)> {
         let all: Vec<Plan> = batch.iter().map(|(_, p)| p.clone()).collect();
         let guard = self.lock_stripes(&all);
         // Under the pool mutex and the stripe locks: the cycles whose plans are still
@@ -1235,18 +1249,14 @@ impl SharedPool {
         // (served fault harness, seed 0x6b081cc9: a lazy RAID6's replacement read zeros
         // where a client's data was, and parity built on it later spread the damage).
         let (ran, members) = self.with_pool(|p| {
-            let ran: Vec<(u64, Plan)> = batch
+            let ran: RebuildBatch = batch
                 .iter()
                 .filter(|(_, pl)| p.state.plan_is_current(pl))
                 .cloned()
                 .collect();
             Ok((ran, p.members.handles.clone()))
         })?;
-        // A window at a time (the stripe locks held for the whole batch).
-        let outcome = crate::pool::run_rebuild_windows(&ran, window_bytes, &self.view(&members));
-        let r = self.with_pool(|p| p.end_rebuild_batch(cur, &ran, outcome));
-        drop(guard);
-        r
+        Ok((guard, ran, members))
     }
 
     /// One stage of the background rebuild's pipeline: reads and computes the next window
@@ -1287,17 +1297,7 @@ impl SharedPool {
                     return Ok(None);
                 }
                 Some(batch) if !batch.is_empty() => {
-                    let all: Vec<Plan> = batch.iter().map(|(_, p)| p.clone()).collect();
-                    let guard = self.lock_stripes(&all);
-                    // The plans still current run (see [`SharedPool::run_rebuild_batch`]).
-                    let (ran, members) = self.with_pool(|p| {
-                        let ran: RebuildBatch = batch
-                            .iter()
-                            .filter(|(_, pl)| p.state.plan_is_current(pl))
-                            .cloned()
-                            .collect();
-                        Ok((ran, p.members.handles.clone()))
-                    })?;
+                    let (guard, ran, members) = self.lock_rebuild_batch(&batch)?;
                     if !ran.is_empty() {
                         pipe.queue = crate::pool::rebuild_windows(&ran, opts.window_bytes).into();
                         pipe.reading = Some(HeldBatch {

@@ -1361,7 +1361,10 @@ impl Ido {
     /// priority zones (IDO's hot zones, PRO's most read since the failure), then the rest in
     /// address order.
     pub(crate) fn zone_order(&self) -> Vec<u64> {
-        let inner = self.read_inner();
+        self.zone_order_in(&self.read_inner())
+    }
+
+    fn zone_order_in(&self, inner: &Inner) -> Vec<u64> {
         let left = |z: u64| inner.left.get(z as usize).is_none_or(|&l| l > 0);
         let mut out: Vec<u64> = inner
             .core()
@@ -1380,7 +1383,32 @@ impl Ido {
     /// Records rebuilt cycles (their writes durable); returns the migrations the core starts
     /// for zones that became completely rebuilt (run them with [`Ido::migrate`]).
     pub(crate) fn cycles_rebuilt(&self, cycles: &[u64]) -> Vec<CopyJob> {
-        let mut inner = self.write_inner();
+        self.cycles_rebuilt_in(&mut self.write_inner(), cycles)
+    }
+
+    /// [`Ido::cycles_rebuilt`] if the lock is free now; `None`, having recorded nothing, if
+    /// not. For a caller that holds stripe locks: a client request may hold this lock while
+    /// it waits for them.
+    pub(crate) fn try_cycles_rebuilt(&self, cycles: &[u64]) -> Option<Vec<CopyJob>> {
+        let mut inner = match self.inner.try_write() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(self.cycles_rebuilt_in(&mut inner, cycles))
+    }
+
+    /// [`Ido::zone_order`] if the lock can be taken now (see [`Ido::try_cycles_rebuilt`]).
+    pub(crate) fn try_zone_order(&self) -> Option<Vec<u64>> {
+        let inner = match self.inner.try_read() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(self.zone_order_in(&inner))
+    }
+
+    fn cycles_rebuilt_in(&self, inner: &mut Inner, cycles: &[u64]) -> Vec<CopyJob> {
         let mut done = Vec::new();
         for &c in cycles {
             let z = c / self.zone_cycles;

@@ -1271,8 +1271,9 @@ impl SharedPool {
     /// unserved, RAID+ n=13 k=4 3.6 s against 2.6 s in the simulator.
     ///
     /// No IDO lock is taken here: client requests take it before their stripes, so the
-    /// rebuild must not wait for it while it holds stripes across stages. Policy rebuilds
-    /// (which consult IDO between steps) run [`SharedPool::rebuild_step`] instead.
+    /// rebuild must not wait for it while it holds stripes across stages. PR and PRO
+    /// rebuilds run through here by [`SharedPool::policy_stage`]; the policies that use the
+    /// surrogate (which consult IDO between steps) run [`SharedPool::policy_step`].
     ///
     /// With `plan` false no batch is started: [`SharedPool::drain_rebuild`] runs such stages
     /// until the pipe is empty.
@@ -1518,10 +1519,62 @@ impl SharedPool {
         }
     }
 
+    /// A policy rebuild's step through the pipeline ([`SharedPool::rebuild_stage`]), for the
+    /// policies that never put data on the surrogate (PR, PRO: no migration, no
+    /// redirection). IDO's lock is never waited for while the pipe holds stripes (a client
+    /// request may hold it while it waits for them): PRO's zone order is asked for without
+    /// waiting (the last one stays when the lock is busy), and the cycles marked are handed
+    /// to IDO's bookkeeping when its lock is free, or once the pipe holds nothing. Outside
+    /// the rebuilding phase it is [`SharedPool::policy_step`], the pipe drained first.
+    fn policy_stage<'a>(
+        &'a self,
+        opts: &RebuildOpts,
+        cur: &mut RebuildCursor,
+        pipe: &mut RebuildPipe<'a>,
+        pro: bool,
+    ) -> Result<PolicyStep> {
+        if self.ido.phase() != Phase::Rebuilding {
+            self.drain_rebuild(opts, cur, pipe)?;
+            return self.policy_step(opts, cur);
+        }
+        if pro {
+            if let Some(order) = self.ido.try_zone_order() {
+                cur.zone_order = Some((order, self.ido.zone_cycles()));
+            }
+        }
+        let step = self.rebuild_stage(opts, cur, pipe, true)?;
+        if !cur.marked.is_empty() {
+            let holding = pipe.pending.is_some() || pipe.reading.is_some();
+            let done = if holding {
+                self.ido.try_cycles_rebuilt(&cur.marked)
+            } else {
+                Some(self.ido.cycles_rebuilt(&cur.marked))
+            };
+            if let Some(done) = done {
+                cur.marked.clear();
+                debug_assert!(done.is_empty(), "PR and PRO migrate nothing");
+            }
+        }
+        match step {
+            Some(pr) => Ok(PolicyStep::Rebuilt(pr)),
+            None => {
+                debug_assert!(pipe.pending.is_none() && pipe.reading.is_none());
+                let marked = std::mem::take(&mut cur.marked);
+                self.ido.cycles_rebuilt(&marked);
+                self.ido.end_rebuild(&SpMain(self), self.uuid)?;
+                Ok(PolicyStep::Reclaimed)
+            }
+        }
+    }
+
     fn rebuild_loop(&self, opts: RebuildOpts, ido_on: bool) {
         let mut cur = RebuildCursor::new();
         let mut pipe = RebuildPipe::default();
         let pipelined = opts.batches_in_flight > 1 && self.mode != Concurrency::Serial;
+        // The policy is set before this thread starts and stays for the rebuild.
+        let policy = ido_on.then(|| self.ido.policy());
+        let staged_policy =
+            pipelined && matches!(policy, Some(RebuildPolicy::Pr) | Some(RebuildPolicy::Pro));
         let mut throttle = opts.speed_min_bytes_per_sec.map(|min| {
             raidcore::Throttle::new(raidcore::SpeedLimits {
                 min_bytes_per_sec: min,
@@ -1538,7 +1591,10 @@ impl SharedPool {
                 return;
             }
             let t0 = Instant::now();
-            let step = if ido_on {
+            let step = if staged_policy {
+                let pro = policy == Some(RebuildPolicy::Pro);
+                self.policy_stage(&opts, &mut cur, &mut pipe, pro)
+            } else if ido_on {
                 self.policy_step(&opts, &mut cur)
             } else if pipelined {
                 self.rebuild_stage(&opts, &mut cur, &mut pipe, true)

@@ -273,6 +273,41 @@ fn ido_in_the_background_with_concurrent_clients() {
     sp.close().unwrap();
 }
 
+/// PR and PRO in the background with a client beside them: their rebuild runs through the
+/// served pipeline (two batches' stripes held) while the client's requests hold IDO's lock
+/// and wait for stripes; the rebuild never waits for that lock while it holds stripes, so
+/// it ends, and every byte reads back.
+#[test]
+fn pr_and_pro_in_the_background_with_a_client() {
+    for policy in [RebuildPolicy::Pr, RebuildPolicy::Pro] {
+        let (mut rig, sp) = Rig::new(&format!("bg-{}", policy.name()));
+        rig.fail_and_replace(&sp);
+        let slowed = dev::pool::RebuildOpts {
+            speed_max_bytes_per_sec: Some(4 << 20),
+            ..opts()
+        };
+        sp.start_rebuild_with(slowed, Some(policy), None).unwrap();
+        let (mut rounds, mut rounds_during) = (0, 0);
+        while sp.rebuild_info().running {
+            rig.workload(&sp, 20);
+            rounds += 1;
+            if sp.rebuild_info().running && ido_status(&sp).phase == "rebuilding" {
+                rounds_during += 1;
+            }
+            assert!(rounds < 100_000);
+        }
+        assert!(rounds_during > 0, "{policy:?}: no client round ended during the rebuild");
+        let info = sp.rebuild_info();
+        assert!(info.finished, "{policy:?}: {info:?}");
+        rig.check_all(&sp);
+        let s = ido_status(&sp);
+        assert_eq!(s.phase, "normal");
+        assert_eq!((s.dmap_entries, s.redirected_requests), (0, 0), "{s:?}");
+        assert_eq!(sp.status().unwrap().state, "clean");
+        sp.close().unwrap();
+    }
+}
+
 /// The record's order around single writes: a redirected write is listed before it is
 /// acknowledged, and a write to the pool over a redirected range (during the reclaim) is
 /// recorded as unmapping it; a crash right after either one reads the newest data.

@@ -296,7 +296,10 @@ fn pr_and_pro_in_the_background_with_a_client() {
             }
             assert!(rounds < 100_000);
         }
-        assert!(rounds_during > 0, "{policy:?}: no client round ended during the rebuild");
+        assert!(
+            rounds_during > 0,
+            "{policy:?}: no client round ended during the rebuild"
+        );
         let info = sp.rebuild_info();
         assert!(info.finished, "{policy:?}: {info:?}");
         rig.check_all(&sp);

@@ -144,15 +144,33 @@ pub fn add_spare(l: &Live, spare: &Path, json: bool) -> anyhow::Result<()> {
     print_status_of(&Live::status_of(&v)?, json)
 }
 
+/// The control request that starts a served pool's rebuild (read by the server's
+/// `serve_cmd::rebuild_opts`).
+pub fn rebuild_request(
+    parallel: usize,
+    speed_max: Option<u64>,
+    speed_min: Option<u64>,
+    window_bytes: u64,
+    policy: Option<&str>,
+    surrogate: Option<&std::path::Path>,
+) -> serde_json::Value {
+    json!({"op": "rebuild", "parallel": parallel, "speed_max": speed_max,
+        "speed_min": speed_min, "window_bytes": window_bytes, "policy": policy,
+        "surrogate": surrogate})
+}
+
 /// `raidforge rebuild` of a served pool: starts the rebuild in the server, then follows its
 /// progress until it ends (clients keep being served meanwhile).
 pub fn rebuild(l: &Live, a: &RebuildArgs, parallel: usize) -> anyhow::Result<()> {
-    let v = l.request(
-        &json!({"op": "rebuild", "parallel": parallel, "speed_max": a.speed_max.as_ref().map(|s| s.bytes_per_sec),
-            "speed_min": a.speed_min.as_ref().map(|s| s.bytes_per_sec),
-            "policy": a.rebuild_policy, "surrogate": a.surrogate}),
-        QUICK,
-    )?;
+    let req = rebuild_request(
+        parallel,
+        a.speed_max.as_ref().map(|s| s.bytes_per_sec),
+        a.speed_min.as_ref().map(|s| s.bytes_per_sec),
+        a.memory_window,
+        a.rebuild_policy.as_deref(),
+        a.surrogate.as_deref(),
+    );
+    let v = l.request(&req, QUICK)?;
     let mut info: RebuildInfo = serde_json::from_value(v["rebuild"].clone())?;
     let mut last: Option<RebuildProgress> = None;
     loop {

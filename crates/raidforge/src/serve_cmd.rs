@@ -756,12 +756,7 @@ fn handle(line: &str, pool: &Arc<SharedPool>, server: &Server) -> Value {
                 json!({"status": pool.add_spare(Path::new(spare))?})
             }
             "rebuild" => {
-                let opts = RebuildOpts {
-                    parallel_cycles: req["parallel"].as_u64().unwrap_or(8).max(1) as usize,
-                    speed_max_bytes_per_sec: req["speed_max"].as_u64(),
-                    speed_min_bytes_per_sec: req["speed_min"].as_u64(),
-                    ..RebuildOpts::default()
-                };
+                let opts = rebuild_opts(&req);
                 let policy = req["policy"]
                     .as_str()
                     .map(dev::ido::parse_policy)
@@ -798,4 +793,43 @@ fn handle(line: &str, pool: &Arc<SharedPool>, server: &Server) -> Value {
         Ok(v)
     })();
     outcome.unwrap_or_else(|e| json!({"ok": false, "error": format!("{e:#}")}))
+}
+
+/// The rebuild options of a control socket's `rebuild` request (what `raidforge rebuild`
+/// sends, [`crate::control::rebuild_request`]).
+fn rebuild_opts(req: &serde_json::Value) -> RebuildOpts {
+    RebuildOpts {
+        parallel_cycles: req["parallel"].as_u64().unwrap_or(8).max(1) as usize,
+        speed_max_bytes_per_sec: req["speed_max"].as_u64(),
+        speed_min_bytes_per_sec: req["speed_min"].as_u64(),
+        // `rebuild --memory-window` (a client older than it sends none: the default). It
+        // was not sent at all before, so a served rebuild ignored the option.
+        window_bytes: req["window_bytes"]
+            .as_u64()
+            .map_or(dev::pool::DEFAULT_REBUILD_WINDOW, |w| w.max(1) as usize),
+        ..RebuildOpts::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `raidforge rebuild` asks of a server is what the server's rebuild runs with,
+    /// the memory window included; a request without one gets the default.
+    #[test]
+    fn a_served_rebuild_takes_every_option_the_command_sends() {
+        let req =
+            crate::control::rebuild_request(12, Some(5 << 20), Some(1 << 20), 3 << 20, None, None);
+        let o = rebuild_opts(&req);
+        assert_eq!(o.parallel_cycles, 12);
+        assert_eq!(o.speed_max_bytes_per_sec, Some(5 << 20));
+        assert_eq!(o.speed_min_bytes_per_sec, Some(1 << 20));
+        assert_eq!(o.window_bytes, 3 << 20);
+        let old = serde_json::json!({"op": "rebuild", "parallel": 4});
+        assert_eq!(
+            rebuild_opts(&old).window_bytes,
+            dev::pool::DEFAULT_REBUILD_WINDOW
+        );
+    }
 }

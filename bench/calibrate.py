@@ -54,10 +54,10 @@ OFFLINE = {
     "offline-s2raid": (["--scheme", "s2raid5", "--disks", "10", "--group", "3", "--spares",
                         "1"], 10, False),
 }
-# Small-write cases under lazy parity: name -> create/sim arguments.
+# Small-write cases under lazy parity: name -> (create/sim arguments, members).
 LAZY = {
-    "lazy-rm2": ["--scheme", "rm2", "--disks", "8", "--parity", "lazy"],
-    "lazy-raid6": ["--scheme", "raid6", "--disks", "6", "--parity", "lazy"],
+    "lazy-rm2": (["--scheme", "rm2", "--disks", "8", "--parity", "lazy"], 8),
+    "lazy-raid6": (["--scheme", "raid6", "--disks", "6", "--parity", "lazy"], 6),
 }
 POLICIES = ["pr", "pro", "workout", "vdf", "ido"]
 # Policies that put data on the surrogate (the others never touch it).
@@ -105,9 +105,14 @@ def fio(name, uri, size, seconds, out, rw="randrw", bs="4k", qd=8, extra=()):
     return {"iops": j["read"]["iops"] + j["write"]["iops"], "mean_ms": mean_ms, "p99_ms": p99_ms}
 
 
-def member_ios(status):
+def status(d):
+    """`raidforge status --json` of the case's pool in `d`."""
+    return json.loads(rf("status", f"{d}/p.json", "--json").stdout)
+
+
+def member_ios(st):
     """Units read and written on the members, and metadata writes, from `status --json`."""
-    ms = status["members"]
+    ms = st["members"]
     return {k: sum(m.get(k, 0) for m in ms) for k in ("reads", "writes", "meta_writes")}
 
 
@@ -118,7 +123,7 @@ def zipf_job():
 def engine(case, d):
     """One case on the engine; returns rebuild time and per-phase client figures."""
     if case in LAZY:
-        layout, n, replace = LAZY[case], int(LAZY[case][3]), False
+        (layout, n), replace = LAZY[case], False
     else:
         layout, n, replace = OFFLINE.get(case, OFFLINE["offline"])
     members = [f"{d}/m{i}.img" for i in range(n)]
@@ -132,7 +137,7 @@ def engine(case, d):
            "--member", f"{d}/s0.img", "--member", f"{d}/s1.img", "--emulate", EMULATE)
         create += ["--surrogate", f"{d}/s.json", "--zone-size", ZONE]
     rf(*create)
-    st = json.loads(rf("status", f"{d}/p.json", "--json").stdout)
+    st = status(d)
     size = st["size_bytes"]
     # What the simulator's members hold: the data area (the member less its metadata).
     data_bytes = os.path.getsize(members[0]) - st["members"][0]["data_offset_bytes"]
@@ -147,14 +152,14 @@ def engine(case, d):
         # Written once, so that reads read data and every stripe is the engine's to rebuild.
         fio("fill", uri, size, 0, f"{d}/fill.json", rw="write", bs="1M", qd=8)
         out = {"phases": {}, "member_data_bytes": data_bytes}
-        before = member_ios(json.loads(rf("status", f"{d}/p.json", "--json").stdout))
+        before = member_ios(status(d))
         if case in LAZY:
             out["phases"]["normal"] = fio("lazy", uri, size, NORMAL_S, f"{d}/lazy.json",
                                           rw="randwrite", extra=["--randrepeat=0"])
             # The deferred parities are flushed once the client is idle, as the simulator
             # flushes them at the end of its run: counted on both sides.
             for _ in range(600):
-                st = json.loads(rf("status", f"{d}/p.json", "--json").stdout)
+                st = status(d)
                 if st["bpgl_len"] == 0:
                     break
                 time.sleep(0.1)
@@ -188,7 +193,7 @@ def engine(case, d):
         if policy:
             t.join()
             out["phases"]["rebuilding"] = during
-        after = member_ios(json.loads(rf("status", f"{d}/p.json", "--json").stdout))
+        after = member_ios(status(d))
         out["member_ios"] = {k: after[k] - before[k] for k in after}
         return out
     finally:
@@ -200,7 +205,7 @@ def sim(case, member_bytes):
     """One case in the simulator, members of `member_bytes` (the engine's data area)."""
     policy = case.split("-", 1)[1] if case.startswith("online-") else None
     if case in LAZY:
-        args = ["sim", *LAZY[case], "--disk", EMULATE, "--member-size", member_bytes,
+        args = ["sim", *LAZY[case][0], "--disk", EMULATE, "--member-size", member_bytes,
                 "--chunk", CHUNK, "--workload", "random:read=0:size=4K:qd=8",
                 "--duration", NORMAL_S, "--json"]
     else:

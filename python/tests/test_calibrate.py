@@ -14,13 +14,16 @@ import sys
 from conftest import REPO, cli_path
 
 
+NORMAL_S = 2
+
+
 def test_engine_and_simulator_rebuild_the_same_units():
     env = dict(
         os.environ,
         RAIDFORGE=str(cli_path()),
         CASES="offline,lazy-raid6",
         MEMBER_SIZE="16M",
-        NORMAL_S="2",
+        NORMAL_S=str(NORMAL_S),
     )
     p = subprocess.run(
         [sys.executable, str(REPO / "bench" / "calibrate.py"), "--json"],
@@ -51,5 +54,5 @@ def test_engine_and_simulator_rebuild_the_same_units():
         # A lazy small write reads and writes a data unit and one parity (4 member I/Os),
         # and the deferred parities are flushed before the counts are taken: at least two
         # reads and two writes per client write on each side.
-        writes = ph["iops"] * 2
+        writes = ph["iops"] * NORMAL_S
         assert ios["reads"] >= 1.5 * writes and ios["writes"] >= 1.5 * writes, (side, ios)

@@ -84,23 +84,20 @@ impl DualSlot {
         };
         let mut next = 0;
         while written < copies && next < present.len() {
-            // The copies still wanted, on the next members, side by side: each waits for its
-            // member's queue, and one after the other a record paid every queue's wait (IDO's
-            // record beside a rebuild on members emulated at 4 ms per request). Members
-            // served from memory write in turn (a thread would cost more than the copy).
+            // The copies still wanted, on the next members, side by side as the executor runs
+            // member I/O (`exec::per_member`): each waits for its member's queue, and one
+            // after the other a record paid every queue's wait (IDO's record beside a rebuild
+            // on members emulated at 4 ms per request). Members served from memory write in
+            // turn (a thread would cost more than the copy).
             let round = &present[next..(next + copies - written).min(present.len())];
             next += round.len();
-            let results: Vec<std::io::Result<()>> =
-                if round.len() > 1 && round.iter().any(|(_, m)| !m.completes_in_memory()) {
-                    std::thread::scope(|s| {
-                        let hs: Vec<_> = round.iter().map(|(_, m)| s.spawn(|| put(m))).collect();
-                        hs.into_iter()
-                            .map(|h| h.join().expect("record copy thread"))
-                            .collect()
-                    })
-                } else {
-                    round.iter().map(|(_, m)| put(m)).collect()
-                };
+            let mut by_member: Vec<Vec<&Arc<dyn Member>>> = vec![Vec::new(); members.len()];
+            for &(i, m) in round {
+                by_member[i].push(m);
+            }
+            let parallel = round.iter().any(|(_, m)| !m.completes_in_memory());
+            // In member order, as `round` is.
+            let results = crate::exec::per_member(by_member, parallel, |_, m| put(m[0]));
             for (&(i, _), r) in round.iter().zip(results) {
                 match r {
                     Ok(()) => {
@@ -230,34 +227,18 @@ mod tests {
     /// passed over and returned, and the next member takes the copy.
     #[test]
     fn copies_go_out_side_by_side_and_a_failing_member_is_passed_over() {
-        use std::sync::atomic::AtomicBool;
-        use std::sync::{Condvar, Mutex};
+        use crate::test_meeting::Meeting;
         struct Dev {
             inner: MemMember,
             fail: bool,
-            inside: Arc<(Mutex<u32>, Condvar)>,
-            met: Arc<AtomicBool>,
+            meeting: Arc<Meeting>,
         }
         impl Member for Dev {
             fn read_at(&self, b: &mut [u8], o: u64) -> std::io::Result<()> {
                 self.inner.read_at(b, o)
             }
             fn write_at(&self, b: &[u8], o: u64) -> std::io::Result<()> {
-                // The first write in waits (10 s at most) for a second one to come in.
-                let (m, cv) = &*self.inside;
-                let mut n = m.lock().unwrap();
-                *n += 1;
-                cv.notify_all();
-                if *n == 1 {
-                    let (_n, t) = cv
-                        .wait_timeout_while(n, std::time::Duration::from_secs(10), |n| *n < 2)
-                        .unwrap();
-                    if !t.timed_out() {
-                        self.met.store(true, Ordering::SeqCst);
-                    }
-                } else {
-                    drop(n);
-                }
+                self.meeting.arrive();
                 if self.fail {
                     return Err(std::io::Error::other("injected write error"));
                 }
@@ -273,16 +254,14 @@ mod tests {
                 "device".into()
             }
         }
-        let inside = Arc::new((Mutex::new(0), Condvar::new()));
-        let met = Arc::new(AtomicBool::new(false));
+        let meeting = Arc::new(Meeting::default());
         let members: Vec<Option<Arc<dyn Member>>> = [false, true, false, false]
             .into_iter()
             .map(|fail| {
                 Some(Arc::new(Dev {
                     inner: MemMember::new(64 << 10),
                     fail,
-                    inside: inside.clone(),
-                    met: met.clone(),
+                    meeting: meeting.clone(),
                 }) as Arc<dyn Member>)
             })
             .collect();
@@ -291,10 +270,7 @@ mod tests {
         let dead = store
             .write(&members, &counters, 2, 7, &[7u8; 4096], true)
             .unwrap();
-        assert!(
-            met.load(Ordering::SeqCst),
-            "the copies were written one after the other"
-        );
+        assert!(meeting.met(), "the copies were written one after the other");
         assert_eq!(dead.len(), 1);
         assert_eq!(dead[0].0, 1);
         let meta: Vec<u64> = counters

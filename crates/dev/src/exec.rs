@@ -327,8 +327,9 @@ fn commit_from(
             source: std::io::Error::other("member is failed or missing"),
         })?;
         // Writes to a member whose every call is a device request (`Member::merges_writes`:
-        // O_DIRECT files and devices, emulated and NBD members) go out as one `write_vectored_at` per run of
-        // consecutive bytes, as the reads do: a rebuild's writes to the replacement are then
+        // O_DIRECT files and devices, emulated and NBD members) go out as one
+        // `write_vectored_at` per run of consecutive bytes, as the reads do: a rebuild's
+        // writes to the replacement are then
         // a few large requests instead of one per chunk (on members emulated at 4 ms per I/O,
         // 32 chunk writes of a step took 142 ms, one write of the run 18 ms).
         // Writes to buffered files are not merged: measured with bench/nbd.sh, RAID0 4 KiB
@@ -665,7 +666,7 @@ fn read_phase_into(
 /// Runs `f` for every member that has I/O in `by_member`, each member on its own thread so
 /// that members work in parallel while each sees its I/Os in order. One busy member runs on the
 /// calling thread (a thread would only add its start-up cost), and so does the last of several.
-fn per_member<I, T, F>(by_member: Vec<Vec<I>>, parallel: bool, f: F) -> Vec<T>
+pub(crate) fn per_member<I, T, F>(by_member: Vec<Vec<I>>, parallel: bool, f: F) -> Vec<T>
 where
     I: Send,
     T: Send,

@@ -1310,7 +1310,8 @@ pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
             .map(|p| Arc::new(MemberFaults::new(p.clone(), crash.clone(), data_range)))
             .collect(),
     ));
-    let wrap = make_wrap(&faults, seed_merges_writes(seed));
+    let merged_writes = seed_merges_writes(seed);
+    let wrap = make_wrap(&faults, merged_writes);
     let within = kind.within(opts.protection);
     let mut report = RunReport {
         seed,
@@ -1329,7 +1330,7 @@ pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
         detected: 0,
         undetected: Vec::new(),
         known_gap: kind.known_gap(opts.protection),
-        merged_writes: seed_merges_writes(seed),
+        merged_writes,
     };
     let pool = match Pool::create_wrapped(
         &desc,

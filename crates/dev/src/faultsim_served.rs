@@ -780,7 +780,7 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
     let pool = match Pool::create_wrapped(
         &desc,
         copts,
-        Some(make_wrap(&faults, &crash, seed_merges_writes(seed))),
+        Some(make_wrap(&faults, &crash, report.merged_writes)),
     ) {
         Ok(p) => p,
         Err(e) => {

@@ -581,6 +581,22 @@ impl Ido {
     fn write_inner(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
+    /// [`Ido::read_inner`] if the lock can be had now.
+    fn try_read_inner(&self) -> Option<std::sync::RwLockReadGuard<'_, Inner>> {
+        match self.inner.try_read() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+    /// [`Ido::write_inner`] if the lock is free now.
+    fn try_write_inner(&self) -> Option<std::sync::RwLockWriteGuard<'_, Inner>> {
+        match self.inner.try_write() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
     fn sur(&self) -> MutexGuard<'_, Option<Surrogate>> {
         self.surrogate.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -853,10 +869,9 @@ impl Ido {
         let mut inner = if wait {
             self.write_inner()
         } else {
-            match self.inner.try_write() {
-                Ok(g) => g,
-                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => return Ok(()),
+            match self.try_write_inner() {
+                Some(g) => g,
+                None => return Ok(()),
             }
         };
         self.persist_locked(&mut inner, main, uuid)
@@ -1390,21 +1405,13 @@ impl Ido {
     /// not. For a caller that holds stripe locks: a client request may hold this lock while
     /// it waits for them.
     pub(crate) fn try_cycles_rebuilt(&self, cycles: &[u64]) -> Option<Vec<CopyJob>> {
-        let mut inner = match self.inner.try_write() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
+        let mut inner = self.try_write_inner()?;
         Some(self.cycles_rebuilt_in(&mut inner, cycles))
     }
 
     /// [`Ido::zone_order`] if the lock can be taken now (see [`Ido::try_cycles_rebuilt`]).
     pub(crate) fn try_zone_order(&self) -> Option<Vec<u64>> {
-        let inner = match self.inner.try_read() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
+        let inner = self.try_read_inner()?;
         Some(self.zone_order_in(&inner))
     }
 
@@ -2012,32 +2019,16 @@ mod tests {
     /// IDO's exclusive lock), the core still counts them, and both read back.
     #[test]
     fn pr_writes_run_side_by_side_with_a_surrogate_attached() {
-        use std::sync::atomic::AtomicBool;
-        use std::sync::Condvar;
         struct Meet {
             inner: FakeMain,
-            inside: Mutex<u32>,
-            cv: Condvar,
-            met: AtomicBool,
+            meeting: crate::test_meeting::Meeting,
         }
         impl MainPool for Meet {
             fn read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
                 self.inner.read(off, buf)
             }
             fn write(&self, off: u64, data: &[u8]) -> Result<()> {
-                // The first write in waits (10 s at most) for the second to come in.
-                let mut n = self.inside.lock().unwrap();
-                *n += 1;
-                self.cv.notify_all();
-                if *n == 1 {
-                    let (_n, t) = self
-                        .cv
-                        .wait_timeout_while(n, std::time::Duration::from_secs(10), |n| *n < 2)
-                        .unwrap();
-                    if !t.timed_out() {
-                        self.met.store(true, Ordering::SeqCst);
-                    }
-                }
+                self.meeting.arrive();
                 self.inner.write(off, data)
             }
             fn sync(&self) -> Result<()> {
@@ -2069,9 +2060,7 @@ mod tests {
                 fail_reads: Mutex::new(0..0),
                 fail_writes: Mutex::new(0..0),
             },
-            inside: Mutex::new(0),
-            cv: Condvar::new(),
-            met: AtomicBool::new(false),
+            meeting: Default::default(),
         };
         let ido = Ido::new(cap, 64 << 10, ZONE).unwrap();
         ido.attach(Some(&sur)).unwrap();
@@ -2085,7 +2074,7 @@ mod tests {
                 s.spawn(move || ido.write(main, uuid, at, &[v; 4096]).unwrap());
             }
         });
-        assert!(main.met.load(Ordering::SeqCst), "the two writes took turns");
+        assert!(main.meeting.met(), "the two writes took turns");
         assert_eq!(ido.read_inner().core().stats().writes, before + 2);
         let mut b = vec![0u8; 4096];
         ido.read(&main, 4096, &mut b).unwrap();

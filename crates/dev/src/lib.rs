@@ -31,6 +31,8 @@ pub mod nbd_member;
 pub mod pool;
 pub mod scrub;
 pub mod serve_support;
+#[cfg(test)]
+mod test_meeting;
 
 use std::fs::{File, OpenOptions};
 use std::io;

@@ -1314,33 +1314,17 @@ impl SharedPool {
         let next = pipe.queue.pop_front();
         let reading = pipe.reading.as_ref().map(|b| b.members.clone());
         let pending = pipe.pending.take();
-        let free = &mut pipe.free;
-        let (prepared, committed) = std::thread::scope(|s| {
-            let committing = pending.as_ref().map(|w| {
-                s.spawn(move || crate::exec::commit(&w.plans, &w.bufs, &self.view(&w.members)))
-            });
-            let prepared = match (&next, &reading) {
-                (Some(plans), Some(members)) => {
-                    let view = self.view(members);
-                    crate::exec::read_only(plans, &view, free).map(|mut bufs| {
-                        crate::exec::compute(plans, &mut bufs);
-                        Some(bufs)
-                    })
-                }
-                _ => Ok(None),
-            };
-            let committed = committing.map_or(Ok(()), |h| h.join().expect("rebuild commit thread"));
-            (prepared, committed)
-        });
-        let outcome = match (prepared, committed) {
-            (Ok(bufs), Ok(())) => Ok(bufs),
-            (Err(mut e), Err(c)) => {
-                e.read_errors.extend(c.read_errors);
-                e.write_errors.extend(c.write_errors);
-                Err(e)
-            }
-            (Err(e), Ok(())) | (Ok(_), Err(e)) => Err(e),
-        };
+        let next_view = reading.as_ref().map(|m| self.view(m));
+        let pending_view = pending.as_ref().map(|w| self.view(&w.members));
+        let outcome = crate::pool::rebuild_stage_io(
+            next.as_deref().zip(next_view.as_ref()),
+            pending
+                .as_ref()
+                .zip(pending_view.as_ref())
+                .map(|(w, v)| (&w.plans[..], &w.bufs, v)),
+            true,
+            &mut pipe.free,
+        );
         match outcome {
             Ok(bufs) => {
                 let mut progress = None;
@@ -1351,7 +1335,7 @@ impl SharedPool {
                             Some(self.with_pool(|p| p.end_rebuild_batch(cur, &b.ran, Ok(())))?);
                     }
                 }
-                if let (Some(plans), Some(bufs)) = (next, bufs) {
+                if let Some(plans) = next {
                     let members = reading.expect("a window is read with its batch's members");
                     let ends = if pipe.queue.is_empty() {
                         pipe.reading.take()

@@ -293,7 +293,7 @@ pub struct SimConfig {
     /// [`SimConfig::new`] turns it on with request merging (the engine's emulated member),
     /// where without it the cycles in flight read together and write together, one stage
     /// at a time (RAID5 over 4 members at 150 MB/s and 4 ms: 6.6 s simulated against the
-    /// engine's 3.6 s); the seeds' reproductions were run without it.
+    /// engine's 3.3-3.6 s); the seeds' reproductions were run without it.
     pub rebuild_read_ahead: bool,
 }
 

@@ -361,6 +361,23 @@ fn rebuild_rate_follows_md_speed_limits() {
     assert!(busy.phase(Phase::Rebuilding).count > 500);
 }
 
+/// An offline rebuild of RAID5 over 4 members of 64 MiB emulated at 100 MB/s and 4 ms per
+/// request (64 KiB chunks, 8 cycles in flight, member 0 failed), with `edit` applied to the
+/// configuration first.
+fn emulated_raid5_rebuild(edit: impl FnOnce(&mut SimConfig)) -> Report {
+    let spec = sim::disk::DriveParams::by_name("hdd:100MB/s:4ms").unwrap();
+    let order = RebuildOrder::Parallel { max_in_flight: 8 };
+    let mut cfg = offline_on(spec, 0, order, Scheduler::Fifo);
+    edit(&mut cfg);
+    run(
+        scheme(SchemeKind::Raid5, 4, None, 0),
+        64 << 10,
+        64 << 20,
+        cfg,
+        "none",
+    )
+}
+
 /// Request merging ([`SimConfig::merge_max_bytes`]), on by default for the engine's emulated
 /// member: RAID5 over 4 members emulated at 100 MB/s and 4 ms per request, 64 KiB chunks, an
 /// offline rebuild. One request per unit, the replacement's 1024 writes take 1024 x (4 ms +
@@ -368,25 +385,17 @@ fn rebuild_rate_follows_md_speed_limits() {
 /// far fewer requests, bounded below by the bytes at the rate.
 #[test]
 fn consecutive_units_merge_into_one_request_on_emulated_members() {
-    let spec = sim::disk::DriveParams::by_name("hdd:100MB/s:4ms").unwrap();
     let mk = |merge: Option<u64>| {
-        let order = RebuildOrder::Parallel { max_in_flight: 8 };
-        let mut cfg = offline_on(spec.clone(), 0, order, Scheduler::Fifo);
-        assert_eq!(
-            cfg.merge_max_bytes,
-            sim::MERGE_MAX_BYTES,
-            "on by default here"
-        );
-        if let Some(m) = merge {
-            cfg.merge_max_bytes = m;
-        }
-        run(
-            scheme(SchemeKind::Raid5, 4, None, 0),
-            64 << 10,
-            64 << 20,
-            cfg,
-            "none",
-        )
+        emulated_raid5_rebuild(|cfg| {
+            assert_eq!(
+                cfg.merge_max_bytes,
+                sim::MERGE_MAX_BYTES,
+                "on by default here"
+            );
+            if let Some(m) = merge {
+                cfg.merge_max_bytes = m;
+            }
+        })
     };
     let unit = mk(Some(0));
     let merged = mk(None);
@@ -421,19 +430,11 @@ fn consecutive_units_merge_into_one_request_on_emulated_members() {
 /// same units move either way.
 #[test]
 fn rebuild_reads_run_beside_the_writes_before_them_on_emulated_members() {
-    let spec = sim::disk::DriveParams::by_name("hdd:100MB/s:4ms").unwrap();
     let mk = |ahead: bool| {
-        let order = RebuildOrder::Parallel { max_in_flight: 8 };
-        let mut cfg = offline_on(spec.clone(), 0, order, Scheduler::Fifo);
-        assert!(cfg.rebuild_read_ahead, "on by default here");
-        cfg.rebuild_read_ahead = ahead;
-        run(
-            scheme(SchemeKind::Raid5, 4, None, 0),
-            64 << 10,
-            64 << 20,
-            cfg,
-            "none",
-        )
+        emulated_raid5_rebuild(|cfg| {
+            assert!(cfg.rebuild_read_ahead, "on by default here");
+            cfg.rebuild_read_ahead = ahead;
+        })
     };
     let (lock_step, ahead) = (mk(false), mk(true));
     let (t_lock, t_ahead) = (

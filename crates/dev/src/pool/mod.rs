@@ -47,7 +47,7 @@ pub use opts::{
     DEFAULT_REBUILD_WINDOW, DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
 };
 pub(crate) use persist::flush_each;
-pub(crate) use rebuild::{rebuild_windows, run_rebuild_windows, RebuildBatch};
+pub(crate) use rebuild::{rebuild_stage_io, rebuild_windows, run_rebuild_windows, RebuildBatch};
 pub use rebuild::{RebuildCursor, RebuildProgress};
 pub use status::{MemberStatus, Status, VerifyReport};
 

@@ -115,6 +115,57 @@ pub(crate) fn rebuild_windows(
     out
 }
 
+/// One stage of a rebuild pipeline ([`Pool::rebuild`], the served pool's background
+/// rebuild): reads and computes the window `next` (into the buffers of windows already
+/// written, `free`) while `pending`, read and computed in the stage before, is written, side
+/// by side when `pipelined`. Each window runs on the members it was planned with. Returns
+/// `next`'s buffers (none without it), or the errors of both halves together.
+#[allow(clippy::type_complexity)]
+pub(crate) fn rebuild_stage_io(
+    next: Option<(&[raidcore::Plan], &crate::exec::Members<'_>)>,
+    pending: Option<(
+        &[raidcore::Plan],
+        &Vec<Vec<Vec<u8>>>,
+        &crate::exec::Members<'_>,
+    )>,
+    pipelined: bool,
+    free: &mut Vec<Vec<u8>>,
+) -> std::result::Result<Vec<Vec<Vec<u8>>>, crate::exec::BatchErrors> {
+    let commit = |(ps, bufs, view): (
+        &[raidcore::Plan],
+        &Vec<Vec<Vec<u8>>>,
+        &crate::exec::Members<'_>,
+    )| { crate::exec::commit(ps, bufs, view) };
+    let mut prepare = || match next {
+        Some((plans, view)) if !plans.is_empty() => {
+            let mut bufs = crate::exec::read_only(plans, view, free)?;
+            crate::exec::compute(plans, &mut bufs);
+            Ok(bufs)
+        }
+        _ => Ok(Vec::new()),
+    };
+    let (prepared, committed) = if pipelined {
+        std::thread::scope(|s| {
+            let committing = pending.map(|p| s.spawn(move || commit(p)));
+            let prepared = prepare();
+            let committed = committing.map_or(Ok(()), |h| h.join().expect("commit thread"));
+            (prepared, committed)
+        })
+    } else {
+        let committed = pending.map_or(Ok(()), commit);
+        (prepare(), committed)
+    };
+    match (prepared, committed) {
+        (Ok(bufs), Ok(())) => Ok(bufs),
+        (Err(mut e), Err(c)) => {
+            e.read_errors.extend(c.read_errors);
+            e.write_errors.extend(c.write_errors);
+            Err(e)
+        }
+        (Err(e), Ok(())) | (Ok(_), Err(e)) => Err(e),
+    }
+}
+
 /// Runs `batch`'s plans a window at a time ([`rebuild_windows`]), stopping at the first
 /// window that fails.
 pub(crate) fn run_rebuild_windows(
@@ -450,14 +501,15 @@ impl Pool {
             if next.is_none() && pending.is_none() {
                 break;
             }
-            let (prepared, committed) = self.run_rebuild_stage(
-                next.as_ref().map(|(w, _)| &w[..]),
-                pending.as_ref().map(|(w, bufs, _)| (&w[..], bufs)),
+            let view = self.members_view();
+            let staged = rebuild_stage_io(
+                next.as_ref().map(|(w, _)| (&w[..], &view)),
+                pending.as_ref().map(|(w, bufs, _)| (&w[..], bufs, &view)),
                 pipelined,
                 &mut free,
             );
-            let failed = match (prepared, committed) {
-                (Ok(bufs), Ok(())) => {
+            let failed = match staged {
+                Ok(bufs) => {
                     if let Some((_, written, ends)) = pending.take() {
                         free.extend(written.into_iter().flatten());
                         if let Some(done) = ends {
@@ -468,12 +520,7 @@ impl Pool {
                     pending = next.map(|(w, ends)| (w, bufs, ends));
                     None
                 }
-                (Err(mut e), Err(c)) => {
-                    e.read_errors.extend(c.read_errors);
-                    e.write_errors.extend(c.write_errors);
-                    Some(e)
-                }
-                (Err(e), Ok(())) | (Ok(_), Err(e)) => Some(e),
+                Err(e) => Some(e),
             };
             if let Some(e) = failed {
                 // Plan again with the new failure set; batches not marked are found again.
@@ -494,46 +541,6 @@ impl Pool {
         match stop {
             Some(e) => Err(e),
             None => Ok(self.rebuild_progress(&cur)),
-        }
-    }
-
-    /// One stage of the pipeline: reads and computes the window `next` while `pending` (read
-    /// and computed in the previous stage) is written, in parallel when `pipelined`.
-    #[allow(clippy::type_complexity)]
-    fn run_rebuild_stage(
-        &self,
-        next: Option<&[raidcore::Plan]>,
-        pending: Option<(&[raidcore::Plan], &Vec<Vec<Vec<u8>>>)>,
-        pipelined: bool,
-        free: &mut Vec<Vec<u8>>,
-    ) -> (
-        std::result::Result<Vec<Vec<Vec<u8>>>, crate::exec::BatchErrors>,
-        std::result::Result<(), crate::exec::BatchErrors>,
-    ) {
-        let plans = next.unwrap_or(&[]);
-        let view = self.members_view();
-        let commit = |(ps, bufs): (&[raidcore::Plan], &Vec<Vec<Vec<u8>>>)| {
-            crate::exec::commit(ps, bufs, &view)
-        };
-        // Read into the buffers of windows already written (`free`), then computed.
-        let mut prepare = || {
-            if plans.is_empty() {
-                return Ok(Vec::new());
-            }
-            let mut bufs = crate::exec::read_only(plans, &view, free)?;
-            crate::exec::compute(plans, &mut bufs);
-            Ok(bufs)
-        };
-        if pipelined {
-            std::thread::scope(|s| {
-                let committing = pending.map(|p| s.spawn(move || commit(p)));
-                let prepared = prepare();
-                let committed = committing.map_or(Ok(()), |h| h.join().expect("commit thread"));
-                (prepared, committed)
-            })
-        } else {
-            let committed = pending.map_or(Ok(()), commit);
-            (prepare(), committed)
         }
     }
 

@@ -76,8 +76,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, RwLock};
 
 use raidcore::ido::{
-    CopyJob, CopyKind, Extent, IdoConfig, Phase as CorePhase, Source, ZoneFlag, ZoneTable,
-    VDF_BLOCK,
+    CopyJob, CopyKind, Extent, IdoConfig, LogHeader, Phase as CorePhase, Source, ZoneFlag,
+    ZoneTable, LOG_HEADER_BYTES, VDF_BLOCK,
 };
 use raidcore::record::{Frame, CRC_BYTES};
 use serde::{Deserialize, Serialize};
@@ -193,6 +193,26 @@ struct Inner {
     reclaim_steps: u64,
     /// Why the surrogate was dropped, if it was.
     dropped: Option<String>,
+    /// The redirected writes since the newest record, in the surrogate's log
+    /// ([`raidcore::ido::LogHeader`]).
+    chain: Chain,
+    /// Restored from a record after which redirected writes may follow in the surrogate's
+    /// log (the array's UUID, to check their headers by): they are mapped again when the
+    /// surrogate is attached, and until then no record may be written (it would end their
+    /// chain unread).
+    replay: Option<[u8; 16]>,
+}
+
+/// Where the chain of redirected writes after the newest record stands.
+#[derive(Clone, Copy, Debug, Default)]
+struct Chain {
+    /// The newest record's sequence, which the chain's headers carry.
+    base: u64,
+    /// Writes in the chain so far (the next one's index).
+    len: u64,
+    /// The log offset where the next header goes (the end of the last write, or the
+    /// record's log pointer).
+    end: u64,
 }
 
 impl Inner {
@@ -261,6 +281,13 @@ pub struct IdoStatus {
     /// Popularity epochs ended so far (each halved every zone's count).
     #[serde(default)]
     pub epochs: u64,
+    /// The sequence of the newest IDO record written (or read at the start).
+    #[serde(default)]
+    pub record_seq: u64,
+    /// Redirected writes since that record, found in the surrogate's log at a start if the
+    /// pool stopped before the next record.
+    #[serde(default)]
+    pub log_writes: u64,
 }
 
 /// The engine's IDO state of one pool. See the module documentation.
@@ -441,6 +468,55 @@ impl Surrogate {
     }
 }
 
+/// Maps again the redirected writes the surrogate's log holds after the newest record
+/// (`chain`: that record's sequence and log pointer; [`LogHeader`]), into `core` (restored
+/// from that record, with the surrogate's size set): each header that continues the chain
+/// (this array, this record's sequence, the next index, right where the last write ended)
+/// and whose data's CRC matches. The first that does not ends it: nothing after it was
+/// acknowledged (a write is acknowledged once it is durable, one at a time). Returns the
+/// chain as it now stands, for the next redirected write to continue.
+fn replay_log(
+    sur: &mut Surrogate,
+    core: &mut Core,
+    uuid: [u8; 16],
+    mut chain: Chain,
+) -> Result<Chain> {
+    let cap = core.config().surrogate_bytes;
+    let mut head = vec![0u8; LOG_HEADER_BYTES as usize];
+    let unreadable = |e: PoolError| {
+        PoolError::Io(format!(
+            "{e}: the surrogate's log of redirected writes cannot be read, and the newest \
+             data of the ranges written during the rebuild is there; repair the surrogate \
+             pool and start again"
+        ))
+    };
+    while chain.end + LOG_HEADER_BYTES < cap {
+        sur.read(chain.end, &mut head).map_err(unreadable)?;
+        let Some(h) = LogHeader::decode(&head) else {
+            break;
+        };
+        let continues = h.uuid == uuid
+            && h.base == chain.base
+            && h.index == chain.len
+            && h.s_off == chain.end + LOG_HEADER_BYTES
+            && h.len > 0
+            && h.s_off.checked_add(h.len).is_some_and(|e| e <= cap);
+        if !continues {
+            break;
+        }
+        let mut data = vec![0u8; h.len as usize];
+        sur.read(h.s_off, &mut data).map_err(unreadable)?;
+        if raidcore::superblock::crc32c(&data) != h.data_crc {
+            break;
+        }
+        core.replay_redirected(h.d_off, h.len, h.s_off)
+            .map_err(|e| PoolError::Io(format!("surrogate log, write {}: {e}", h.index)))?;
+        chain.len += 1;
+        chain.end = h.s_off + h.len;
+    }
+    Ok(chain)
+}
+
 fn sur_err(e: impl std::fmt::Display) -> PoolError {
     PoolError::Io(format!("surrogate pool: {e}"))
 }
@@ -480,7 +556,9 @@ impl Ido {
             .map_err(|e| PoolError::Usage(e.to_string()))
     }
 
-    fn with_core(core: Core, data_per_cycle: u64) -> Ido {
+    fn with_core(mut core: Core, data_per_cycle: u64) -> Ido {
+        // No NVRAM here: each redirected write carries its own mapping in the log.
+        core.set_log_header_bytes(LOG_HEADER_BYTES);
         let t = core.zones();
         let (zone_bytes, zones) = (t.zone_bytes(), t.zones());
         let phase = Phase::of(core.phase());
@@ -509,6 +587,8 @@ impl Ido {
                 reclaimed_bytes: 0,
                 reclaim_steps: 0,
                 dropped: None,
+                chain: Chain::default(),
+                replay: None,
             }),
             surrogate: Mutex::new(None),
         }
@@ -777,6 +857,21 @@ impl Ido {
             if r.dropped {
                 inner.dropped = Some("dropped before the restart".into());
             }
+            let core = inner.core_mut();
+            let redirecting = core.phase() == CorePhase::Rebuilding
+                && matches!(
+                    core.active_policy(),
+                    RebuildPolicy::Ido | RebuildPolicy::Workout
+                );
+            let end = core.surrogate_used();
+            inner.chain = Chain {
+                base: r.seq,
+                len: 0,
+                end,
+            };
+            if redirecting && !r.dropped {
+                inner.replay = Some(*uuid);
+            }
         }
         ido.pop_dirty.store(false, Ordering::Relaxed);
         Ok(Some(ido))
@@ -833,6 +928,13 @@ impl Ido {
         if self.no_records.load(Ordering::Relaxed) {
             return Ok(());
         }
+        if inner.replay.is_some() {
+            return Err(PoolError::Io(
+                "the IDO record cannot be written before the surrogate pool is attached: \
+                 redirected writes after the last record are listed in its log"
+                    .into(),
+            ));
+        }
         let seq = inner.seq + 1;
         let bytes = self.encode(inner, uuid, seq).ok_or_else(|| {
             PoolError::Io("IDO record does not fit its 256 KiB slot (too many D-Map ranges)".into())
@@ -848,6 +950,12 @@ impl Ido {
             return Err(e);
         }
         inner.seq = seq;
+        let end = inner.core_mut().surrogate_used();
+        inner.chain = Chain {
+            base: seq,
+            len: 0,
+            end,
+        };
         self.record_stale.store(false, Ordering::Relaxed);
         self.pop_dirty.store(false, Ordering::Relaxed);
         Ok(())
@@ -874,6 +982,11 @@ impl Ido {
                 None => return Ok(()),
             }
         };
+        if inner.replay.is_some() {
+            // Written once the surrogate is attached and its log read (the older record
+            // and the log say everything this one would).
+            return Ok(());
+        }
         self.persist_locked(&mut inner, main, uuid)
     }
 
@@ -887,6 +1000,9 @@ impl Ido {
             return Ok(());
         }
         let mut inner = self.write_inner();
+        if inner.replay.is_some() {
+            return Ok(());
+        }
         let sync = self.phase() != Phase::Normal || !inner.core_mut().dmap().is_empty();
         self.persist_with(&mut inner, main, uuid, sync)
     }
@@ -931,7 +1047,7 @@ impl Ido {
                 want.display()
             )));
         }
-        let p = Surrogate::open(&want)?;
+        let mut p = Surrogate::open(&want)?;
         if p.capacity_bytes() < self.zone_bytes {
             return Err(PoolError::Usage(format!(
                 "surrogate pool {} holds {} bytes, less than one zone ({} bytes)",
@@ -941,6 +1057,17 @@ impl Ido {
             )));
         }
         let bytes = p.capacity_bytes();
+        if let Some(uuid) = inner.replay {
+            let mut core = inner.core().clone();
+            core.set_surrogate_bytes(bytes);
+            let chain = replay_log(&mut p, &mut core, uuid, inner.chain)?;
+            *inner.core_mut() = core;
+            inner.chain = chain;
+            inner.replay = None;
+            if chain.len > 0 {
+                self.pop_dirty.store(true, Ordering::Relaxed);
+            }
+        }
         *sur = Some(p);
         inner.surrogate_path = Some(canonical_surrogate(&want));
         inner.dropped = None;
@@ -1112,47 +1239,62 @@ impl Ido {
         if !usable && inner.core().surrogate_available() {
             self.stop_using_surrogate(&mut inner, main, uuid)?;
         }
+        let may_redirect = {
+            let core = inner.core_mut();
+            fits && core.phase() == CorePhase::Rebuilding
+                && core.surrogate_available()
+                && matches!(
+                    core.active_policy(),
+                    RebuildPolicy::Ido | RebuildPolicy::Workout
+                )
+        };
+        if may_redirect && inner.chain.end != inner.core_mut().surrogate_used() {
+            // Something else took log space since the chain's end (a migration, a WorkOut
+            // fill): a restart could not find this write's header behind it. A record first
+            // starts the chain again past it.
+            self.persist_locked(&mut inner, main, uuid)?;
+        }
+        let chain = inner.chain;
         let core = inner.core_mut();
         // The state before, to put back if this write fails after the core changed the
         // D-Map over its range: when the surrogate or the main pool fails it (only needed
-        // when the range was mapped: otherwise unmapping the range restores it), and when
-        // its record cannot be written (then the whole state, so that memory again says what
-        // the members' record says: a read must not return data that a restart takes back,
-        // nor surrogate space be handed out twice).
+        // when the range was mapped: otherwise unmapping the range restores it).
         let mapped = core
             .dmap()
             .query(offset, len)
             .iter()
             .any(|p| p.source != Source::Array);
-        let may_redirect = fits
-            && core.phase() == CorePhase::Rebuilding
-            && core.surrogate_available()
-            && matches!(
-                core.active_policy(),
-                RebuildPolicy::Ido | RebuildPolicy::Workout
-            );
-        let saved = (mapped || may_redirect).then(|| core.clone());
+        let saved = mapped.then(|| core.clone());
         let route = core.route_write_limited(offset, len, fits);
         // (A write in the reclaim that unmaps the last dirty range ends it.)
         self.sync_phase(core);
         if let Source::Surrogate { s_off } = route.pieces[0].source {
             debug_assert_eq!(route.pieces.len(), 1);
-            match self.sur_write(s_off, data).and_then(|_| self.sur_sync()) {
+            // The mapping goes with the data, in one request: durable on the surrogate, the
+            // write is durable and a restart finds it ([`LogHeader`], [`replay_log`]); no
+            // record on the main pool's members, whose queues the rebuild keeps full.
+            let at = s_off - LOG_HEADER_BYTES;
+            debug_assert_eq!(at, chain.end, "a redirected write off its chain");
+            let header = LogHeader {
+                uuid,
+                base: chain.base,
+                index: chain.len,
+                d_off: offset,
+                len,
+                s_off,
+                data_crc: raidcore::superblock::crc32c(data),
+            };
+            let mut buf = header.encode();
+            buf.extend_from_slice(data);
+            match self.sur_write(at, &buf).and_then(|_| self.sur_sync()) {
                 Ok(()) => {
-                    if let Err(e) = self.persist_locked(&mut inner, main, uuid) {
-                        // Unacknowledged, and the state goes back to the last record's
-                        // (serve fault harness, seed 0x6b0773f2: with every member gone,
-                        // redirected writes kept their mapping in memory only, and a restart
-                        // brought back an older one). The space stays taken: the failed
-                        // record may have reached a member and map it. Reads wait for a
-                        // record ([`Ido::read`]).
-                        let core = inner.core_mut();
-                        let used = core.surrogate_used();
-                        *core = saved.expect("saved before a redirect");
-                        core.reserve_surrogate_to(used);
-                        self.sync_phase(core);
-                        return Err(e);
-                    }
+                    inner.chain = Chain {
+                        base: chain.base,
+                        len: chain.len + 1,
+                        end: s_off + len,
+                    };
+                    // The periodic record lists it too (a shorter log to read at a start).
+                    self.pop_dirty.store(true, Ordering::Relaxed);
                     self.redirected_writes.fetch_add(1, Ordering::Relaxed);
                     return Ok(());
                 }
@@ -1611,6 +1753,8 @@ impl Ido {
             epochs,
             zones_flag_rebuilt: flags[0],
             zones_flag_migrated: flags[1],
+            record_seq: inner.seq,
+            log_writes: inner.chain.len,
         }
     }
 }

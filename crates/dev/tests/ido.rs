@@ -478,20 +478,22 @@ impl dev::Member for FlushFails {
     }
 }
 
-/// A redirected write whose IDO record no member takes (every flush fails, though the
-/// record's bytes land): the write fails, and the range keeps reading what the members'
-/// records say, before and after a restart. Reads wait until a record is written again
-/// (the failed one may have reached a member, which only a restart would show), surrogate
-/// space is not handed out twice, and the next record outnumbers the failed one (served
-/// fault harness, seed 0x6b0773f2: a RAID1 that lost every member kept redirected writes
-/// in memory only; a read returned them and a restart an older state).
+/// A write that must record the IDO state first, when no member takes the record (every
+/// flush fails, though the record's bytes land): the write fails, and ranges keep reading what
+/// the members' records say, before and after a restart. Reads wait until a record is written
+/// again (the failed one may have reached a member, which only a restart would show), and the
+/// next record outnumbers the failed one (served fault harness, seed 0x6b0773f2: a RAID1 that
+/// lost every member kept redirected writes in memory only; a read returned them and a
+/// restart an older state). Redirected writes carry their own mapping in the surrogate's log;
+/// one needs a record before it when something else took log space since the last one (here
+/// a WorkOut fill).
 #[test]
-fn a_redirected_write_whose_record_fails_is_taken_back() {
+fn a_write_whose_record_fails_is_taken_back() {
     use std::sync::atomic::{AtomicBool, Ordering};
     let (mut rig, sp) = Rig::new("recfail");
     rig.fail_and_replace(&sp);
     assert!(sp
-        .begin_policy_rebuild(Some(RebuildPolicy::Ido), None)
+        .begin_policy_rebuild(Some(RebuildPolicy::Workout), None)
         .unwrap());
     sp.close().unwrap();
     drop(sp);
@@ -507,15 +509,23 @@ fn a_redirected_write_whose_record_fails_is_taken_back() {
     let sp =
         dev::serve_support::SharedPool::new(p, dev::serve_support::Concurrency::Stripes).unwrap();
     assert_eq!(ido_status(&sp).phase, "rebuilding");
-    // Zones 3 and 11 are not hot: their writes go to the surrogate's log.
     let at = 3 * ZONE + 8192;
     let elsewhere = 11 * ZONE;
     let acked = vec![0xA1u8; 12288];
     sp.write(at, &acked).unwrap();
     rig.reference[at as usize..at as usize + acked.len()].copy_from_slice(&acked);
     let s = ido_status(&sp);
-    assert_eq!(s.redirected_writes, 1, "{s:?}");
-    let used = s.surrogate_used_bytes;
+    assert_eq!((s.redirected_writes, s.log_writes), (1, 1), "{s:?}");
+    let seq = s.record_seq;
+    // A read seen twice: WorkOut copies it to the surrogate's log.
+    let popular = 20 * ZONE;
+    let mut buf = vec![0u8; 8192];
+    for _ in 0..2 {
+        sp.read(popular, &mut buf).unwrap();
+    }
+    let s = ido_status(&sp);
+    assert!(s.dmap_bytes >= 12288 + 8192, "no fill: {s:?}");
+    assert_eq!(s.record_seq, seq, "a fill wrote a record");
 
     flush_fails.store(true, Ordering::SeqCst);
     let refused = sp.write(at, &[0xB2u8; 12288]);
@@ -530,23 +540,90 @@ fn a_redirected_write_whose_record_fails_is_taken_back() {
         "a read while no record is written returned {:02x?}",
         &buf[..4]
     );
-    let s = ido_status(&sp);
-    assert!(
-        s.surrogate_used_bytes >= used + 12288,
-        "the failed write's surrogate space is handed out again: {} then {}",
-        used,
-        s.surrogate_used_bytes
-    );
 
     flush_fails.store(false, Ordering::SeqCst);
     let later = vec![0xC3u8; 8192];
     sp.write(elsewhere, &later).unwrap();
     rig.reference[elsewhere as usize..elsewhere as usize + later.len()].copy_from_slice(&later);
+    let s = ido_status(&sp);
+    assert!(s.record_seq >= seq + 2, "{s:?}");
+    assert_eq!(s.log_writes, 1, "{s:?}");
     rig.check_all(&sp);
     // A crash: the members' newest record is the one written after the failure.
     drop(sp);
     let sp = reopen(&rig);
     rig.check_all(&sp);
     assert_eq!(ido_status(&sp).phase, "rebuilding");
+    sp.close().unwrap();
+}
+
+/// Redirected writes write no record: each carries its mapping in front of its data in the
+/// surrogate's log, and a start after a crash maps them again from there, stopping at the
+/// first write that did not land whole (its data's CRC), which was never acknowledged.
+#[test]
+fn a_crash_finds_the_redirected_writes_after_the_last_record_in_the_log() {
+    let (mut rig, sp) = Rig::new("logreplay");
+    rig.fail_and_replace(&sp);
+    assert!(sp
+        .begin_policy_rebuild(Some(RebuildPolicy::Ido), None)
+        .unwrap());
+    let seq = ido_status(&sp).record_seq;
+    // Zones that are not hot, some writes over others.
+    let writes: Vec<(u64, usize, u8)> = vec![
+        (3 * ZONE + 8192, 12288, 0xA1),
+        (11 * ZONE, 65536, 0xA2),
+        (3 * ZONE + 4096, 8192, 0xA3),
+        (5 * ZONE + 4096, 4096, 0xA4),
+        (11 * ZONE + 16384, 4096, 0xA5),
+        (13 * ZONE, 20480, 0xA6),
+    ];
+    let before = rig.reference.clone();
+    for &(at, len, fill) in &writes {
+        let data: Vec<u8> = (0..len).map(|i| fill ^ i as u8).collect();
+        sp.write(at, &data).unwrap();
+        rig.reference[at as usize..at as usize + len].copy_from_slice(&data);
+    }
+    let s = ido_status(&sp);
+    assert_eq!(
+        s.record_seq, seq,
+        "a redirected write wrote a record: {s:?}"
+    );
+    assert_eq!(s.log_writes, writes.len() as u64, "{s:?}");
+    let (dirty, used) = (s.dmap_dirty_bytes, s.surrogate_used_bytes);
+    let sp = crash(&rig, sp);
+    let s = ido_status(&sp);
+    assert_eq!(
+        (s.log_writes, s.dmap_dirty_bytes, s.surrogate_used_bytes),
+        (writes.len() as u64, dirty, used),
+        "{s:?}"
+    );
+    rig.check_all(&sp);
+
+    // The last write's data torn on the surrogate (both copies): a crash then reads the
+    // older data there, and every write before it.
+    drop(sp);
+    let (last_at, last_len, _) = *writes.last().unwrap();
+    let mut sur = dev::pool::Pool::open_forced(&rig.dir.0.join("sur.json"), None).unwrap();
+    sur.write(used - 4096, &[0x5Au8; 4096]).unwrap();
+    sur.close().unwrap();
+    let r = last_at as usize..last_at as usize + last_len;
+    rig.reference[r.clone()].copy_from_slice(&before[r]);
+    let sp = reopen(&rig);
+    let s = ido_status(&sp);
+    assert_eq!(s.log_writes, writes.len() as u64 - 1, "{s:?}");
+    rig.check_all(&sp);
+    // The next write goes where the torn one was, and the rebuild and reclaim end with every
+    // byte home.
+    let again = vec![0x77u8; 4096];
+    sp.write(last_at, &again).unwrap();
+    rig.reference[last_at as usize..last_at as usize + 4096].copy_from_slice(&again);
+    let sp = crash(&rig, sp);
+    rig.check_all(&sp);
+    assert!(sp.begin_policy_rebuild(None, None).unwrap());
+    let mut cur = RebuildCursor::new();
+    while !matches!(sp.policy_step(&opts(), &mut cur).unwrap(), PolicyStep::Done) {}
+    let s = ido_status(&sp);
+    assert_eq!((s.phase.as_str(), s.dmap_entries), ("normal", 0), "{s:?}");
+    rig.check_all(&sp);
     sp.close().unwrap();
 }

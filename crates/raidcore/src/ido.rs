@@ -922,6 +922,94 @@ const DM_REFUSALS: [&str; 4] = refusals!("D-Map");
 // ---------------------------------------------------------------------------------------------
 // The controller
 
+/// Bytes of a [`LogHeader`] in the surrogate's log (one 4 KiB block in front of its write).
+pub const LOG_HEADER_BYTES: u64 = 4096;
+
+const LOG_FRAME: Frame = Frame {
+    magic: b"RFIDOLOG",
+    version: 1,
+    header_bytes: 16 + 16 + 8 * 5 + 4,
+    max_bytes: LOG_HEADER_BYTES as usize,
+    align: LOG_HEADER_BYTES as usize,
+};
+
+/// The mapping of one redirected write, written in the [`LOG_HEADER_BYTES`] in front of its
+/// data in the surrogate's log, in the same request, by an executor without NVRAM for the
+/// D-Map (the engine): so that a redirected write needs one request on the surrogate and
+/// none on the array's members, and a restart maps it again by reading the log onward from
+/// the pointer of the newest record ([`Ido::replay_redirected`]).
+///
+/// A chain: the writes after a record carry that record's sequence (`base`) and count up
+/// from 0 (`index`), each header at the end of the one before, starting at the record's log
+/// pointer. The executor writes a record before a redirected write whenever anything else
+/// took log space since the chain's end (a migration, a WorkOut fill), so the chain is
+/// never broken by other data; the first header that does not continue it (another base,
+/// another index, another position, a data CRC that does not match: a write torn by a
+/// crash, never acknowledged) ends it.
+///
+/// ```text
+/// offset  size  field
+///      0    16  frame (magic "RFIDOLOG", version 1, length)
+///     16    16  array UUID
+///     32     8  base: the sequence of the record the chain follows
+///     40     8  index in the chain
+///     48     8  logical offset        56  8  length
+///     64     8  surrogate offset of the data (the header's own + 4096)
+///     72     4  CRC-32C of the data
+///     76     4  CRC-32C of bytes 0..76; zero padding to 4096
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogHeader {
+    /// The array the write belongs to.
+    pub uuid: [u8; 16],
+    /// The sequence of the record the chain follows.
+    pub base: u64,
+    /// Position in the chain (0 right after the record).
+    pub index: u64,
+    /// The write's logical offset.
+    pub d_off: u64,
+    /// Its length.
+    pub len: u64,
+    /// Where its data is on the surrogate.
+    pub s_off: u64,
+    /// CRC-32C of its data.
+    pub data_crc: u32,
+}
+
+impl LogHeader {
+    /// The header's [`LOG_HEADER_BYTES`].
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = LOG_FRAME.begin(LOG_HEADER_BYTES as usize);
+        b.extend_from_slice(&self.uuid);
+        for v in [self.base, self.index, self.d_off, self.len, self.s_off] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&self.data_crc.to_le_bytes());
+        let b = LOG_FRAME.seal(b);
+        debug_assert_eq!(b.len() as u64, LOG_HEADER_BYTES);
+        b
+    }
+
+    /// The header in `b` (at least its first 80 bytes), or `None` if `b` holds none (never
+    /// written, torn, or other data).
+    pub fn decode(b: &[u8]) -> Option<LogHeader> {
+        let r = LOG_FRAME.open(b).ok()?;
+        if r.len() != LOG_FRAME.header_bytes + CRC_BYTES {
+            return None;
+        }
+        let b = r.bytes();
+        Some(LogHeader {
+            uuid: b[16..32].try_into().ok()?,
+            base: r.u64_at(32),
+            index: r.u64_at(40),
+            d_off: r.u64_at(48),
+            len: r.u64_at(56),
+            s_off: r.u64_at(64),
+            data_crc: r.u32_at(72),
+        })
+    }
+}
+
 /// Configuration of an [`Ido`] controller.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct IdoConfig {
@@ -940,6 +1028,11 @@ pub struct IdoConfig {
     pub vdf_cache_bytes: u64,
     /// PRO: cycles handed out per [`Ido::priority_cycles`] call.
     pub pro_batch_zones: usize,
+    /// Bytes the log keeps in front of each redirected write, for an executor that writes
+    /// the write's mapping with its data ([`LogHeader`]: the engine, which has no NVRAM for
+    /// the D-Map); 0 for the seed's model, whose D-Map lives in NVRAM. The route's `s_off`
+    /// is the data's; the header is the `log_header_bytes` before it.
+    pub log_header_bytes: u64,
 }
 
 impl IdoConfig {
@@ -954,6 +1047,7 @@ impl IdoConfig {
             workout_threshold: 2,
             vdf_cache_bytes: surrogate_bytes / 2,
             pro_batch_zones: 1,
+            log_header_bytes: 0,
         }
     }
 }
@@ -1281,6 +1375,7 @@ impl Ido {
         self.cfg = IdoConfig {
             pro_batch_zones: keep.pro_batch_zones,
             workout_threshold: keep.workout_threshold,
+            log_header_bytes: keep.log_header_bytes,
             hot_coverage: keep.hot_coverage,
             ..IdoConfig::new(keep.policy, bytes)
         };
@@ -1323,6 +1418,43 @@ impl Ido {
             "reserved past the surrogate's end"
         );
         self.log_next = self.log_next.max(end);
+    }
+
+    /// Sets the bytes the log keeps in front of each redirected write
+    /// ([`IdoConfig::log_header_bytes`]).
+    pub fn set_log_header_bytes(&mut self, bytes: u64) {
+        self.cfg.log_header_bytes = bytes;
+    }
+
+    /// Maps again a redirected write found in the log at its append pointer (an executor's
+    /// recovery of the writes after its newest record, [`LogHeader`]): `len` bytes at logical
+    /// `offset`, whose data is at `s_off`, the header's bytes after the pointer. The log's
+    /// pointer moves past it, as the write's route did.
+    pub fn replay_redirected(&mut self, offset: u64, len: u64, s_off: u64) -> Result<(), IdoError> {
+        let header = self.cfg.log_header_bytes;
+        if self.phase != Phase::Rebuilding
+            || !matches!(self.active, RebuildPolicy::Ido | RebuildPolicy::Workout)
+        {
+            return Err(IdoError::BadRecord(
+                "a redirected write in the log, but no rebuild that redirects writes",
+            ));
+        }
+        if len == 0
+            || s_off != self.log_next + header
+            || s_off
+                .checked_add(len)
+                .is_none_or(|e| e > self.cfg.surrogate_bytes)
+            || offset
+                .checked_add(len)
+                .is_none_or(|e| e > self.zones.capacity())
+        {
+            return Err(IdoError::BadRecord(
+                "a redirected write in the log lies outside the log or the array",
+            ));
+        }
+        self.log_next = s_off + len;
+        self.dmap.insert(offset, len, s_off, true);
+        Ok(())
     }
 
     /// Normal state: counts a user request (read or write) at the caller's time `now_ns`.
@@ -1695,7 +1827,9 @@ impl Ido {
                     && self.surrogate_ok
                     && may_redirect;
                 if redirect {
-                    if let Some(s_off) = self.alloc(len) {
+                    let header = self.cfg.log_header_bytes;
+                    if let Some(at) = self.alloc(header + len) {
+                        let s_off = at + header;
                         self.dmap.insert(offset, len, s_off, true);
                         self.stats.writes_redirected += 1;
                         return Route {

@@ -7,7 +7,8 @@ use layout::{build, Params, SchemeKind};
 use proptest::prelude::*;
 use raidcore::ido::{
     chunk_needs_reconstruction, stripe_data_bytes, CopyJob, CopyKind, DMap, Epoch, Ido, IdoConfig,
-    IdoError, Phase, RebuildPolicy, Source, ZoneFlag, ZoneTable, DEFAULT_ZONE_BYTES, MAX_ZONES,
+    IdoError, LogHeader, Phase, Piece, RebuildPolicy, Source, ZoneFlag, ZoneTable,
+    DEFAULT_ZONE_BYTES, MAX_ZONES,
 };
 use raidcore::{ArrayState, Geometry, RebuildOrder, RebuildScheduler, SpeedLimits};
 
@@ -339,7 +340,7 @@ impl World {
         }
     }
 
-    fn write(&mut self, off: u64, len: u64) {
+    fn write(&mut self, off: u64, len: u64) -> Option<u64> {
         self.version += 1;
         let r = self.ido.route_write(off, len);
         assert_eq!(r.pieces.iter().map(|p| p.len).sum::<u64>(), len);
@@ -356,6 +357,13 @@ impl World {
         }
         for i in off / SECTOR..(off + len) / SECTOR {
             self.reference[i as usize] = self.version;
+        }
+        match r.pieces[..] {
+            [Piece {
+                source: Source::Surrogate { s_off },
+                ..
+            }] => Some(s_off),
+            _ => None,
         }
     }
 
@@ -495,7 +503,9 @@ fn run_property(policy: RebuildPolicy, surrogate: u64, warm: &[Op], ops: &[Op]) 
     // Normal state: learn popularity (every route goes to the array).
     for o in warm {
         match *o {
-            Op::Write(a, l) => w.write(a, l),
+            Op::Write(a, l) => {
+                w.write(a, l);
+            }
             Op::Read(a, l) => w.read(a, l),
             _ => {}
         }
@@ -507,7 +517,9 @@ fn run_property(policy: RebuildPolicy, surrogate: u64, warm: &[Op], ops: &[Op]) 
     let mut restored = false;
     for o in ops {
         match *o {
-            Op::Write(a, l) => w.write(a, l),
+            Op::Write(a, l) => {
+                w.write(a, l);
+            }
             Op::Read(a, l) => w.read(a, l),
             Op::Copy(k, ok) => w.finish_copy(k, ok),
             Op::Rebuild => w.rebuild_step(),
@@ -877,4 +889,237 @@ fn a_resumed_rebuild_keeps_its_policy_and_a_write_can_end_the_reclaim() {
     assert!(w.ido.dmap().is_empty());
     assert_eq!(w.ido.next_reclaim(1 << 20), None);
     assert_eq!(w.array, w.reference);
+}
+
+/// An executor without NVRAM for the D-Map (the engine, `dev::ido`): the state is recorded
+/// only where the engine records it (a rebuild's start and end, a migration, a reclaim step,
+/// an array write over mapped ranges, and before a redirected write when something else took
+/// log space since the chain's end), and each redirected write's mapping goes with its data
+/// into the log ([`LogHeader`]). A crash (copies in flight lost) restores the last record and
+/// maps the chain of redirected writes after it again ([`Ido::replay_redirected`]).
+struct Logged {
+    w: World,
+    record: Vec<u8>,
+    /// Redirected writes since the record: (offset, length, s_off).
+    chain: Vec<(u64, u64, u64)>,
+    chain_end: u64,
+    crashes: u32,
+}
+
+impl Logged {
+    fn record(&mut self) {
+        self.record = self.w.ido.encode_state();
+        self.chain.clear();
+        self.chain_end = self.w.ido.surrogate_used();
+    }
+
+    fn write(&mut self, off: u64, len: u64) {
+        let ido = &self.w.ido;
+        let eligible = ido.phase() == Phase::Rebuilding
+            && ido.surrogate_available()
+            && matches!(
+                ido.active_policy(),
+                RebuildPolicy::Ido | RebuildPolicy::Workout
+            );
+        if eligible && ido.surrogate_used() != self.chain_end {
+            self.record();
+        }
+        let mapped = (self.w.ido.dmap().query(off, len).iter()).any(|p| p.source != Source::Array);
+        let header = self.w.ido.config().log_header_bytes;
+        match self.w.write(off, len) {
+            Some(s_off) => {
+                assert_eq!(
+                    s_off,
+                    self.chain_end + header,
+                    "a redirected write off its chain"
+                );
+                self.chain.push((off, len, s_off));
+                self.chain_end = s_off + len;
+            }
+            None if mapped => self.record(),
+            None => {}
+        }
+    }
+
+    fn crash(&mut self) {
+        self.crashes += 1;
+        self.w.copies.clear();
+        let cfg = *self.w.ido.config();
+        let like = self.w.ido.zones().clone();
+        let mut back = Ido::decode_state(cfg, &like, &self.record).unwrap();
+        for &(off, len, s_off) in &self.chain {
+            back.replay_redirected(off, len, s_off).unwrap();
+        }
+        let dirty = |i: &Ido| i.dmap().extents().filter(|e| e.dirty).collect::<Vec<_>>();
+        assert_eq!(
+            dirty(&back),
+            dirty(&self.w.ido),
+            "dirty ranges differ after the replay"
+        );
+        // Space of copies lost with the crash (never mapped) may be handed out again.
+        assert!(back.surrogate_used() >= self.chain_end);
+        assert!(back.surrogate_used() <= self.w.ido.surrogate_used());
+        if back.phase() == Phase::Rebuilding {
+            back.start_rebuild(true);
+        }
+        self.w.ido = back;
+        // The engine's start resumes the rebuild and records (its chain continues until then).
+        if self.w.ido.phase() == Phase::Rebuilding {
+            self.record();
+        }
+    }
+}
+
+fn run_logged(policy: RebuildPolicy, surrogate: u64, warm: &[Op], ops: &[(Op, bool)]) -> u32 {
+    let mut w = World::new(policy, surrogate);
+    w.ido.set_log_header_bytes(4096);
+    for o in warm {
+        match *o {
+            Op::Write(a, l) => {
+                w.write(a, l);
+            }
+            Op::Read(a, l) => w.read(a, l),
+            _ => {}
+        }
+    }
+    w.state.fail(&w.geo, 2).unwrap();
+    w.state.replace(&w.geo, 2).unwrap();
+    w.ido.start_rebuild(false);
+    let mut l = Logged {
+        w,
+        record: Vec::new(),
+        chain: Vec::new(),
+        chain_end: 0,
+        crashes: 0,
+    };
+    l.record();
+    for (o, crash) in ops {
+        match *o {
+            Op::Write(a, len) => l.write(a, len),
+            Op::Read(a, len) => l.w.read(a, len),
+            Op::Copy(k, ok) => {
+                let migrates = !l.w.copies.is_empty()
+                    && matches!(
+                        l.w.copies[k % l.w.copies.len()].0.kind,
+                        CopyKind::Migrate { .. }
+                    );
+                l.w.finish_copy(k, ok);
+                if migrates && ok {
+                    l.record();
+                }
+            }
+            Op::Rebuild => {
+                let was = l.w.ido.phase();
+                l.w.rebuild_step();
+                if was != l.w.ido.phase() {
+                    l.record();
+                }
+            }
+            Op::Reclaim => {
+                if l.w.ido.phase() == Phase::Reclaiming {
+                    l.w.reclaim_step();
+                    l.record();
+                }
+            }
+        }
+        if *crash {
+            l.crash();
+        }
+    }
+    let crashes = l.crashes;
+    let mut w = l.w;
+    while !w.copies.is_empty() {
+        w.finish_copy(0, true);
+    }
+    w.rebuild_to_end();
+    let mut guard = 0;
+    while w.ido.phase() == Phase::Reclaiming {
+        w.reclaim_step();
+        guard += 1;
+        assert!(guard < 100_000, "reclaim does not end");
+    }
+    assert_eq!(w.array, w.reference, "array differs after the reclaim");
+    crashes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Every read returns the newest data across crashes of an executor that keeps
+    /// redirected writes' mappings in the log, not in a record per write.
+    #[test]
+    fn a_crash_maps_the_redirected_writes_in_the_log_again(
+        policy in prop::sample::select(vec![RebuildPolicy::Ido, RebuildPolicy::Workout]),
+        surrogate in prop::sample::select(vec![160u64, 4096]),
+        warm in prop::collection::vec(op(384), 0..80),
+        ops in prop::collection::vec((op(384), prop::bool::weighted(0.08)), 1..150),
+    ) {
+        run_logged(policy, surrogate, &warm, &ops);
+    }
+}
+
+#[test]
+fn log_headers_round_trip_and_refuse_damage() {
+    let h = LogHeader {
+        uuid: [7; 16],
+        base: 41,
+        index: 3,
+        d_off: 1 << 20,
+        len: 12288,
+        s_off: 8192,
+        data_crc: 0xdead_beef,
+    };
+    let b = h.encode();
+    assert_eq!(b.len(), 4096);
+    assert_eq!(LogHeader::decode(&b), Some(h));
+    // Every bit of the header's fields and CRC counts; zeros and the padding do not make one.
+    for bit in 0..80 * 8 {
+        let mut d = b.clone();
+        d[bit / 8] ^= 1 << (bit % 8);
+        assert_eq!(
+            LogHeader::decode(&d),
+            None,
+            "bit {bit} flipped was accepted"
+        );
+    }
+    assert_eq!(LogHeader::decode(&[0u8; 4096]), None);
+}
+
+#[test]
+fn replay_refuses_writes_off_the_log_or_outside_a_rebuild() {
+    let geo = raid5(4, 4096, 64 * 4096);
+    let zones = ZoneTable::for_geometry(&geo, Some(24 << 10)).unwrap();
+    let mut cfg = IdoConfig::new(RebuildPolicy::Ido, 1 << 20);
+    cfg.log_header_bytes = 4096;
+    let mut ido = Ido::new(cfg, zones);
+    assert!(
+        ido.replay_redirected(0, 4096, 4096).is_err(),
+        "in normal state"
+    );
+    ido.start_rebuild(false);
+    let r = ido.route_write(8192, 4096);
+    assert_eq!(r.pieces[0].source, Source::Surrogate { s_off: 4096 });
+    assert_eq!(ido.surrogate_used(), 8192);
+    let mut back = Ido::new(cfg, ido.zones().clone());
+    back.start_rebuild(false);
+    assert!(
+        back.replay_redirected(8192, 4096, 0).is_err(),
+        "no room for its header"
+    );
+    assert!(
+        back.replay_redirected(8192, 4096, 8192).is_err(),
+        "past the log's end"
+    );
+    assert!(
+        back.replay_redirected(8192, 1 << 20, 4096).is_err(),
+        "past the surrogate's end"
+    );
+    assert!(
+        back.replay_redirected(geo.capacity_bytes() - 2048, 4096, 4096)
+            .is_err(),
+        "past the array's end"
+    );
+    back.replay_redirected(8192, 4096, 4096).unwrap();
+    assert_eq!(back.dmap(), ido.dmap());
+    assert_eq!(back.surrogate_used(), ido.surrogate_used());
 }

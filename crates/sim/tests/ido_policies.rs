@@ -116,3 +116,61 @@ fn a_remote_surrogate_costs_response_time_not_rebuild_time() {
     assert!(rr > rl);
     assert!((tr - tl).abs() / tl < 0.25);
 }
+
+/// WorkOut under 4 KiB random writes only (no read to fill from), on `drive`: every write
+/// during the rebuild goes to the surrogate's log.
+fn writes_during_a_rebuild(drive: sim::disk::DriveParams, header: Option<u64>) -> Report {
+    let scheme = layout::build(
+        SchemeKind::Raid5,
+        &Params {
+            disks: Some(4),
+            ..Params::default()
+        },
+    )
+    .unwrap();
+    let geo = raidcore::Geometry::new(scheme, 64 << 10, 48 << 20).unwrap();
+    let mut cfg = SimConfig::new(drive);
+    cfg.failure = Some(Failure {
+        member: 1,
+        at_ns: 2 * SEC,
+    });
+    cfg.ido = Some({
+        let mut i = IdoSimConfig::new(RebuildPolicy::Workout);
+        i.zone_bytes = Some(3 << 20);
+        i.log_header_bytes = header;
+        i
+    });
+    let spec =
+        WorkloadSpec::parse("random:read=0:size=4K:iops=100:requests=1500", 3, None).unwrap();
+    let mut w = spec
+        .open(geo.capacity_bytes(), &Default::default())
+        .unwrap();
+    Simulator::new(geo, cfg).unwrap().run(&mut w).unwrap()
+}
+
+/// The engine has no NVRAM for the D-Map: each redirected write carries its mapping in a
+/// 4 KiB header in front of it, in the same surrogate request (`dev::ido`). On the engine's
+/// emulated member the simulator's surrogate log holds the same; on the seeds' drive models it
+/// holds the data alone, as the seed's does.
+#[test]
+fn redirected_writes_carry_the_engines_log_header_on_emulated_members() {
+    let used_per_write = |r: &Report| {
+        let i = r.ido.as_ref().expect("an IDO report");
+        assert!(i.stats.writes_redirected > 50, "{:?}", i.stats);
+        assert_eq!(i.surrogate_used_bytes % i.stats.writes_redirected, 0);
+        i.surrogate_used_bytes / i.stats.writes_redirected
+    };
+    let emulated = || sim::disk::DriveParams::by_name("hdd:150MB/s:4ms").unwrap();
+    assert_eq!(
+        used_per_write(&writes_during_a_rebuild(emulated(), None)),
+        4096 + raidcore::ido::LOG_HEADER_BYTES
+    );
+    assert_eq!(
+        used_per_write(&writes_during_a_rebuild(emulated(), Some(0))),
+        4096
+    );
+    assert_eq!(
+        used_per_write(&writes_during_a_rebuild(Drive::WdWd1600aajs.params(), None)),
+        4096
+    );
+}

@@ -54,6 +54,11 @@ pub struct IdoSimConfig {
     pub link_bytes_per_sec: u64,
     /// Largest write-back the reclaimer issues at once.
     pub reclaim_chunk_bytes: u64,
+    /// Bytes of mapping written in front of each redirected write, in the same surrogate
+    /// I/O ([`raidcore::ido::IdoConfig::log_header_bytes`]). `None`: by the members' drive:
+    /// the engine's header ([`raidcore::ido::LOG_HEADER_BYTES`]) on its emulated member, none
+    /// on the seeds' drive models (the seed keeps the D-Map in NVRAM).
+    pub log_header_bytes: Option<u64>,
 }
 
 impl IdoSimConfig {
@@ -69,6 +74,7 @@ impl IdoSimConfig {
             latency_ns: 0,
             link_bytes_per_sec: 0,
             reclaim_chunk_bytes: 1 << 20,
+            log_header_bytes: None,
         }
     }
 }
@@ -147,6 +153,7 @@ pub(super) struct IdoRun {
     dmap_max: usize,
     reclaim_end_s: Option<f64>,
     hot_zones: usize,
+    used_at_rebuild_end: Option<u64>,
 }
 
 impl IdoRun {
@@ -184,8 +191,13 @@ impl IdoRun {
                 })
             })
             .collect::<Result<Vec<_>, crate::disk::DiskParamError>>()?;
+        let mut ctl_cfg = IdoConfig::new(cfg.policy, cap);
+        ctl_cfg.log_header_bytes = cfg.log_header_bytes.unwrap_or(match member_drive {
+            DriveParams::Emulated(_) => raidcore::ido::LOG_HEADER_BYTES,
+            _ => 0,
+        });
         Ok(IdoRun {
-            ctl: Ido::new(IdoConfig::new(cfg.policy, cap), zones),
+            ctl: Ido::new(ctl_cfg, zones),
             cfg: cfg.clone(),
             disks,
             ops: Vec::new(),
@@ -194,6 +206,7 @@ impl IdoRun {
             dmap_max: 0,
             reclaim_end_s: None,
             hot_zones: 0,
+            used_at_rebuild_end: None,
         })
     }
 
@@ -207,7 +220,10 @@ impl IdoRun {
             redirected_share: stats.redirected_share(),
             stats,
             surrogate_ios: self.disks.iter().map(|d| (d.reads, d.writes)).collect(),
-            surrogate_used_bytes: self.ctl.surrogate_used(),
+            // (The reclaim empties the log when it ends.)
+            surrogate_used_bytes: self
+                .used_at_rebuild_end
+                .unwrap_or(self.ctl.surrogate_used()),
             dmap_max_extents: self.dmap_max,
             reclaim_end_s: self.reclaim_end_s,
         }
@@ -261,13 +277,23 @@ impl Simulator {
                         Err(e) => panic!("the simulator mapped a request the planner refuses: {e}"),
                     }
                 }
-                Source::Surrogate { s_off } => sur.push(SurIo {
-                    op: 0,
-                    offset: s_off,
-                    len: p.len,
-                    write: r.op == Op::Write,
-                    background: false,
-                }),
+                Source::Surrogate { s_off } => {
+                    // A redirected write's mapping goes in front of it, in the same I/O.
+                    let header = match r.op {
+                        Op::Write => self
+                            .ido
+                            .as_ref()
+                            .map_or(0, |i| i.ctl.config().log_header_bytes),
+                        Op::Read => 0,
+                    };
+                    sur.push(SurIo {
+                        op: 0,
+                        offset: s_off - header,
+                        len: header + p.len,
+                        write: r.op == Op::Write,
+                        background: false,
+                    })
+                }
             }
         }
         self.serial += 1;
@@ -482,6 +508,7 @@ impl Simulator {
         let Some(run) = self.ido.as_mut() else {
             return;
         };
+        run.used_at_rebuild_end = Some(run.ctl.surrogate_used());
         if run.ctl.phase() == IPhase::Rebuilding {
             run.ctl.finish_rebuild();
             self.reclaim_next();

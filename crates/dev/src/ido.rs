@@ -25,10 +25,14 @@
 //!   clean copies that a read fills (the same data the main pool holds). A write that can
 //!   change nothing IDO keeps (PR or PRO, D-Map empty) runs under the shared lock
 //!   (`Ido::write_shared`).
-//! - A redirected write is durable on the surrogate and the D-Map that lists it recorded
-//!   before it is acknowledged. A write routed to the main pool that unmapped ranges is durable
-//!   there before the D-Map without them is recorded (a crash in between leaves the older,
-//!   acknowledged data mapped). A copy (migration, WorkOut fill, VDF admission) is durable on
+//! - A redirected write is durable on the surrogate with the header that maps it (in front
+//!   of it in the log, one request: [`raidcore::ido::LogHeader`]) before it is acknowledged;
+//!   a start maps the writes after the newest record again from the log ([`replay_log`]),
+//!   and writes no record before it has. A record goes first when anything else took log
+//!   space since the chain's end, so no other data sits inside a chain.
+//! - A write routed to the main pool that unmapped ranges is durable there before the D-Map
+//!   without them is recorded (a crash in between leaves the older, acknowledged data
+//!   mapped). A copy (migration, WorkOut fill, VDF admission) is durable on
 //!   the surrogate before the core maps it. A reclaimed range is unmapped only after its data
 //!   is durable on the main pool.
 //! - When the record could not take one more D-Map entry, writes go to the main pool
@@ -319,6 +323,9 @@ pub struct Ido {
     record_stale: AtomicBool,
     inner: RwLock<Inner>,
     surrogate: Mutex<Option<Surrogate>>,
+    /// IDO's hot zones of the running rebuild, readable without `inner` (the served
+    /// rebuild's pipeline asks while it holds stripes: [`Ido::any_hot`]).
+    hot: Mutex<Vec<u64>>,
 }
 
 /// What IDO needs of the main pool (implemented by the served pool and the exclusive one).
@@ -517,6 +524,11 @@ fn replay_log(
     Ok(chain)
 }
 
+/// The core's hot zones (IDO's rebuild; none for the other policies).
+fn core_hot(inner: &Inner) -> Vec<u64> {
+    inner.core().hot().to_vec()
+}
+
 fn sur_err(e: impl std::fmt::Display) -> PoolError {
     PoolError::Io(format!("surrogate pool: {e}"))
 }
@@ -591,6 +603,7 @@ impl Ido {
                 replay: None,
             }),
             surrogate: Mutex::new(None),
+            hot: Mutex::new(Vec::new()),
         }
     }
 
@@ -1511,6 +1524,7 @@ impl Ido {
         }
         self.sync_phase(core);
         inner.left = left;
+        *self.hot.lock().unwrap_or_else(|e| e.into_inner()) = core_hot(&inner);
         self.persist_locked(&mut inner, main, uuid)
     }
 
@@ -1549,6 +1563,13 @@ impl Ido {
     pub(crate) fn try_cycles_rebuilt(&self, cycles: &[u64]) -> Option<Vec<CopyJob>> {
         let mut inner = self.try_write_inner()?;
         Some(self.cycles_rebuilt_in(&mut inner, cycles))
+    }
+
+    /// Whether any of `cycles` lies in one of IDO's hot zones (whose migration waits for
+    /// [`Ido::cycles_rebuilt`]). Takes no lock that a request holds.
+    pub(crate) fn any_hot(&self, cycles: &[u64]) -> bool {
+        let hot = self.hot.lock().unwrap_or_else(|e| e.into_inner());
+        !hot.is_empty() && cycles.iter().any(|c| hot.contains(&(c / self.zone_cycles)))
     }
 
     /// [`Ido::zone_order`] if the lock can be taken now (see [`Ido::try_cycles_rebuilt`]).
@@ -1642,6 +1663,7 @@ impl Ido {
         core.finish_rebuild();
         self.sync_phase(core);
         inner.left.clear();
+        self.hot.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.persist_locked(&mut inner, main, uuid)?;
         if self.phase() == Phase::Normal {
             drop(inner);

@@ -207,7 +207,36 @@ const CLOSE_WAIT: Duration = Duration::from_secs(30);
 const IDO_PERSIST_EVERY: Duration = Duration::from_secs(30);
 
 /// The served pool as IDO's request distributor sees it: the degraded (or rebuilt) set.
+/// Its reads and writes count as client load.
 struct SpMain<'a>(&'a SharedPool);
+
+/// The served pool as IDO's own work sees it (migrations, reclaim steps, records at a
+/// rebuild's start and end): its reads and writes are not client load, so they neither hold
+/// the rebuild to its minimum speed nor keep the idle flusher waiting. (The calibration of
+/// issue 32 found each hot zone's migration read counted as a client: the IDO rebuild ran
+/// at --speed-min through the hot zones, 4 s a zone, after the clients had stopped.)
+struct SpBackground<'a>(&'a SharedPool);
+
+impl MainPool for SpBackground<'_> {
+    fn chunk_bytes(&self) -> u64 {
+        SpMain(self.0).chunk_bytes()
+    }
+    fn needs_reconstruction(&self, chunks: std::ops::Range<u64>) -> Vec<bool> {
+        SpMain(self.0).needs_reconstruction(chunks)
+    }
+    fn read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
+        self.0.read_main_background(off, buf)
+    }
+    fn write(&self, off: u64, data: &[u8]) -> Result<()> {
+        self.0.write_main_background(off, data)
+    }
+    fn sync(&self) -> Result<()> {
+        SpMain(self.0).sync()
+    }
+    fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
+        SpMain(self.0).write_record(seq, bytes, sync)
+    }
+}
 
 impl MainPool for SpMain<'_> {
     fn chunk_bytes(&self) -> u64 {
@@ -575,7 +604,8 @@ impl SharedPool {
             due
         };
         if due {
-            self.ido.persist_popularity(&SpMain(self), self.uuid)?;
+            self.ido
+                .persist_popularity(&SpBackground(self), self.uuid)?;
         }
         let (len, cap) = self.with_pool(|p| {
             let b = p.state.bpgl();
@@ -846,6 +876,12 @@ impl SharedPool {
     pub(crate) fn read_main(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.note_foreground();
         let _fg = Foreground::start(self);
+        self.read_main_background(offset, buf)
+    }
+
+    /// [`SharedPool::read_main`] for the pool's own work (IDO's migrations and reclaim),
+    /// which is not client load: the rebuild throttle and the idle flusher do not count it.
+    fn read_main_background(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         if self.mode == Concurrency::Serial {
             let data = self.with_pool(|p| p.read_plain(offset, buf.len() as u64))?;
             buf.copy_from_slice(&data);
@@ -943,6 +979,12 @@ impl SharedPool {
     pub(crate) fn write_main(&self, offset: u64, data: &[u8]) -> Result<()> {
         self.note_foreground();
         let _fg = Foreground::start(self);
+        self.write_main_background(offset, data)
+    }
+
+    /// [`SharedPool::write_main`] for the pool's own work (see
+    /// [`SharedPool::read_main_background`]).
+    fn write_main_background(&self, offset: u64, data: &[u8]) -> Result<()> {
         if self.mode == Concurrency::Serial {
             return self.with_pool(|p| p.write_plain(offset, data));
         }
@@ -1459,7 +1501,7 @@ impl SharedPool {
         if ido_on && phase != Phase::Reclaiming {
             let left = self.with_pool(|p| Ok(p.zone_cycles_left()))?;
             self.ido
-                .begin_rebuild(policy, left, &SpMain(self), self.uuid)?;
+                .begin_rebuild(policy, left, &SpBackground(self), self.uuid)?;
         }
         Ok(ido_on)
     }
@@ -1470,7 +1512,7 @@ impl SharedPool {
     /// written home). `Done` once the D-Map is empty and the pool is back in normal state.
     pub fn policy_step(&self, opts: &RebuildOpts, cur: &mut RebuildCursor) -> Result<PolicyStep> {
         if self.ido.phase() == Phase::Reclaiming {
-            return Ok(if self.ido.reclaim_step(&SpMain(self), self.uuid)? {
+            return Ok(if self.ido.reclaim_step(&SpBackground(self), self.uuid)? {
                 PolicyStep::Reclaimed
             } else {
                 PolicyStep::Done
@@ -1491,12 +1533,12 @@ impl SharedPool {
         match step {
             Some(pr) => {
                 if !done.is_empty() {
-                    self.ido.migrate(&SpMain(self), self.uuid, done)?;
+                    self.ido.migrate(&SpBackground(self), self.uuid, done)?;
                 }
                 Ok(PolicyStep::Rebuilt(pr))
             }
             None => {
-                self.ido.end_rebuild(&SpMain(self), self.uuid)?;
+                self.ido.end_rebuild(&SpBackground(self), self.uuid)?;
                 Ok(PolicyStep::Reclaimed)
             }
         }
@@ -1548,7 +1590,7 @@ impl SharedPool {
                 cur.marked.clear();
                 if !jobs.is_empty() {
                     self.drain_rebuild(opts, cur, pipe)?;
-                    self.ido.migrate(&SpMain(self), self.uuid, jobs)?;
+                    self.ido.migrate(&SpBackground(self), self.uuid, jobs)?;
                 }
             }
         }
@@ -1559,9 +1601,9 @@ impl SharedPool {
                 let marked = std::mem::take(&mut cur.marked);
                 let jobs = self.ido.cycles_rebuilt(&marked);
                 if !jobs.is_empty() {
-                    self.ido.migrate(&SpMain(self), self.uuid, jobs)?;
+                    self.ido.migrate(&SpBackground(self), self.uuid, jobs)?;
                 }
-                self.ido.end_rebuild(&SpMain(self), self.uuid)?;
+                self.ido.end_rebuild(&SpBackground(self), self.uuid)?;
                 Ok(PolicyStep::Reclaimed)
             }
         }
@@ -2192,6 +2234,69 @@ mod tests {
     #[test]
     fn serial_raid5() {
         concurrent_io_through_fail_and_rebuild(Concurrency::Serial, SchemeKind::Raid5, p(4), 4);
+    }
+
+    /// IDO's own work (a hot zone's migration, the reclaim's write-back) is not client load:
+    /// it leaves the time of the last client request alone, which holds the rebuild to its
+    /// minimum speed and makes the reclaim yield (issue 32's calibration: the hot zones were
+    /// rebuilt at --speed-min, 4 s a zone, after the clients had stopped).
+    #[test]
+    fn ido_migrations_and_the_reclaim_are_not_client_load() {
+        let dir = Dir::new("idobg");
+        let zone = 2 * 3 * (16 << 10);
+        Pool::create(
+            &dir.0.join("sur.json"),
+            CreateOpts {
+                members: (0..2).map(|i| dir.0.join(format!("s{i}.img"))).collect(),
+                chunk_bytes: 16 << 10,
+                ..test_opts(SchemeKind::Raid1, &dir.0, 2, 4 << 20)
+            },
+        )
+        .unwrap()
+        .close()
+        .unwrap();
+        let mut pool = create(&dir.0, SchemeKind::Raid5, p(4), 4);
+        pool.configure_ido(Some(zone), Some(&dir.0.join("sur.json")))
+            .unwrap();
+        let sp = SharedPool::new(pool, Concurrency::Stripes).unwrap();
+        // Zone 5 is the popular one.
+        let hot = 5 * zone;
+        let mut buf = vec![0u8; 4096];
+        for _ in 0..200 {
+            sp.read(hot, &mut buf).unwrap();
+        }
+        sp.fail(2).unwrap();
+        sp.replace(2, &dir.0.join("new2.img")).unwrap();
+        assert!(sp
+            .begin_policy_rebuild(Some(RebuildPolicy::Ido), None)
+            .unwrap());
+        // A client write goes to the surrogate's log (the reclaim writes it home).
+        sp.write(9 * zone, &bytes(3, 8192)).unwrap();
+        let last_client = sp.last_foreground_ns.load(Ordering::Relaxed);
+        assert!(last_client > 0);
+        let opts = RebuildOpts {
+            parallel_cycles: 1,
+            ..RebuildOpts::default()
+        };
+        let mut cur = RebuildCursor::new();
+        let mut reclaimed = 0;
+        while !matches!(sp.policy_step(&opts, &mut cur).unwrap(), PolicyStep::Done) {
+            if sp.ido().phase() == Phase::Reclaiming {
+                reclaimed += 1;
+            }
+        }
+        let s = sp.ido().status(0);
+        assert!(s.migrated_bytes >= zone, "{s:?}");
+        assert!(s.reclaimed_bytes >= 8192 && reclaimed > 0, "{s:?}");
+        assert_eq!(
+            sp.last_foreground_ns.load(Ordering::Relaxed),
+            last_client,
+            "the pool's own I/O counted as a client's"
+        );
+        let mut back = vec![0u8; 8192];
+        sp.read(9 * zone, &mut back).unwrap();
+        assert_eq!(back, bytes(3, 8192));
+        sp.close().unwrap();
     }
 
     #[test]

@@ -77,7 +77,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::{Condvar, Mutex, MutexGuard, RwLock};
 
 use raidcore::ido::{
     CopyJob, CopyKind, Extent, IdoConfig, LogHeader, Phase as CorePhase, Source, ZoneFlag,
@@ -292,6 +292,10 @@ pub struct IdoStatus {
     /// pool stopped before the next record.
     #[serde(default)]
     pub log_writes: u64,
+    /// Surrogate requests that carried redirected writes: fewer than `redirected_writes`
+    /// when concurrent writes went together (one request and one sync for several).
+    #[serde(default)]
+    pub redirected_write_requests: u64,
 }
 
 /// The engine's IDO state of one pool. See the module documentation.
@@ -312,6 +316,9 @@ pub struct Ido {
     requests: AtomicU64,
     redirected_reads: AtomicU64,
     redirected_writes: AtomicU64,
+    /// Surrogate requests that carried redirected writes (fewer than the writes when
+    /// concurrent ones were written together).
+    redirect_requests: AtomicU64,
     /// Popularity changed since the last record.
     pop_dirty: AtomicBool,
     /// A surrogate I/O failed under a shared lock: drain at the next exclusive section.
@@ -326,6 +333,74 @@ pub struct Ido {
     /// IDO's hot zones of the running rebuild, readable without `inner` (the served
     /// rebuild's pipeline asks while it holds stripes: [`Ido::any_hot`]).
     hot: Mutex<Vec<u64>>,
+    /// Writes waiting for the exclusive lock, and the results of those a leader ran
+    /// ([`Ido::write`]).
+    queue: Mutex<WriteQueue>,
+    queue_cv: Condvar,
+    next_write: AtomicU64,
+}
+
+/// The writes queued for the exclusive lock ([`Ido::write`]'s group commit).
+#[derive(Default)]
+struct WriteQueue {
+    entries: Vec<Queued>,
+    /// A writer holds (or is taking) the lock to run the queue.
+    leading: bool,
+    results: std::collections::HashMap<u64, Result<()>>,
+}
+
+struct Queued {
+    id: u64,
+    offset: u64,
+    data: Vec<u8>,
+}
+
+/// Redirected writes routed and not yet written: their headers and data, one after the
+/// other from log offset `at`, and the state before the first (to put back if the surrogate
+/// fails them).
+#[derive(Default)]
+struct Group {
+    at: u64,
+    buf: Vec<u8>,
+    writes: Vec<Queued>,
+    saved: Option<(Core, Chain)>,
+}
+
+/// The leader's duty to hand out its batch's results, also if it panics (the writers would
+/// wait for ever).
+struct Leading<'a> {
+    ido: &'a Ido,
+    ids: Vec<u64>,
+    results: Vec<(u64, Result<()>)>,
+}
+
+impl Drop for Leading<'_> {
+    fn drop(&mut self) {
+        let mut q = self.ido.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let done: std::collections::HashSet<u64> = self.results.iter().map(|r| r.0).collect();
+        for &id in &self.ids {
+            if !done.contains(&id) {
+                q.results.insert(
+                    id,
+                    Err(PoolError::Io(
+                        "internal error: the write's batch was abandoned".into(),
+                    )),
+                );
+            }
+        }
+        q.results.extend(self.results.drain(..));
+        q.leading = false;
+        self.ido.queue_cv.notify_all();
+    }
+}
+
+/// `e` again, for another write that failed with it.
+fn same_error(e: &PoolError) -> PoolError {
+    match e {
+        PoolError::Io(s) => PoolError::Io(s.clone()),
+        PoolError::Usage(s) => PoolError::Usage(s.clone()),
+        other => PoolError::Io(other.to_string()),
+    }
 }
 
 /// What IDO needs of the main pool (implemented by the served pool and the exclusive one).
@@ -586,6 +661,7 @@ impl Ido {
             requests: AtomicU64::new(0),
             redirected_reads: AtomicU64::new(0),
             redirected_writes: AtomicU64::new(0),
+            redirect_requests: AtomicU64::new(0),
             pop_dirty: AtomicBool::new(true),
             drain_wanted: AtomicBool::new(false),
             record_stale: AtomicBool::new(false),
@@ -604,6 +680,9 @@ impl Ido {
             }),
             surrogate: Mutex::new(None),
             hot: Mutex::new(Vec::new()),
+            queue: Mutex::new(WriteQueue::default()),
+            queue_cv: Condvar::new(),
+            next_write: AtomicU64::new(0),
         }
     }
 
@@ -1225,6 +1304,15 @@ impl Ido {
 
     /// A routed write: where the core says (the surrogate's log for IDO and WorkOut during
     /// the rebuild, else the main pool). Durable and recorded before it returns.
+    ///
+    /// Writes that need the exclusive lock queue up, and whoever takes the lock takes every
+    /// write queued (group commit): redirected writes that follow one another in the log go
+    /// to the surrogate as one request and one sync, and the others run one by one as
+    /// before, in queue order, each after the redirected writes before it are durable. The
+    /// calibration of issue 32 found redirected writes taking turns on the lock, each
+    /// waiting for the surrogate's request and sync of the one before, and reads waiting
+    /// behind all of them: 41 ms per write and 26 ms per read during the rebuild, against
+    /// 29 and 15 ms before it.
     pub(crate) fn write(
         &self,
         main: &dyn MainPool,
@@ -1235,13 +1323,226 @@ impl Ido {
         if self.write_shared(main, offset, data)? {
             return Ok(());
         }
+        let id = self.next_write.fetch_add(1, Ordering::Relaxed);
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.entries.push(Queued {
+            id,
+            offset,
+            data: data.to_vec(),
+        });
+        loop {
+            if let Some(r) = q.results.remove(&id) {
+                return r;
+            }
+            if !q.leading {
+                q.leading = true;
+                break;
+            }
+            q = self.queue_cv.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(q);
+        let mut lead = Leading {
+            ido: self,
+            ids: Vec::new(),
+            results: Vec::new(),
+        };
         let mut inner = self.write_inner();
+        let batch =
+            std::mem::take(&mut self.queue.lock().unwrap_or_else(|e| e.into_inner()).entries);
+        lead.ids = batch.iter().map(|q| q.id).collect();
+        let detach = self.write_batch(&mut inner, main, uuid, batch, &mut lead.results);
+        drop(inner);
+        if let Some(who) = detach {
+            if let Err(e) = self.detach() {
+                if let Some(r) = lead.results.iter_mut().find(|(i, _)| *i == who) {
+                    r.1 = Err(e);
+                }
+            }
+        }
+        drop(lead);
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.results
+            .remove(&id)
+            .expect("the leader's own write was in its batch")
+    }
+
+    /// Runs a batch of queued writes under the exclusive lock, in order: each redirected
+    /// write that continues the log's chain joins a group written as one request at the
+    /// next write that does not, or at the end ([`Ido::flush_redirects`]); the others run
+    /// alone ([`Ido::write_locked`]). Returns the write whose completion ended the reclaim
+    /// (the surrogate is to be closed once the lock is released), if one did.
+    fn write_batch(
+        &self,
+        inner: &mut Inner,
+        main: &dyn MainPool,
+        uuid: [u8; 16],
+        batch: Vec<Queued>,
+        out: &mut Vec<(u64, Result<()>)>,
+    ) -> Option<u64> {
+        let mut group = Group::default();
+        let mut detach = None;
+        for q in batch {
+            if self.redirects_plainly(inner, q.data.len() as u64) {
+                self.route_redirect(inner, uuid, q, &mut group);
+                continue;
+            }
+            self.flush_redirects(inner, main, uuid, &mut group, out);
+            let (r, ended) = self.write_locked(inner, main, uuid, q.offset, &q.data);
+            if ended && r.is_ok() {
+                detach = Some(q.id);
+            }
+            out.push((q.id, r));
+        }
+        self.flush_redirects(inner, main, uuid, &mut group, out);
+        detach
+    }
+
+    /// Whether a write of `len` bytes now would be redirected with nothing else to do first
+    /// (no record to write, no drain, the surrogate usable and with room, the chain where
+    /// the log ends).
+    fn redirects_plainly(&self, inner: &mut Inner, len: u64) -> bool {
+        if self.record_stale.load(Ordering::Relaxed)
+            || self.drain_wanted.load(Ordering::Relaxed)
+            || inner.dropped.is_some()
+            || !self.sur().as_ref().is_some_and(|s| s.healthy())
+        {
+            return false;
+        }
+        let fits = {
+            let core = inner.core();
+            self.record_fits(inner, &core, 2)
+        };
+        let end = inner.chain.end;
+        let core = inner.core_mut();
+        fits && core.phase() == CorePhase::Rebuilding
+            && core.surrogate_available()
+            && matches!(
+                core.active_policy(),
+                RebuildPolicy::Ido | RebuildPolicy::Workout
+            )
+            && core.surrogate_used() == end
+            && end + LOG_HEADER_BYTES + len <= core.config().surrogate_bytes
+    }
+
+    /// Routes a write [`Ido::redirects_plainly`] said is redirected, and adds it, header
+    /// first, to the group to write.
+    fn route_redirect(&self, inner: &mut Inner, uuid: [u8; 16], q: Queued, group: &mut Group) {
+        if group.writes.is_empty() {
+            group.saved = Some((inner.core_mut().clone(), inner.chain));
+        }
+        let chain = inner.chain;
+        let len = q.data.len() as u64;
+        let core = inner.core_mut();
+        let route = core.route_write_limited(q.offset, len, true);
+        let Source::Surrogate { s_off } = route.pieces[0].source else {
+            unreachable!("a write that redirects plainly went to the array");
+        };
+        debug_assert_eq!(route.pieces.len(), 1);
+        debug_assert_eq!(
+            s_off - LOG_HEADER_BYTES,
+            chain.end,
+            "a redirected write off its chain"
+        );
+        let header = LogHeader {
+            uuid,
+            base: chain.base,
+            index: chain.len,
+            d_off: q.offset,
+            len,
+            s_off,
+            data_crc: raidcore::superblock::crc32c(&q.data),
+        };
+        if group.writes.is_empty() {
+            group.at = chain.end;
+        }
+        group.buf.extend_from_slice(&header.encode());
+        group.buf.extend_from_slice(&q.data);
+        inner.chain = Chain {
+            base: chain.base,
+            len: chain.len + 1,
+            end: s_off + len,
+        };
+        group.writes.push(q);
+    }
+
+    /// Writes the group of redirected writes: one surrogate request (their headers and data
+    /// follow one another in the log) and one sync; then they are durable and mapped. If the
+    /// surrogate fails it, the state goes back to before the group, every dirty range is
+    /// brought home and the surrogate dropped ([`Ido::drain_locked`]), and each write goes
+    /// to the main pool: a crash before one lands reads the older, acknowledged data.
+    fn flush_redirects(
+        &self,
+        inner: &mut Inner,
+        main: &dyn MainPool,
+        uuid: [u8; 16],
+        group: &mut Group,
+        out: &mut Vec<(u64, Result<()>)>,
+    ) {
+        if group.writes.is_empty() {
+            return;
+        }
+        let g = std::mem::take(group);
+        match self.sur_write(g.at, &g.buf).and_then(|_| self.sur_sync()) {
+            Ok(()) => {
+                // The periodic record lists them too (a shorter log to read at a start).
+                self.pop_dirty.store(true, Ordering::Relaxed);
+                (self.redirected_writes).fetch_add(g.writes.len() as u64, Ordering::Relaxed);
+                self.redirect_requests.fetch_add(1, Ordering::Relaxed);
+                out.extend(g.writes.iter().map(|q| (q.id, Ok(()))));
+            }
+            Err(e) => {
+                let (core, chain) = g.saved.expect("saved with the group's first write");
+                *inner.core_mut() = core;
+                inner.chain = chain;
+                let drained = self.drain_locked(inner, main, uuid, &e.to_string());
+                for q in g.writes {
+                    let r = match &drained {
+                        Err(e) => Err(same_error(e)),
+                        Ok(()) => {
+                            let core = inner.core_mut();
+                            let again = core.route_write(q.offset, q.data.len() as u64);
+                            debug_assert!(again.pieces.iter().all(|p| p.source == Source::Array));
+                            self.sync_phase(core);
+                            main.write(q.offset, &q.data)
+                        }
+                    };
+                    out.push((q.id, r));
+                }
+            }
+        }
+    }
+
+    /// One write under the exclusive lock, alone: where the core routes it, durable and
+    /// recorded as the rules in the module's documentation say. Returns whether it ended the
+    /// reclaim (the surrogate is then to be closed once the lock is released).
+    fn write_locked(
+        &self,
+        inner: &mut Inner,
+        main: &dyn MainPool,
+        uuid: [u8; 16],
+        offset: u64,
+        data: &[u8],
+    ) -> (Result<()>, bool) {
+        match self.write_locked_inner(inner, main, uuid, offset, data) {
+            Ok(ended) => (Ok(()), ended),
+            Err(e) => (Err(e), false),
+        }
+    }
+
+    fn write_locked_inner(
+        &self,
+        inner: &mut Inner,
+        main: &dyn MainPool,
+        uuid: [u8; 16],
+        offset: u64,
+        data: &[u8],
+    ) -> Result<bool> {
         if self.record_stale.load(Ordering::Relaxed) {
-            self.persist_locked(&mut inner, main, uuid)?;
+            self.persist_locked(inner, main, uuid)?;
         }
         let attached = self.sur().is_some();
         if self.drain_wanted.load(Ordering::Relaxed) || (attached && !self.surrogate_healthy()) {
-            self.drain_locked(&mut inner, main, uuid, "the surrogate pool lost a member")?;
+            self.drain_locked(inner, main, uuid, "the surrogate pool lost a member")?;
         }
         let len = data.len() as u64;
         let usable = attached && inner.dropped.is_none();
@@ -1250,7 +1551,7 @@ impl Ido {
             self.record_fits(&inner, &core, 2)
         };
         if !usable && inner.core().surrogate_available() {
-            self.stop_using_surrogate(&mut inner, main, uuid)?;
+            self.stop_using_surrogate(inner, main, uuid)?;
         }
         let may_redirect = {
             let core = inner.core_mut();
@@ -1265,7 +1566,7 @@ impl Ido {
             // Something else took log space since the chain's end (a migration, a WorkOut
             // fill): a restart could not find this write's header behind it. A record first
             // starts the chain again past it.
-            self.persist_locked(&mut inner, main, uuid)?;
+            self.persist_locked(inner, main, uuid)?;
         }
         let chain = inner.chain;
         let core = inner.core_mut();
@@ -1309,7 +1610,8 @@ impl Ido {
                     // The periodic record lists it too (a shorter log to read at a start).
                     self.pop_dirty.store(true, Ordering::Relaxed);
                     self.redirected_writes.fetch_add(1, Ordering::Relaxed);
-                    return Ok(());
+                    self.redirect_requests.fetch_add(1, Ordering::Relaxed);
+                    return Ok(false);
                 }
                 Err(e) => {
                     // The surrogate failed. Undo this write's mapping (what the range held
@@ -1324,12 +1626,12 @@ impl Ido {
                             core.route_write(offset, len);
                         }
                     }
-                    self.drain_locked(&mut inner, main, uuid, &e.to_string())?;
+                    self.drain_locked(inner, main, uuid, &e.to_string())?;
                     let core = inner.core_mut();
                     let again = core.route_write(offset, len);
                     debug_assert!(again.pieces.iter().all(|p| p.source == Source::Array));
                     self.sync_phase(core);
-                    return main.write(offset, data);
+                    return main.write(offset, data).map(|_| false);
                 }
             }
         }
@@ -1347,20 +1649,17 @@ impl Ido {
             // record on the members says (the write is not acknowledged).
             let recorded = main
                 .sync()
-                .and_then(|_| self.persist_locked(&mut inner, main, uuid));
+                .and_then(|_| self.persist_locked(inner, main, uuid));
             if let Err(e) = recorded {
                 let core = inner.core_mut();
                 *core = saved.expect("saved: the range was mapped");
                 self.sync_phase(core);
                 return Err(e);
             }
-            if self.phase() == Phase::Normal {
-                // This write ended the reclaim: the surrogate holds nothing any more.
-                drop(inner);
-                self.detach()?;
-            }
+            // This write may have ended the reclaim: the surrogate holds nothing any more.
+            return Ok(self.phase() == Phase::Normal);
         }
-        Ok(())
+        Ok(false)
     }
 
     /// A write that can change nothing IDO keeps: under a policy that never maps a range to
@@ -1777,6 +2076,7 @@ impl Ido {
             zones_flag_migrated: flags[1],
             record_seq: inner.seq,
             log_writes: inner.chain.len,
+            redirected_write_requests: self.redirect_requests.load(Ordering::Relaxed),
         }
     }
 }

@@ -636,3 +636,66 @@ fn a_crash_finds_the_redirected_writes_after_the_last_record_in_the_log() {
     rig.check_all(&sp);
     sp.close().unwrap();
 }
+
+/// Concurrent redirected writes go to the surrogate together (group commit): several in one
+/// request and one sync, their headers chained in the log; all of them read back, and after a
+/// crash the log maps every one again.
+#[test]
+fn concurrent_redirected_writes_share_surrogate_requests() {
+    let (mut rig, sp) = Rig::with_surrogate("group", |dir| {
+        // A surrogate whose every request takes 2 ms: writers queue behind one another.
+        let sur = dir.join("slow.json");
+        dev::pool::Pool::create(
+            &sur,
+            dev::pool::CreateOpts {
+                members: (0..2).map(|i| dir.join(format!("slow{i}.img"))).collect(),
+                chunk_bytes: 16 << 10,
+                emulate: Some("hdd:200MB/s:2ms".into()),
+                ..dev::pool::test_opts(layout::SchemeKind::Raid1, dir, 2, 4 << 20)
+            },
+        )
+        .unwrap()
+        .close()
+        .unwrap();
+        sur
+    });
+    rig.fail_and_replace(&sp);
+    assert!(sp
+        .begin_policy_rebuild(Some(RebuildPolicy::Ido), None)
+        .unwrap());
+    let before = ido_status(&sp);
+    // Six writers, 24 blocks each, in zones that are not hot.
+    let (threads, each) = (6u64, 24u64);
+    let block = |t: u64, i: u64| (1 + 2 * t) * ZONE + i * 8192;
+    let fill = |t: u64, i: u64| vec![(t * 31 + i) as u8 | 1; 4096];
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let sp = &sp;
+            s.spawn(move || {
+                for i in 0..each {
+                    sp.write(block(t, i), &fill(t, i)).unwrap();
+                }
+            });
+        }
+    });
+    for t in 0..threads {
+        for i in 0..each {
+            let at = block(t, i) as usize;
+            rig.reference[at..at + 4096].copy_from_slice(&fill(t, i));
+        }
+    }
+    let s = ido_status(&sp);
+    let writes = s.redirected_writes - before.redirected_writes;
+    let requests = s.redirected_write_requests - before.redirected_write_requests;
+    assert_eq!(writes, threads * each, "{s:?}");
+    assert!(
+        requests < writes,
+        "{writes} concurrent redirected writes took {requests} surrogate requests"
+    );
+    rig.check_all(&sp);
+    let logged = s.log_writes;
+    let sp = crash(&rig, sp);
+    assert_eq!(ido_status(&sp).log_writes, logged);
+    rig.check_all(&sp);
+    sp.close().unwrap();
+}

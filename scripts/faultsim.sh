@@ -41,6 +41,7 @@ print("  faults: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in f.items(
 print(f"  crashes {s['crashes']}, reopens {s['reopens']}, rebuilds {s['rebuilds']}, pages dropped {s['pages_dropped_by_crashes']}, sectors torn {s['sectors_torn_by_crashes']}")
 print(f"  reads {s['reads']}, writes {s['writes']}, bytes verified {s['bytes_verified']}")
 print(f"  seeds whose members took the merged-write path: {s['seeds_with_merged_writes']}")
+print(f"  redirected writes found in IDO's surrogate log at a start: {s.get('ido_log_writes_replayed', 0)} in {s.get('seeds_with_ido_log_replays', 0)} seeds")
 print(f"  losses within tolerance: {s['losses_within_tolerance']} (must be 0)")
 print(f"  beyond tolerance: {s['beyond_tolerance_detected']} detected, {s['beyond_tolerance_undetected_known_gap']} undetected known gap, {s['beyond_tolerance_undetected_unexpected']} undetected unexpected (must be 0)")
 for seed, why in s["failed_seeds"]:

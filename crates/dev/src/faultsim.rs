@@ -938,6 +938,9 @@ pub struct RunReport {
     /// The members took the executor's merged-write path (see
     /// [`FaultMember::merging_writes`]; chosen from the seed, half of the seeds).
     pub merged_writes: bool,
+    /// Served runs: redirected writes that a start after a crash or restart found in the
+    /// IDO surrogate's log after the newest record and mapped again.
+    pub ido_log_writes_replayed: u64,
 }
 
 /// Whether a seed's members take the merged-write path: a bit of its own hash, so that the
@@ -1331,6 +1334,7 @@ pub fn run_seed(seed: u64, opts: &RunOpts) -> RunReport {
         undetected: Vec::new(),
         known_gap: kind.known_gap(opts.protection),
         merged_writes,
+        ido_log_writes_replayed: 0,
     };
     let pool = match Pool::create_wrapped(
         &desc,
@@ -1890,6 +1894,10 @@ pub struct Summary {
     pub sectors_torn_by_crashes: u64,
     /// Seeds whose members took the executor's merged-write path.
     pub seeds_with_merged_writes: u64,
+    /// Redirected writes mapped again from the IDO surrogate's log at a start (served runs).
+    pub ido_log_writes_replayed: u64,
+    /// Served seeds in which a start mapped such writes.
+    pub seeds_with_ido_log_replays: u64,
     /// Must be 0.
     pub losses_within_tolerance: u64,
     pub beyond_tolerance_detected: u64,
@@ -1919,6 +1927,8 @@ impl Summary {
         self.pages_dropped_by_crashes += r.pages_dropped;
         self.sectors_torn_by_crashes += r.sectors_torn;
         self.seeds_with_merged_writes += u64::from(r.merged_writes);
+        self.ido_log_writes_replayed += r.ido_log_writes_replayed;
+        self.seeds_with_ido_log_replays += u64::from(r.ido_log_writes_replayed > 0);
         self.losses_within_tolerance += r.losses.len() as u64;
         self.beyond_tolerance_detected += r.detected;
         if r.known_gap {

@@ -764,6 +764,7 @@ pub fn run_seed(seed: u64, opts: &ServedOpts) -> RunReport {
         undetected: Vec::new(),
         known_gap: !within && kind.known_gap(protection),
         merged_writes: seed_merges_writes(seed),
+        ido_log_writes_replayed: 0,
     };
     let mut copts = create_opts(
         scheme,
@@ -1034,6 +1035,10 @@ impl ServedRun {
             }
         };
         *self.sh.serving.lock().unwrap() = Some((self.incarnations, Arc::clone(&sp)));
+        let ido = sp.ido().status(0);
+        if ido.phase == "rebuilding" {
+            self.report.ido_log_writes_replayed += ido.log_writes;
+        }
         if self.auto_heal {
             let sh = Arc::clone(&self.sh);
             let rebuild = self.draw_rebuild_opts();

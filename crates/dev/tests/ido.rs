@@ -699,3 +699,69 @@ fn concurrent_redirected_writes_share_surrogate_requests() {
     rig.check_all(&sp);
     sp.close().unwrap();
 }
+
+/// VDF under concurrent readers (admitting and evicting cache blocks) and writers of the very
+/// same blocks: a block cached from the pool while a write of it was under way must not stay
+/// cached with the old bytes. Once the writers are done, every block reads the last write,
+/// from the cache or the pool.
+#[test]
+fn vdf_concurrent_writes_and_admissions_leave_no_stale_block() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (mut rig, sp) = Rig::new("vdfrace");
+    rig.fail_and_replace(&sp);
+    assert!(sp
+        .begin_policy_rebuild(Some(RebuildPolicy::Vdf), None)
+        .unwrap());
+    // Blocks in zones 4, 7 and 10, each written by one writer only.
+    let (writers, blocks, rounds) = (3u64, 16u64, 60u64);
+    let block = |w: u64, i: u64| (4 + w * 3) * ZONE + i * 4096;
+    let fill = |w: u64, i: u64, r: u64| vec![(w * 64 + i * 3 + r) as u8; 4096];
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let mut wh = Vec::new();
+        for w in 0..writers {
+            let sp = &sp;
+            wh.push(s.spawn(move || {
+                for r in 0..rounds {
+                    for i in 0..blocks {
+                        sp.write(block(w, i), &fill(w, i, r)).unwrap();
+                    }
+                }
+            }));
+        }
+        for t in 0..3u64 {
+            let (sp, stop) = (&sp, &stop);
+            s.spawn(move || {
+                let mut buf = vec![0u8; 4096];
+                let mut k = t + 1;
+                while !stop.load(Ordering::Relaxed) {
+                    k = k
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let (w, i) = ((k >> 33) % writers, (k >> 40) % blocks);
+                    sp.read(block(w, i), &mut buf).unwrap();
+                }
+            });
+        }
+        for h in wh {
+            h.join().unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    for w in 0..writers {
+        for i in 0..blocks {
+            let at = block(w, i) as usize;
+            rig.reference[at..at + 4096].copy_from_slice(&fill(w, i, rounds - 1));
+        }
+    }
+    // Twice: the first pass admits every block the cache lacks, the second reads them back
+    // from it.
+    rig.check_all(&sp);
+    rig.check_all(&sp);
+    let s = ido_status(&sp);
+    assert!(
+        s.redirected_reads > 0,
+        "no read was served by the cache: {s:?}"
+    );
+    sp.close().unwrap();
+}

@@ -296,6 +296,10 @@ pub struct IdoStatus {
     /// when concurrent writes went together (one request and one sync for several).
     #[serde(default)]
     pub redirected_write_requests: u64,
+    /// VDF cache hits served again by the pool: a slot they read was given to another block
+    /// while they read it (concurrent admissions evict).
+    #[serde(default)]
+    pub vdf_rereads: u64,
 }
 
 /// The engine's IDO state of one pool. See the module documentation.
@@ -319,6 +323,9 @@ pub struct Ido {
     /// Surrogate requests that carried redirected writes (fewer than the writes when
     /// concurrent ones were written together).
     redirect_requests: AtomicU64,
+    /// VDF reads served again by the pool because a slot they read was handed to another
+    /// block meanwhile.
+    vdf_rereads: AtomicU64,
     /// Popularity changed since the last record.
     pop_dirty: AtomicBool,
     /// A surrogate I/O failed under a shared lock: drain at the next exclusive section.
@@ -662,6 +669,7 @@ impl Ido {
             redirected_reads: AtomicU64::new(0),
             redirected_writes: AtomicU64::new(0),
             redirect_requests: AtomicU64::new(0),
+            vdf_rereads: AtomicU64::new(0),
             pop_dirty: AtomicBool::new(true),
             drain_wanted: AtomicBool::new(false),
             record_stale: AtomicBool::new(false),
@@ -1224,7 +1232,13 @@ impl Ido {
                 .and_then(|(s, v)| v.get(c.checked_sub(*s)? as usize).copied())
                 .unwrap_or(false)
         };
-        let route = inner.core().route_read(offset, len, chunk, &on_failed);
+        let (route, cached) = {
+            let mut core = inner.core();
+            let route = core.route_read(offset, len, chunk, &on_failed);
+            let cached = (vdf && route.pieces.iter().any(|p| p.source != Source::Array))
+                .then(|| core.vdf_cached(offset, len));
+            (route, cached)
+        };
         let mut any_sur = false;
         let mut result = Ok(());
         for p in &route.pieces {
@@ -1241,6 +1255,19 @@ impl Ido {
             if let Err(e) = r {
                 result = Err(e);
                 break;
+            }
+        }
+        if let Some(before) = cached.filter(|_| result.is_ok()) {
+            // Reads admit blocks beside this one and may evict a block it was routed to,
+            // handing its slot to another block whose copy then overwrites it: the slot may
+            // have held another block's bytes when it was read. Unless every block is still
+            // where it was, the pool serves the read (it holds the newest bytes: VDF never
+            // redirects writes). Found by
+            // tests/ido.rs::vdf_concurrent_readers_over_an_evicting_cache_read_their_own_blocks.
+            if inner.core().vdf_cached(offset, len) != before {
+                self.vdf_rereads.fetch_add(1, Ordering::Relaxed);
+                any_sur = false;
+                result = main.read(offset, buf);
             }
         }
         if any_sur {
@@ -2077,6 +2104,7 @@ impl Ido {
             record_seq: inner.seq,
             log_writes: inner.chain.len,
             redirected_write_requests: self.redirect_requests.load(Ordering::Relaxed),
+            vdf_rereads: self.vdf_rereads.load(Ordering::Relaxed),
         }
     }
 }

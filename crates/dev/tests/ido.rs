@@ -765,3 +765,44 @@ fn vdf_concurrent_writes_and_admissions_leave_no_stale_block() {
     );
     sp.close().unwrap();
 }
+
+/// VDF's cache under concurrent readers of more blocks than it holds: admissions evict
+/// blocks other readers were just routed to. Every read must return its own block's bytes.
+#[test]
+fn vdf_concurrent_readers_over_an_evicting_cache_read_their_own_blocks() {
+    let (rig, sp) = Rig::new("vdfevict");
+    rig.fail_and_replace(&sp);
+    assert!(sp
+        .begin_policy_rebuild(Some(RebuildPolicy::Vdf), None)
+        .unwrap());
+    let cap = rig.reference.len() as u64;
+    let blocks = cap / 4096;
+    let bad = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for t in 0..6u64 {
+            let (sp, rig, bad) = (&sp, &rig, &bad);
+            s.spawn(move || {
+                let mut buf = vec![0u8; 4096];
+                let mut k = t + 11;
+                for _ in 0..4000 {
+                    k = k
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let at = ((k >> 20) % blocks) * 4096;
+                    sp.read(at, &mut buf).unwrap();
+                    if buf[..] != rig.reference[at as usize..at as usize + 4096] {
+                        bad.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let s = ido_status(&sp);
+    assert!(s.redirected_reads > 0, "{s:?}");
+    assert_eq!(
+        bad.into_inner(),
+        0,
+        "reads returned another block's bytes ({s:?})"
+    );
+    sp.close().unwrap();
+}

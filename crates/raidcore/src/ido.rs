@@ -1190,6 +1190,11 @@ struct VdfCache {
     /// Slots freed while their copy was in flight: released by that copy's completion.
     deferred_free: HashMap<u64, Vec<u64>>,
     stamp: u64,
+    /// block -> the admission that put it in its slot (a number never reused), so that an
+    /// executor reading a slot beside admissions can tell whether the block it read is
+    /// still the one there ([`Ido::vdf_cached`]).
+    admissions: HashMap<u64, u64>,
+    next_admission: u64,
 }
 
 impl VdfCache {
@@ -1230,6 +1235,7 @@ impl VdfCache {
         }
     }
     fn invalidate(&mut self, block: u64) {
+        self.admissions.remove(&block);
         if let Some((st, f, slot, pending)) = self.blocks.remove(&block) {
             self.unlist(st, f);
             match pending {
@@ -1262,6 +1268,7 @@ impl VdfCache {
         } else {
             let victim = self.victim()?;
             let (st, f, slot, _) = self.blocks.remove(&victim).expect("listed");
+            self.admissions.remove(&victim);
             self.unlist(st, f);
             slot
         };
@@ -1269,6 +1276,8 @@ impl VdfCache {
         let st = self.stamp;
         self.list(st, on_failed, block);
         self.blocks.insert(block, (st, on_failed, slot, Some(id)));
+        self.next_admission += 1;
+        self.admissions.insert(block, self.next_admission);
         Some(slot)
     }
     fn copy_done(&mut self, id: u64, blocks: std::ops::Range<u64>, ok: bool) {
@@ -1403,6 +1412,19 @@ impl Ido {
     /// Blocks in VDF's cache (ready or pending).
     pub fn vdf_cached_blocks(&self) -> usize {
         self.vdf.cached_blocks()
+    }
+    /// For each VDF block of `offset..offset + len`: its slot and the admission that put it
+    /// there, if it is cached and ready. An executor that reads cache slots while other
+    /// requests admit blocks (and evict others, handing their slots on) takes this with the
+    /// route and again after its surrogate reads: if it changed, a slot it read may have
+    /// been given to another block meanwhile, and the read is served from the array instead.
+    pub fn vdf_cached(&self, offset: u64, len: u64) -> Vec<Option<(u64, u64)>> {
+        (offset / VDF_BLOCK..(offset + len).div_ceil(VDF_BLOCK))
+            .map(|b| {
+                let slot = self.vdf.ready_slot(b)?;
+                Some((slot, *self.vdf.admissions.get(&b)?))
+            })
+            .collect()
     }
     /// Surrogate bytes allocated so far (the log's append pointer).
     pub fn surrogate_used(&self) -> u64 {

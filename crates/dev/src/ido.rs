@@ -35,6 +35,10 @@
 //!   mapped). A copy (migration, WorkOut fill, VDF admission) is durable on
 //!   the surrogate before the core maps it. A reclaimed range is unmapped only after its data
 //!   is durable on the main pool.
+//! - A VDF cache hit is served from the slots its blocks held when it was routed only if
+//!   they still hold them after the read (`raidcore::ido::Ido::vdf_cached`): reads admit
+//!   blocks beside it and may hand an evicted block's slot to another block; otherwise the
+//!   main pool serves it.
 //! - When the record could not take one more D-Map entry, writes go to the main pool
 //!   (`route_write_limited`) and copies are dropped.
 //! - Surrogate failure: when the surrogate pool loses its redundancy (a member failed) or an

@@ -1693,9 +1693,10 @@ impl Ido {
         Ok(false)
     }
 
-    /// A write that can change nothing IDO keeps: under a policy that never maps a range to
-    /// the surrogate (PR, PRO: no redirected writes, no copies) with the D-Map empty, the
-    /// write goes to the main pool under the shared lock, as it would on a pool without IDO,
+    /// A write that can change nothing IDO records: under a policy that never maps a range
+    /// to the surrogate in the D-Map (PR, PRO: no redirected writes, no copies; VDF, whose
+    /// cache is its own and never recorded) with the D-Map empty, the write goes to the main
+    /// pool under the shared lock, as it would on a pool without IDO,
     /// and concurrent writes and reads are not serialised behind one another. The shared lock
     /// is held across the write: whatever could map a range (a policy change, a drain, a
     /// restore) takes the exclusive lock and waits for it. Returns false, having done
@@ -1712,20 +1713,30 @@ impl Ido {
             return Ok(false);
         }
         let inner = self.read_inner();
+        let len = data.len() as u64;
         {
             let mut core = inner.core();
-            let plain = matches!(core.active_policy(), RebuildPolicy::Pr | RebuildPolicy::Pro)
-                && core.phase() == CorePhase::Rebuilding
+            let plain = matches!(
+                core.active_policy(),
+                RebuildPolicy::Pr | RebuildPolicy::Pro | RebuildPolicy::Vdf
+            ) && core.phase() == CorePhase::Rebuilding
                 && core.dmap().is_empty();
             if !plain {
                 return Ok(false);
             }
-            // Counted as the core counts a write (nothing to unmap, nothing redirected).
-            let route = core.route_write_limited(offset, data.len() as u64, false);
+            // Counted as the core counts a write (nothing to unmap, nothing redirected; VDF's
+            // blocks of the range dropped, its admissions of them under way spoiled).
+            let route = core.route_write_limited(offset, len, false);
             debug_assert!(route.pieces.iter().all(|p| p.source == Source::Array));
             debug_assert!(core.dmap().is_empty());
         }
-        main.write(offset, data)?;
+        let written = main.write(offset, data);
+        // VDF: an admission of these blocks that started while this write was under way may
+        // hold the old bytes, in flight or already cached: it is spoiled or dropped now. (A
+        // read routed to a block's slot before the write dropped it, whose slot then went to
+        // another block, is read again from the pool: `Ido::read`'s check.)
+        inner.core().array_write_done(offset, len);
+        written?;
         drop(inner);
         Ok(true)
     }
@@ -2580,6 +2591,98 @@ mod tests {
         ido.read(&main, 5 * ZONE, &mut b).unwrap();
         assert_eq!(b, [0x22; 4096]);
         assert_eq!(ido.status(0).dmap_entries, 0);
+        ido.detach().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Under VDF, writes run beside reads (the shared lock). A read that misses a block while
+    /// a write of that block is under way admits it, and its copy reads the pool's old bytes
+    /// and finishes before the write lands: the block must not stay cached with them.
+    #[test]
+    fn a_vdf_admission_during_a_write_of_its_block_does_not_stay_cached() {
+        struct Gated {
+            inner: FakeMain,
+            /// (a write is waiting, the write may go on)
+            gate: Mutex<(bool, bool)>,
+            cv: std::sync::Condvar,
+        }
+        impl MainPool for Gated {
+            fn read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
+                self.inner.read(off, buf)
+            }
+            fn write(&self, off: u64, data: &[u8]) -> Result<()> {
+                let mut g = self.gate.lock().unwrap();
+                g.0 = true;
+                self.cv.notify_all();
+                while !g.1 {
+                    g = self.cv.wait(g).unwrap();
+                }
+                drop(g);
+                self.inner.write(off, data)
+            }
+            fn sync(&self) -> Result<()> {
+                Ok(())
+            }
+            fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
+                self.inner.write_record(seq, bytes, sync)
+            }
+            fn chunk_bytes(&self) -> u64 {
+                self.inner.chunk_bytes()
+            }
+            fn needs_reconstruction(&self, chunks: std::ops::Range<u64>) -> Vec<bool> {
+                self.inner.needs_reconstruction(chunks)
+            }
+        }
+        const ZONE: u64 = 256 << 10;
+        let cap = 32 * ZONE;
+        let uuid = [5u8; 16];
+        let dir = std::env::temp_dir().join(format!("raidforge-ido-vdfw-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let sur = dir.join("sur.json");
+        let opts = crate::pool::test_opts(layout::SchemeKind::Raid1, &dir, 2, 4 << 20);
+        Pool::create(&sur, opts).unwrap().close().unwrap();
+        let main = Gated {
+            inner: FakeMain {
+                data: Mutex::new(vec![0x11u8; cap as usize]),
+                slots: Mutex::new([Vec::new(), Vec::new()]),
+                fail_reads: Mutex::new(0..0),
+                fail_writes: Mutex::new(0..0),
+            },
+            gate: Mutex::new((false, false)),
+            cv: std::sync::Condvar::new(),
+        };
+        let ido = Ido::new(cap, 64 << 10, ZONE).unwrap();
+        ido.attach(Some(&sur)).unwrap();
+        ido.begin_rebuild(RebuildPolicy::Vdf, vec![4; 32], &main, uuid)
+            .unwrap();
+        let at = 3 * ZONE;
+        std::thread::scope(|s| {
+            let (ido, main) = (&ido, &main);
+            let w = s.spawn(move || ido.write(main, uuid, at, &[0x22; 4096]));
+            let mut g = main.gate.lock().unwrap();
+            while !g.0 {
+                g = main.cv.wait(g).unwrap();
+            }
+            drop(g);
+            // The write is routed and waits inside the pool's write: a read misses the block
+            // and admits it, its copy reading the old bytes.
+            let mut b = vec![0u8; 4096];
+            ido.read(main, at, &mut b).unwrap();
+            assert_eq!(b, [0x11; 4096], "a read beside the write");
+            assert_eq!(ido.read_inner().core().vdf_cached_blocks(), 1, "admitted");
+            main.gate.lock().unwrap().1 = true;
+            main.cv.notify_all();
+            w.join().unwrap().unwrap();
+        });
+        let mut b = vec![0u8; 4096];
+        for _ in 0..2 {
+            ido.read(&main, at, &mut b).unwrap();
+            assert_eq!(
+                b, [0x22; 4096],
+                "a block cached with the bytes before the last write"
+            );
+        }
         ido.detach().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -1873,6 +1873,17 @@ impl Ido {
 
     fn write_to_array(&mut self, offset: u64, len: u64) {
         self.dmap.remove(offset, len);
+        self.array_write_done(offset, len);
+    }
+
+    /// An array write of `offset..offset + len` that [`Ido::route_write`] sent to the array has
+    /// landed, for an executor that runs array writes beside reads (VDF): a copy registered
+    /// between the write's routing and its landing may have read the old bytes, so copies
+    /// still in flight over the range map nothing, and VDF's blocks of the range are dropped
+    /// (an admission may have started and finished in between). The routing itself does the
+    /// same. The D-Map's clean extents are not touched: array writes must not run beside
+    /// reads while the D-Map holds any (WorkOut's fills, IDO's migrations).
+    pub fn array_write_done(&mut self, offset: u64, len: u64) {
         for (c, spoiled) in self.copies.values_mut() {
             if c.offset < offset + len && offset < c.offset + c.len {
                 *spoiled = true;

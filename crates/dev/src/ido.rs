@@ -23,8 +23,9 @@
 //! - A request is routed under `Ido::inner`: writes (and migrations, reclaim steps, drains)
 //!   exclusively, reads shared. The D-Map changes only under the exclusive lock, except for
 //!   clean copies that a read fills (the same data the main pool holds). A write that can
-//!   change nothing IDO keeps (PR or PRO, D-Map empty) runs under the shared lock
-//!   (`Ido::write_shared`).
+//!   change nothing IDO records (PR, PRO or VDF, D-Map empty) runs under the shared lock
+//!   (`Ido::write_shared`); under VDF, once it has landed, admissions of its blocks made
+//!   meanwhile are spoiled or dropped (`raidcore::ido::Ido::array_write_done`).
 //! - A redirected write is durable on the surrogate with the header that maps it (in front
 //!   of it in the log, one request: [`raidcore::ido::LogHeader`]) before it is acknowledged;
 //!   a start maps the writes after the newest record again from the log ([`replay_log`]),

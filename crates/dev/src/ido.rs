@@ -611,9 +611,15 @@ fn replay_log(
     Ok(chain)
 }
 
-/// The core's hot zones (IDO's rebuild; none for the other policies).
-fn core_hot(inner: &Inner) -> Vec<u64> {
-    inner.core().hot().to_vec()
+/// Whether the core sends a write to the surrogate's log now (a rebuild under IDO or
+/// WorkOut with the surrogate in use), given that the record has room for its entry.
+fn redirecting(core: &Core) -> bool {
+    core.phase() == CorePhase::Rebuilding
+        && core.surrogate_available()
+        && matches!(
+            core.active_policy(),
+            RebuildPolicy::Ido | RebuildPolicy::Workout
+        )
 }
 
 fn sur_err(e: impl std::fmt::Display) -> PoolError {
@@ -1419,11 +1425,11 @@ impl Ido {
                 continue;
             }
             self.flush_redirects(inner, main, uuid, &mut group, out);
-            let (r, ended) = self.write_locked(inner, main, uuid, q.offset, &q.data);
-            if ended && r.is_ok() {
+            let r = self.write_locked(inner, main, uuid, q.offset, &q.data);
+            if matches!(r, Ok(true)) {
                 detach = Some(q.id);
             }
-            out.push((q.id, r));
+            out.push((q.id, r.map(|_| ())));
         }
         self.flush_redirects(inner, main, uuid, &mut group, out);
         detach
@@ -1446,12 +1452,7 @@ impl Ido {
         };
         let end = inner.chain.end;
         let core = inner.core_mut();
-        fits && core.phase() == CorePhase::Rebuilding
-            && core.surrogate_available()
-            && matches!(
-                core.active_policy(),
-                RebuildPolicy::Ido | RebuildPolicy::Workout
-            )
+        fits && redirecting(core)
             && core.surrogate_used() == end
             && end + LOG_HEADER_BYTES + len <= core.config().surrogate_bytes
     }
@@ -1554,20 +1555,6 @@ impl Ido {
         uuid: [u8; 16],
         offset: u64,
         data: &[u8],
-    ) -> (Result<()>, bool) {
-        match self.write_locked_inner(inner, main, uuid, offset, data) {
-            Ok(ended) => (Ok(()), ended),
-            Err(e) => (Err(e), false),
-        }
-    }
-
-    fn write_locked_inner(
-        &self,
-        inner: &mut Inner,
-        main: &dyn MainPool,
-        uuid: [u8; 16],
-        offset: u64,
-        data: &[u8],
     ) -> Result<bool> {
         if self.record_stale.load(Ordering::Relaxed) {
             self.persist_locked(inner, main, uuid)?;
@@ -1585,15 +1572,7 @@ impl Ido {
         if !usable && inner.core().surrogate_available() {
             self.stop_using_surrogate(inner, main, uuid)?;
         }
-        let may_redirect = {
-            let core = inner.core_mut();
-            fits && core.phase() == CorePhase::Rebuilding
-                && core.surrogate_available()
-                && matches!(
-                    core.active_policy(),
-                    RebuildPolicy::Ido | RebuildPolicy::Workout
-                )
-        };
+        let may_redirect = fits && redirecting(inner.core_mut());
         if may_redirect && inner.chain.end != inner.core_mut().surrogate_used() {
             // Something else took log space since the chain's end (a migration, a WorkOut
             // fill): a restart could not find this write's header behind it. A record first
@@ -1866,7 +1845,7 @@ impl Ido {
         }
         self.sync_phase(core);
         inner.left = left;
-        *self.hot.lock().unwrap_or_else(|e| e.into_inner()) = core_hot(&inner);
+        *self.hot.lock().unwrap_or_else(|e| e.into_inner()) = inner.core().hot().to_vec();
         self.persist_locked(&mut inner, main, uuid)
     }
 
@@ -2444,6 +2423,57 @@ mod tests {
         }
     }
 
+    impl FakeMain {
+        fn holding(data: Vec<u8>) -> FakeMain {
+            FakeMain {
+                data: Mutex::new(data),
+                slots: Mutex::new([Vec::new(), Vec::new()]),
+                fail_reads: Mutex::new(0..0),
+                fail_writes: Mutex::new(0..0),
+            }
+        }
+    }
+
+    /// A [`FakeMain`] that calls `before_write` at the start of every write.
+    struct Hooked<F: Fn() + Sync> {
+        inner: FakeMain,
+        before_write: F,
+    }
+
+    impl<F: Fn() + Sync> MainPool for Hooked<F> {
+        fn read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
+            self.inner.read(off, buf)
+        }
+        fn write(&self, off: u64, data: &[u8]) -> Result<()> {
+            (self.before_write)();
+            self.inner.write(off, data)
+        }
+        fn sync(&self) -> Result<()> {
+            self.inner.sync()
+        }
+        fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
+            self.inner.write_record(seq, bytes, sync)
+        }
+        fn chunk_bytes(&self) -> u64 {
+            self.inner.chunk_bytes()
+        }
+        fn needs_reconstruction(&self, chunks: std::ops::Range<u64>) -> Vec<bool> {
+            self.inner.needs_reconstruction(chunks)
+        }
+    }
+
+    /// A fresh directory `tag` holding a RAID1 surrogate pool of two 4 MiB members; returns
+    /// the directory and the surrogate's descriptor.
+    fn with_surrogate(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("raidforge-ido-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let sur = dir.join("sur.json");
+        let opts = crate::pool::test_opts(layout::SchemeKind::Raid1, &dir, 2, 4 << 20);
+        Pool::create(&sur, opts).unwrap().close().unwrap();
+        (dir, sur)
+    }
+
     /// A drain that fails part way (a migration's read met lost data, then writing the
     /// redirected data home met lost data too) has dropped the clean copies from the D-Map:
     /// writes to their ranges go to the main pool and touch no record from then on. The
@@ -2455,19 +2485,9 @@ mod tests {
         const CYCLE: u64 = 64 << 10;
         let cap = 32 * ZONE;
         let uuid = [9u8; 16];
-        let dir = std::env::temp_dir().join(format!("raidforge-ido-drain-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let sur = dir.join("sur.json");
-        let opts = crate::pool::test_opts(layout::SchemeKind::Raid1, &dir, 2, 4 << 20);
-        Pool::create(&sur, opts).unwrap().close().unwrap();
+        let (dir, sur) = with_surrogate("drain");
         let original: Vec<u8> = (0..cap).map(|i| (i * 7 + i / 4096) as u8).collect();
-        let main = FakeMain {
-            data: Mutex::new(original.clone()),
-            slots: Mutex::new([Vec::new(), Vec::new()]),
-            fail_reads: Mutex::new(0..0),
-            fail_writes: Mutex::new(0..0),
-        };
+        let main = FakeMain::holding(original.clone());
         let ido = Ido::new(cap, CYCLE, ZONE).unwrap();
         assert_eq!(ido.zone_cycles(), 4);
         ido.set_tracking(true);
@@ -2529,48 +2549,14 @@ mod tests {
     /// IDO's exclusive lock), the core still counts them, and both read back.
     #[test]
     fn pr_writes_run_side_by_side_with_a_surrogate_attached() {
-        struct Meet {
-            inner: FakeMain,
-            meeting: crate::test_meeting::Meeting,
-        }
-        impl MainPool for Meet {
-            fn read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
-                self.inner.read(off, buf)
-            }
-            fn write(&self, off: u64, data: &[u8]) -> Result<()> {
-                self.meeting.arrive();
-                self.inner.write(off, data)
-            }
-            fn sync(&self) -> Result<()> {
-                Ok(())
-            }
-            fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
-                self.inner.write_record(seq, bytes, sync)
-            }
-            fn chunk_bytes(&self) -> u64 {
-                self.inner.chunk_bytes()
-            }
-            fn needs_reconstruction(&self, chunks: std::ops::Range<u64>) -> Vec<bool> {
-                self.inner.needs_reconstruction(chunks)
-            }
-        }
         const ZONE: u64 = 256 << 10;
         let cap = 32 * ZONE;
         let uuid = [7u8; 16];
-        let dir = std::env::temp_dir().join(format!("raidforge-ido-pr-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let sur = dir.join("sur.json");
-        let opts = crate::pool::test_opts(layout::SchemeKind::Raid1, &dir, 2, 4 << 20);
-        Pool::create(&sur, opts).unwrap().close().unwrap();
-        let main = Meet {
-            inner: FakeMain {
-                data: Mutex::new(vec![0u8; cap as usize]),
-                slots: Mutex::new([Vec::new(), Vec::new()]),
-                fail_reads: Mutex::new(0..0),
-                fail_writes: Mutex::new(0..0),
-            },
-            meeting: Default::default(),
+        let (dir, sur) = with_surrogate("pr");
+        let meeting = crate::test_meeting::Meeting::default();
+        let main = Hooked {
+            inner: FakeMain::holding(vec![0u8; cap as usize]),
+            before_write: || meeting.arrive(),
         };
         let ido = Ido::new(cap, 64 << 10, ZONE).unwrap();
         ido.attach(Some(&sur)).unwrap();
@@ -2584,7 +2570,7 @@ mod tests {
                 s.spawn(move || ido.write(main, uuid, at, &[v; 4096]).unwrap());
             }
         });
-        assert!(main.meeting.met(), "the two writes took turns");
+        assert!(meeting.met(), "the two writes took turns");
         assert_eq!(ido.read_inner().core().stats().writes, before + 2);
         let mut b = vec![0u8; 4096];
         ido.read(&main, 4096, &mut b).unwrap();
@@ -2601,57 +2587,23 @@ mod tests {
     /// and finishes before the write lands: the block must not stay cached with them.
     #[test]
     fn a_vdf_admission_during_a_write_of_its_block_does_not_stay_cached() {
-        struct Gated {
-            inner: FakeMain,
-            /// (a write is waiting, the write may go on)
-            gate: Mutex<(bool, bool)>,
-            cv: std::sync::Condvar,
-        }
-        impl MainPool for Gated {
-            fn read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
-                self.inner.read(off, buf)
-            }
-            fn write(&self, off: u64, data: &[u8]) -> Result<()> {
-                let mut g = self.gate.lock().unwrap();
-                g.0 = true;
-                self.cv.notify_all();
-                while !g.1 {
-                    g = self.cv.wait(g).unwrap();
-                }
-                drop(g);
-                self.inner.write(off, data)
-            }
-            fn sync(&self) -> Result<()> {
-                Ok(())
-            }
-            fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
-                self.inner.write_record(seq, bytes, sync)
-            }
-            fn chunk_bytes(&self) -> u64 {
-                self.inner.chunk_bytes()
-            }
-            fn needs_reconstruction(&self, chunks: std::ops::Range<u64>) -> Vec<bool> {
-                self.inner.needs_reconstruction(chunks)
-            }
-        }
         const ZONE: u64 = 256 << 10;
         let cap = 32 * ZONE;
         let uuid = [5u8; 16];
-        let dir = std::env::temp_dir().join(format!("raidforge-ido-vdfw-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let sur = dir.join("sur.json");
-        let opts = crate::pool::test_opts(layout::SchemeKind::Raid1, &dir, 2, 4 << 20);
-        Pool::create(&sur, opts).unwrap().close().unwrap();
-        let main = Gated {
-            inner: FakeMain {
-                data: Mutex::new(vec![0x11u8; cap as usize]),
-                slots: Mutex::new([Vec::new(), Vec::new()]),
-                fail_reads: Mutex::new(0..0),
-                fail_writes: Mutex::new(0..0),
+        let (dir, sur) = with_surrogate("vdfw");
+        // (a write is waiting, the write may go on)
+        let gate = Mutex::new((false, false));
+        let cv = std::sync::Condvar::new();
+        let main = Hooked {
+            inner: FakeMain::holding(vec![0x11u8; cap as usize]),
+            before_write: || {
+                let mut g = gate.lock().unwrap();
+                g.0 = true;
+                cv.notify_all();
+                while !g.1 {
+                    g = cv.wait(g).unwrap();
+                }
             },
-            gate: Mutex::new((false, false)),
-            cv: std::sync::Condvar::new(),
         };
         let ido = Ido::new(cap, 64 << 10, ZONE).unwrap();
         ido.attach(Some(&sur)).unwrap();
@@ -2661,9 +2613,9 @@ mod tests {
         std::thread::scope(|s| {
             let (ido, main) = (&ido, &main);
             let w = s.spawn(move || ido.write(main, uuid, at, &[0x22; 4096]));
-            let mut g = main.gate.lock().unwrap();
+            let mut g = gate.lock().unwrap();
             while !g.0 {
-                g = main.cv.wait(g).unwrap();
+                g = cv.wait(g).unwrap();
             }
             drop(g);
             // The write is routed and waits inside the pool's write: a read misses the block
@@ -2672,8 +2624,8 @@ mod tests {
             ido.read(main, at, &mut b).unwrap();
             assert_eq!(b, [0x11; 4096], "a read beside the write");
             assert_eq!(ido.read_inner().core().vdf_cached_blocks(), 1, "admitted");
-            main.gate.lock().unwrap().1 = true;
-            main.cv.notify_all();
+            gate.lock().unwrap().1 = true;
+            cv.notify_all();
             w.join().unwrap().unwrap();
         });
         let mut b = vec![0u8; 4096];

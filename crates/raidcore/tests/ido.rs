@@ -456,6 +456,20 @@ impl World {
         }
     }
 
+    /// Copies, the rebuild, the reclaim, to their ends: every byte is then on the array.
+    fn drain(&mut self) {
+        while !self.copies.is_empty() {
+            self.finish_copy(0, true);
+        }
+        self.rebuild_to_end();
+        let mut guard = 0;
+        while self.ido.phase() == Phase::Reclaiming {
+            self.reclaim_step();
+            guard += 1;
+            assert!(guard < 100_000, "reclaim does not end");
+        }
+    }
+
     fn reclaim_step(&mut self) {
         let Some(r) = self.ido.next_reclaim(3 * SECTOR) else {
             return;
@@ -542,17 +556,7 @@ fn run_property(policy: RebuildPolicy, surrogate: u64, warm: &[Op], ops: &[Op]) 
             w.ido = back;
         }
     }
-    // Drain: copies, the rebuild, the reclaim; every byte is then on the array.
-    while !w.copies.is_empty() {
-        w.finish_copy(0, true);
-    }
-    w.rebuild_to_end();
-    let mut guard = 0;
-    while w.ido.phase() == Phase::Reclaiming {
-        w.reclaim_step();
-        guard += 1;
-        assert!(guard < 100_000, "reclaim does not end");
-    }
+    w.drain();
     assert!(w.ido.dmap().is_empty());
     assert_eq!(w.array, w.reference, "array differs after the reclaim");
     let stats = w.ido.stats();
@@ -1028,16 +1032,7 @@ fn run_logged(policy: RebuildPolicy, surrogate: u64, warm: &[Op], ops: &[(Op, bo
     }
     let crashes = l.crashes;
     let mut w = l.w;
-    while !w.copies.is_empty() {
-        w.finish_copy(0, true);
-    }
-    w.rebuild_to_end();
-    let mut guard = 0;
-    while w.ido.phase() == Phase::Reclaiming {
-        w.reclaim_step();
-        guard += 1;
-        assert!(guard < 100_000, "reclaim does not end");
-    }
+    w.drain();
     assert_eq!(w.array, w.reference, "array differs after the reclaim");
     crashes
 }

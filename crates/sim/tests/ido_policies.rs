@@ -10,16 +10,18 @@ use sim::{Drive, Failure, IdoSimConfig, Phase, Report, SimConfig, Simulator, Wor
 
 const SEC: u64 = 1_000_000_000;
 
+/// RAID5 over 4 members of 48 MiB, 64 KiB chunks.
+fn raid5_of_4() -> raidcore::Geometry {
+    let p = Params {
+        disks: Some(4),
+        ..Params::default()
+    };
+    let scheme = layout::build(SchemeKind::Raid5, &p).unwrap();
+    raidcore::Geometry::new(scheme, 64 << 10, 48 << 20).unwrap()
+}
+
 fn run(policy: Option<RebuildPolicy>, latency_ns: u64) -> Report {
-    let scheme = layout::build(
-        SchemeKind::Raid5,
-        &Params {
-            disks: Some(4),
-            ..Params::default()
-        },
-    )
-    .unwrap();
-    let geo = raidcore::Geometry::new(scheme, 64 << 10, 48 << 20).unwrap();
+    let geo = raid5_of_4();
     let mut cfg = SimConfig::new(Drive::WdWd1600aajs.params());
     cfg.failure = Some(Failure {
         member: 1,
@@ -120,15 +122,7 @@ fn a_remote_surrogate_costs_response_time_not_rebuild_time() {
 /// WorkOut under 4 KiB random writes only (no read to fill from), on `drive`: every write
 /// during the rebuild goes to the surrogate's log.
 fn writes_during_a_rebuild(drive: sim::disk::DriveParams, header: Option<u64>) -> Report {
-    let scheme = layout::build(
-        SchemeKind::Raid5,
-        &Params {
-            disks: Some(4),
-            ..Params::default()
-        },
-    )
-    .unwrap();
-    let geo = raidcore::Geometry::new(scheme, 64 << 10, 48 << 20).unwrap();
+    let geo = raid5_of_4();
     let mut cfg = SimConfig::new(drive);
     cfg.failure = Some(Failure {
         member: 1,

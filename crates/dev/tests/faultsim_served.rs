@@ -55,7 +55,23 @@ fn served_faultsim_ci_seeds() {
     assert!(f.crashes_mid_op > 0, "{f:?}");
     assert!(sum.reopens > 0 && sum.rebuilds > 0, "{sum:?}");
     assert!(sum.reads > 1000 && sum.writes > 1000 && sum.bytes_verified > 0);
-    assert!(sum.beyond_tolerance_detected > 0);
+    // Whether a beyond-tolerance run really loses data depends on thread timing (a rebuild
+    // that finishes before the extra failure leaves nothing to detect), so on a loaded
+    // machine the bounded seeds may detect nothing: the test then runs further seeds until
+    // one beyond-tolerance loss is detected, as the silent-damage control does.
+    let mut detected = sum.beyond_tolerance_detected;
+    let mut beyond = sum.runs_beyond_tolerance;
+    let mut seed = 2000 + n;
+    while detected == 0 && seed < 2000 + n + 200 {
+        let extra = run_all([seed], &opts());
+        detected += extra.beyond_tolerance_detected;
+        beyond += extra.runs_beyond_tolerance;
+        seed += 1;
+    }
+    assert!(
+        detected > 0,
+        "no loss detected in {beyond} beyond-tolerance runs (seeds 2000..{seed})"
+    );
 }
 
 /// Self-healing served pools (issue 25): the operator only adds hot spares, the served pool

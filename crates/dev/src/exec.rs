@@ -111,6 +111,30 @@ pub struct Members<'a> {
     pub marked_lost_as_stored: bool,
 }
 
+/// [`Members`] held by value (shared handles), for plans run on a thread of their own: the
+/// windows a rebuild keeps in flight (`crate::pool::WindowFlow`) outlive the borrow of the
+/// pool that plans and marks them.
+#[derive(Clone)]
+pub struct OwnedMembers {
+    pub members: Vec<Option<Arc<dyn Member>>>,
+    pub counters: Arc<[Counters]>,
+    pub data_offset_bytes: u64,
+    pub checksums: Option<Arc<Checksums>>,
+}
+
+impl OwnedMembers {
+    /// The members as plans see them (reads of marked-lost blocks reported, as usual).
+    pub fn view(&self) -> Members<'_> {
+        Members {
+            members: &self.members,
+            counters: &self.counters,
+            data_offset_bytes: self.data_offset_bytes,
+            checksums: self.checksums.as_deref(),
+            marked_lost_as_stored: false,
+        }
+    }
+}
+
 /// The outcome of a batch: every member error that happened (empty on success).
 #[derive(Debug, Default)]
 pub struct BatchErrors {
@@ -125,6 +149,12 @@ pub struct BatchErrors {
 impl BatchErrors {
     pub fn is_empty(&self) -> bool {
         self.read_errors.is_empty() && self.write_errors.is_empty() && self.bad.is_empty()
+    }
+    /// Adds the errors of `other` (batches run side by side).
+    pub fn absorb(&mut self, other: BatchErrors) {
+        self.read_errors.extend(other.read_errors);
+        self.write_errors.extend(other.write_errors);
+        self.bad.extend(other.bad);
     }
     /// Members that failed, each once.
     pub fn failed_members(&self) -> Vec<u32> {

@@ -1669,7 +1669,7 @@ impl Run {
         let opts = RebuildOpts {
             parallel_cycles,
             max_cycles,
-            batches_in_flight: 1 + self.rng.below(2) as usize,
+            windows_in_flight: 1 + self.rng.below(4) as usize,
             window_bytes: draw_window(parallel_cycles),
             ..RebuildOpts::default()
         };

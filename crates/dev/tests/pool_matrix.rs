@@ -350,7 +350,7 @@ impl Rig {
             parallel_cycles: self.parallel,
             speed_max_bytes_per_sec: None,
             speed_min_bytes_per_sec: None,
-            batches_in_flight: self.in_flight,
+            windows_in_flight: self.in_flight,
             max_cycles,
             // Windows of 4 KiB, 256 KiB or 16 MiB: plans cut into many pieces, a few, or none.
             window_bytes: 4096 << (self.parallel % 3 * 6),
@@ -611,7 +611,7 @@ fn scenario(name: &str, kind: SchemeKind, p: Params, size: Size, seed: u64, pair
             // Rebuild orders vary by set: batches of cycles, pipelined or not, or one cycle at
             // a time like MD.
             parallel: [size.parallel, 1, 3, 1][i % 4],
-            in_flight: [2, 2, 1, 1][i % 4],
+            in_flight: [4, 2, 1, 3][i % 4],
             policy: [WritePolicy::Md, WritePolicy::Rmw, WritePolicy::Modthresh][i % 3].clone(),
         };
         let policy = rig.policy.clone();

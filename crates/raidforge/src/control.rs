@@ -150,13 +150,13 @@ pub fn rebuild_request(
     parallel: usize,
     speed_max: Option<u64>,
     speed_min: Option<u64>,
-    window_bytes: u64,
+    (window_bytes, windows_in_flight): (u64, usize),
     policy: Option<&str>,
     surrogate: Option<&std::path::Path>,
 ) -> serde_json::Value {
     json!({"op": "rebuild", "parallel": parallel, "speed_max": speed_max,
-        "speed_min": speed_min, "window_bytes": window_bytes, "policy": policy,
-        "surrogate": surrogate})
+        "speed_min": speed_min, "window_bytes": window_bytes,
+        "windows_in_flight": windows_in_flight, "policy": policy, "surrogate": surrogate})
 }
 
 /// `raidforge rebuild` of a served pool: starts the rebuild in the server, then follows its
@@ -166,7 +166,7 @@ pub fn rebuild(l: &Live, a: &RebuildArgs, parallel: usize) -> anyhow::Result<()>
         parallel,
         a.speed_max.as_ref().map(|s| s.bytes_per_sec),
         a.speed_min.as_ref().map(|s| s.bytes_per_sec),
-        a.memory_window,
+        (a.memory_window, a.windows_in_flight),
         a.rebuild_policy.as_deref(),
         a.surrogate.as_deref(),
     );

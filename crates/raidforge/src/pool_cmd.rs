@@ -548,12 +548,17 @@ pub struct RebuildArgs {
     /// window its reproductions of MD-era arrays use).
     #[arg(long, alias = "parallel", default_value_t = 8)]
     pub rebuild_window: usize,
-    /// Memory the rebuild reads and computes in at a time: each batch of cycles is cut into
-    /// windows of this many bytes of buffers, and one window is read while the one before
-    /// it is written, so a rebuild holds about twice this, however wide the layout's cycles.
-    /// E.g. 16M (the default), 64MiB.
+    /// Memory the rebuild reads, computes and writes in at a time: each batch of cycles is
+    /// cut into windows of this many bytes of buffers, and --windows-in-flight of them run at
+    /// once, so a rebuild holds about that many times this, however wide the layout's
+    /// cycles. E.g. 16M (the default), 64MiB.
     #[arg(long, value_parser = parse_size, default_value = "16M")]
     pub memory_window: u64,
+    /// Windows (see --memory-window) read, computed and written at once, each on its own,
+    /// so that every member has work queued while one window waits for its slowest member.
+    /// 1 runs them one after the other.
+    #[arg(long, default_value_t = dev::pool::DEFAULT_WINDOWS_IN_FLIGHT)]
+    pub windows_in_flight: usize,
     /// Rebuild speed while clients are doing I/O (a served pool), bytes per second, like
     /// MD's sync_speed_min: the rebuild backs off to it under load and runs up to
     /// --speed-max when clients are idle. A rebuild run by this command has no clients, so it
@@ -638,6 +643,7 @@ pub fn rebuild(mut a: RebuildArgs) -> anyhow::Result<()> {
             speed_max_bytes_per_sec: a.speed_max.as_ref().map(|s| s.bytes_per_sec),
             speed_min_bytes_per_sec: a.speed_min.as_ref().map(|s| s.bytes_per_sec),
             window_bytes: usize::try_from(a.memory_window)?.max(1),
+            windows_in_flight: a.windows_in_flight.max(1),
             ..RebuildOpts::default()
         },
         |pr| {
@@ -819,6 +825,7 @@ fn policy_rebuild(
             speed_max_bytes_per_sec: a.speed_max.as_ref().map(|s| s.bytes_per_sec),
             speed_min_bytes_per_sec: a.speed_min.as_ref().map(|s| s.bytes_per_sec),
             window_bytes: usize::try_from(a.memory_window)?.max(1),
+            windows_in_flight: a.windows_in_flight.max(1),
             ..RebuildOpts::default()
         },
         policy,

@@ -807,6 +807,9 @@ fn rebuild_opts(req: &serde_json::Value) -> RebuildOpts {
         window_bytes: req["window_bytes"]
             .as_u64()
             .map_or(dev::pool::DEFAULT_REBUILD_WINDOW, |w| w.max(1) as usize),
+        windows_in_flight: req["windows_in_flight"]
+            .as_u64()
+            .map_or(dev::pool::DEFAULT_WINDOWS_IN_FLIGHT, |w| w.max(1) as usize),
         ..RebuildOpts::default()
     }
 }
@@ -819,17 +822,28 @@ mod tests {
     /// the memory window included; a request without one gets the default.
     #[test]
     fn a_served_rebuild_takes_every_option_the_command_sends() {
-        let req =
-            crate::control::rebuild_request(12, Some(5 << 20), Some(1 << 20), 3 << 20, None, None);
+        let req = crate::control::rebuild_request(
+            12,
+            Some(5 << 20),
+            Some(1 << 20),
+            (3 << 20, 7),
+            None,
+            None,
+        );
         let o = rebuild_opts(&req);
         assert_eq!(o.parallel_cycles, 12);
         assert_eq!(o.speed_max_bytes_per_sec, Some(5 << 20));
         assert_eq!(o.speed_min_bytes_per_sec, Some(1 << 20));
         assert_eq!(o.window_bytes, 3 << 20);
+        assert_eq!(o.windows_in_flight, 7);
         let old = serde_json::json!({"op": "rebuild", "parallel": 4});
         assert_eq!(
             rebuild_opts(&old).window_bytes,
             dev::pool::DEFAULT_REBUILD_WINDOW
+        );
+        assert_eq!(
+            rebuild_opts(&old).windows_in_flight,
+            dev::pool::DEFAULT_WINDOWS_IN_FLIGHT
         );
     }
 }

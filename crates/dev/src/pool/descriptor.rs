@@ -134,7 +134,7 @@ impl Pool {
 
     pub(crate) fn save_descriptor(&self) -> Result<()> {
         let mut d = self.file.desc.clone();
-        for (md, c) in d.members.iter_mut().zip(&self.members.counters) {
+        for (md, c) in d.members.iter_mut().zip(self.members.counters.iter()) {
             md.read_bytes += c.read_bytes.load(Ordering::Relaxed);
             md.write_bytes += c.write_bytes.load(Ordering::Relaxed);
             md.reads += c.reads.load(Ordering::Relaxed);

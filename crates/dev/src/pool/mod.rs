@@ -44,10 +44,12 @@ pub(crate) use lazy::run_flush;
 pub use md::mdadm_data_offset;
 pub use opts::{
     default_journal_bytes, test_opts, CreateOpts, MemberWrap, Metadata, RebuildOpts, WriteHole,
-    DEFAULT_REBUILD_WINDOW, DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
+    DEFAULT_REBUILD_WINDOW, DEFAULT_WINDOWS_IN_FLIGHT, DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
 };
 pub(crate) use persist::flush_each;
-pub(crate) use rebuild::{rebuild_stage_io, rebuild_windows, run_rebuild_windows, RebuildBatch};
+pub(crate) use rebuild::{
+    rebuild_windows, run_rebuild_windows, RebuildBatch, Step as WindowStep, WindowFlow,
+};
 pub use rebuild::{RebuildCursor, RebuildProgress};
 pub use status::{MemberStatus, Status, VerifyReport};
 
@@ -238,7 +240,8 @@ impl MemberMap {
 pub(crate) struct MemberSet {
     /// One slot per member; `None` while it is failed.
     pub(crate) handles: Vec<Option<Arc<dyn Member>>>,
-    pub(crate) counters: Vec<Counters>,
+    /// Shared with the threads a rebuild runs its windows on ([`crate::exec::OwnedMembers`]).
+    pub(crate) counters: Arc<[Counters]>,
     /// Wraps members opened later (replacements); see [`MemberWrap`].
     pub(crate) wrap: Option<MemberWrap>,
     /// Members this open left out (failed at assembly: missing, unusable or stale).
@@ -260,7 +263,7 @@ pub(crate) struct LazyParity {
 impl MemberSet {
     /// The pool's members (`None`: failed or missing), their counters at zero, no wrap yet.
     pub(crate) fn new(handles: Vec<Option<Arc<dyn Member>>>) -> MemberSet {
-        let counters = handles.iter().map(|_| Counters::default()).collect();
+        let counters: Arc<[Counters]> = handles.iter().map(|_| Counters::default()).collect();
         MemberSet {
             handles,
             counters,
@@ -327,6 +330,16 @@ impl Pool {
     pub fn data_offset_bytes(&self) -> u64 {
         self.map.data_offset_bytes
     }
+    /// [`Pool::members_view`] by value, for windows run on threads of their own.
+    pub(crate) fn owned_members(&self) -> crate::exec::OwnedMembers {
+        crate::exec::OwnedMembers {
+            members: self.members.handles.clone(),
+            counters: Arc::clone(&self.members.counters),
+            data_offset_bytes: self.map.data_offset_bytes,
+            checksums: self.integrity.checksums.clone(),
+        }
+    }
+
     pub(crate) fn members_view(&self) -> Members<'_> {
         Members {
             members: &self.members.handles,

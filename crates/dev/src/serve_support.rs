@@ -1349,51 +1349,55 @@ impl SharedPool {
         pipe: &mut RebuildPipe<'a>,
         plan: bool,
     ) -> Result<Option<RebuildProgress>> {
-        while pipe.flow.has_room(pipe.windows) {
-            if plan && pipe.queue.is_empty() {
-                let in_flight: Vec<u64> = pipe
-                    .held
-                    .values()
-                    .flat_map(|(b, _)| b.ran.iter().map(|(c, _)| *c))
-                    .collect();
-                let planned =
-                    self.with_pool(|p| p.begin_rebuild_step_beside(opts, cur, &in_flight))?;
-                match planned {
-                    None => {
-                        debug_assert!(!pipe.holds() && pipe.flow.in_flight() == 0);
-                        return Ok(None);
-                    }
-                    Some(batch) if !batch.is_empty() => {
-                        let (guard, ran, members) = self.lock_rebuild_batch(&batch)?;
-                        if !ran.is_empty() {
-                            let id = pipe.next_batch;
-                            pipe.next_batch += 1;
-                            let ws = crate::pool::rebuild_windows(&ran, opts.window_bytes);
-                            let held = HeldBatch {
-                                ran,
-                                members,
-                                _guard: guard,
-                            };
-                            pipe.held.insert(id, (held, ws.len()));
-                            pipe.queue.extend(ws.into_iter().map(|w| (w, id)));
+        // A stage ends with a window written: a window done reading only makes room for the
+        // next one. (Ended there too, a stage under client load was followed by a pause that
+        // drained the pipe, so windows ran one at a time: IDO's rebuild took 29 s against
+        // 19-21 s.)
+        let (id, outcome) = loop {
+            while pipe.flow.has_room(pipe.windows) {
+                if plan && pipe.queue.is_empty() {
+                    let in_flight: Vec<u64> = pipe
+                        .held
+                        .values()
+                        .flat_map(|(b, _)| b.ran.iter().map(|(c, _)| *c))
+                        .collect();
+                    let planned =
+                        self.with_pool(|p| p.begin_rebuild_step_beside(opts, cur, &in_flight))?;
+                    match planned {
+                        None => {
+                            debug_assert!(!pipe.holds() && pipe.flow.in_flight() == 0);
+                            return Ok(None);
                         }
+                        Some(batch) if !batch.is_empty() => {
+                            let (guard, ran, members) = self.lock_rebuild_batch(&batch)?;
+                            if !ran.is_empty() {
+                                let id = pipe.next_batch;
+                                pipe.next_batch += 1;
+                                let ws = crate::pool::rebuild_windows(&ran, opts.window_bytes);
+                                let held = HeldBatch {
+                                    ran,
+                                    members,
+                                    _guard: guard,
+                                };
+                                pipe.held.insert(id, (held, ws.len()));
+                                pipe.queue.extend(ws.into_iter().map(|w| (w, id)));
+                            }
+                        }
+                        Some(_) => {}
                     }
-                    Some(_) => {}
                 }
+                let Some((plans, id)) = pipe.queue.pop_front() else {
+                    break;
+                };
+                let members = self.owned(&pipe.held[&id].0.members);
+                pipe.flow.start(plans, members, id);
             }
-            let Some((plans, id)) = pipe.queue.pop_front() else {
-                break;
-            };
-            let members = self.owned(&pipe.held[&id].0.members);
-            pipe.flow.start(plans, members, id);
-        }
-        // With the windows running (see `Pool::rebuild`).
-        self.with_pool(|p| p.rebuild_checkpoint(cur))?;
-        let (id, outcome) = match pipe.flow.wait() {
-            Some(crate::pool::WindowStep::Done(id, outcome)) => (id, outcome),
-            // A window done reading makes room for the next one (the next stage starts it).
-            Some(crate::pool::WindowStep::Read) | None => {
-                return self.with_pool(|p| Ok(Some(p.rebuild_progress(cur))))
+            // With the windows running (see `Pool::rebuild`).
+            self.with_pool(|p| p.rebuild_checkpoint(cur))?;
+            match pipe.flow.wait() {
+                Some(crate::pool::WindowStep::Done(id, outcome)) => break (id, outcome),
+                Some(crate::pool::WindowStep::Read) => continue,
+                None => return self.with_pool(|p| Ok(Some(p.rebuild_progress(cur)))),
             }
         };
         match outcome {

@@ -2128,7 +2128,7 @@ mod tests {
     }
 
     /// The background rebuild reads the next window while the last one is written: with
-    /// two batches in flight a write to the replacement runs beside a read of a survivor
+    /// two windows in flight a write to the replacement runs beside a read of a survivor
     /// (each member I/O takes 3 ms, no client is there); with one they never overlap. The
     /// rebuilt pool verifies and reads back either way.
     #[test]

@@ -278,7 +278,7 @@ fn ido_in_the_background_with_concurrent_clients() {
 }
 
 /// Every policy in the background with a client beside it: the rebuild runs through the
-/// served pipeline (two batches' stripes held) while the client's requests hold IDO's lock
+/// served pipeline (the stripes of the batches in flight held) while the client's requests hold IDO's lock
 /// and wait for stripes; the rebuild never waits for that lock while it holds stripes, so
 /// it ends, and every byte reads back.
 #[test]

@@ -189,8 +189,8 @@ impl RebuildScheduler {
     }
 
     /// The plan of `cycle` has read what it reads and now writes: its slot goes to the next
-    /// cycle, whose reads then run beside these writes, as the engine's two-stage rebuild
-    /// pipeline reads a batch while the one before it is written (`dev::pool::Pool::rebuild`).
+    /// cycle, whose reads then run beside these writes, as the engine's rebuild starts its
+    /// next window when one is done reading (`dev::pool::WindowFlow`).
     /// At most twice [`RebuildScheduler::max_in_flight`] cycles are then in flight. An
     /// executor that never calls this keeps `max_in_flight` cycles, reading or writing.
     pub fn reads_done(&mut self, cycle: u64) {
@@ -477,7 +477,7 @@ mod tests {
         // The whole rebuild took at least its bytes at the rate, less one batch.
         assert!(now as u128 * rate as u128 >= (issued - batch_max) as u128 * 1_000_000_000);
     }
-    /// A cycle done reading gives its slot to the next (the engine's two-stage pipeline):
+    /// A cycle done reading gives its slot to the next (as the engine's windows do):
     /// `max_in_flight` cycles read at once and at most twice that are in flight; a
     /// scheduler never told keeps `max_in_flight`.
     #[test]

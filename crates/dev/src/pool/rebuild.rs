@@ -1,5 +1,5 @@
 //! Rebuild: every cycle moved to the newest layout generation. One engine serves the
-//! exclusive pool ([`Pool::rebuild`], two batches in flight) and a served pool (steps run
+//! exclusive pool ([`Pool::rebuild`], windows in flight: [`WindowFlow`]) and a served pool (steps run
 //! by `crate::serve_support` between client requests, under stripe locks):
 //!
 //! - [`Pool::plan_rebuild_batch`] picks the next cycles (a policy's zone order first, then

@@ -1733,15 +1733,19 @@ impl SharedPool {
             } else {
                 Duration::ZERO
             };
-            if let Some(th) = throttle.as_mut() {
-                // MD's sync_speed_min/max: the minimum while clients are busy, the maximum
-                // (or unlimited) when they are idle.
-                let d = th.delay_ns(now, busy, cur.bytes_written());
-                pause = pause.max(Duration::from_nanos(d));
-            } else if let Some(max) = opts.speed_max_bytes_per_sec.filter(|&m| m > 0) {
-                let due = Duration::from_secs_f64(cur.bytes_written() as f64 / max as f64);
-                pause = pause.max(due.saturating_sub(cur.elapsed()));
-            }
+            // MD's sync_speed_min/max: the minimum while clients are busy, the maximum (or
+            // unlimited) when they are idle; or the plain maximum.
+            let mut limit = |now: u64, cur: &RebuildCursor| match throttle.as_mut() {
+                Some(th) => Duration::from_nanos(th.delay_ns(now, busy, cur.bytes_written())),
+                None => match opts.speed_max_bytes_per_sec.filter(|&m| m > 0) {
+                    Some(max) => {
+                        let due = Duration::from_secs_f64(cur.bytes_written() as f64 / max as f64);
+                        due.saturating_sub(cur.elapsed())
+                    }
+                    None => Duration::ZERO,
+                },
+            };
+            pause = pause.max(limit(now, &cur));
             if !pause.is_zero() {
                 if let Err(e) = self.drain_rebuild(&opts, &mut cur, &mut pipe) {
                     let msg = e.to_string();
@@ -1751,6 +1755,9 @@ impl SharedPool {
                     });
                     return;
                 }
+                // The drain wrote the windows in flight: the limit is applied to what is
+                // written now, not only from the next step on.
+                pause = pause.max(limit(self.now_ns(), &cur));
             }
             // Sleep in slices so a stop request is seen promptly.
             let until = Instant::now() + pause;

@@ -250,10 +250,11 @@ fn a_second_failure_during_the_healers_raid6_rebuild_continues_degraded() {
     let sp = SharedPool::new(pool, Concurrency::Stripes).unwrap();
     let cycles = sp.status().unwrap().cycles;
     sp.enable_auto_heal(HealOpts {
-        // About 3 s for the spare's 4 MiB: time to fail another member during it.
+        // Slow, so that another member fails during it. At 1 MiB/s the whole test took
+        // 1.2 s, and under CI's load the rebuild once ended before the second failure.
         rebuild: RebuildOpts {
             parallel_cycles: 1,
-            speed_max_bytes_per_sec: Some(1 << 20),
+            speed_max_bytes_per_sec: Some(256 << 10),
             ..RebuildOpts::default()
         },
         ..HealOpts::default()
@@ -268,7 +269,9 @@ fn a_second_failure_during_the_healers_raid6_rebuild_continues_degraded() {
     let st = sp.status().unwrap();
     assert!(
         st.cycles_clean < cycles && sp.rebuild_info().running,
-        "the second failure must come during the rebuild"
+        "the second failure must come during the rebuild: {} of {cycles} cycles clean, {:?}",
+        st.cycles_clean,
+        sp.rebuild_info()
     );
     sp.fail(3).unwrap();
     wait_for("the rebuild to end", Duration::from_secs(60), &sp, || {

@@ -2478,6 +2478,21 @@ mod tests {
         (dir, sur)
     }
 
+    /// An IDO of 32 zones of 256 KiB over `main` (`cap` bytes), the surrogate at `sur`
+    /// attached, its rebuild begun under `policy` with every zone's cycles at 4.
+    fn rebuilding(
+        policy: RebuildPolicy,
+        main: &dyn MainPool,
+        sur: &std::path::Path,
+        uuid: [u8; 16],
+    ) -> Ido {
+        const ZONE: u64 = 256 << 10;
+        let ido = Ido::new(32 * ZONE, 64 << 10, ZONE).unwrap();
+        ido.attach(Some(sur)).unwrap();
+        ido.begin_rebuild(policy, vec![4; 32], main, uuid).unwrap();
+        ido
+    }
+
     /// A drain that fails part way (a migration's read met lost data, then writing the
     /// redirected data home met lost data too) has dropped the clean copies from the D-Map:
     /// writes to their ranges go to the main pool and touch no record from then on. The
@@ -2562,10 +2577,7 @@ mod tests {
             inner: FakeMain::holding(vec![0u8; cap as usize]),
             before_write: || meeting.arrive(),
         };
-        let ido = Ido::new(cap, 64 << 10, ZONE).unwrap();
-        ido.attach(Some(&sur)).unwrap();
-        ido.begin_rebuild(RebuildPolicy::Pr, vec![4; 32], &main, uuid)
-            .unwrap();
+        let ido = rebuilding(RebuildPolicy::Pr, &main, &sur, uuid);
         assert_eq!(ido.phase(), Phase::Rebuilding);
         let before = ido.read_inner().core().stats().writes;
         std::thread::scope(|s| {
@@ -2609,10 +2621,7 @@ mod tests {
                 }
             },
         };
-        let ido = Ido::new(cap, 64 << 10, ZONE).unwrap();
-        ido.attach(Some(&sur)).unwrap();
-        ido.begin_rebuild(RebuildPolicy::Vdf, vec![4; 32], &main, uuid)
-            .unwrap();
+        let ido = rebuilding(RebuildPolicy::Vdf, &main, &sur, uuid);
         let at = 3 * ZONE;
         std::thread::scope(|s| {
             let (ido, main) = (&ido, &main);

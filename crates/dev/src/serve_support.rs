@@ -87,7 +87,7 @@ struct RebuildPipe<'a> {
     /// Batches planned and not yet marked, each with its windows not yet written.
     held: std::collections::BTreeMap<u64, (HeldBatch<'a>, usize)>,
     next_batch: u64,
-    /// Windows the next stages may keep in flight (see [`paced_windows`]); 0 until the
+    /// Windows the next stages may keep in flight ([`RebuildOpts::windows`]); 0 until the
     /// rebuild loop sets it, taken as one.
     windows: usize,
 }
@@ -105,18 +105,6 @@ struct HeldBatch<'a> {
     ran: RebuildBatch,
     members: MemberSet,
     _guard: StripeGuard<'a>,
-}
-
-/// Windows a rebuild keeps in flight: `opts.windows_in_flight` at full speed; while clients
-/// are busy or a speed limit holds, at most two (one read beside one written), so that what
-/// a step starts before the pacing sleeps stays one window. With four at once, a rebuild
-/// paced at 1 MiB/s ran its small pool's first cycles in one burst.
-pub(crate) fn paced_windows(opts: &RebuildOpts, busy: bool) -> usize {
-    if busy || opts.speed_max_bytes_per_sec.is_some_and(|m| m > 0) {
-        opts.windows_in_flight.clamp(1, 2)
-    } else {
-        opts.windows_in_flight.max(1)
-    }
 }
 
 pub use crate::pool::RebuildCursor;
@@ -707,6 +695,13 @@ impl SharedPool {
 
     fn now_ns(&self) -> u64 {
         (self.epoch.elapsed().as_nanos() as u64).max(1)
+    }
+
+    /// A client request started in the last [`FOREGROUND_WINDOW_NS`] before `now` (the
+    /// rebuild's idle test, like MD's).
+    fn clients_busy(&self, now: u64) -> bool {
+        let last = self.last_foreground_ns.load(Ordering::Relaxed);
+        last != 0 && now.saturating_sub(last) < FOREGROUND_WINDOW_NS
     }
 
     /// Records that a client request is starting (foreground load for the rebuild throttle).
@@ -1351,8 +1346,8 @@ impl SharedPool {
     ) -> Result<Option<RebuildProgress>> {
         // A stage ends with a window written: a window done reading only makes room for the
         // next one. (Ended there too, a stage under client load was followed by a pause that
-        // drained the pipe, so windows ran one at a time: IDO's rebuild took 29 s against
-        // 19-21 s.)
+        // drained the pipe, so windows ran one at a time: IDO's rebuild in the calibration
+        // took 29.1 s, then 23.5 s.)
         let (id, outcome) = loop {
             while pipe.flow.has_room(pipe.windows) {
                 if plan && pipe.queue.is_empty() {
@@ -1402,19 +1397,9 @@ impl SharedPool {
         };
         match outcome {
             Ok(()) => {
-                let (_, left) = pipe.held.get_mut(&id).expect("a window's batch is held");
-                *left -= 1;
-                // Batches are marked in the order they were planned (a policy's hot zones
-                // first, then address order), whatever order their windows end in: the
-                // batches written are marked up to the first one that is not. Marked, their
-                // stripes are let go; recorded at the next stage's checkpoint.
-                let mut done = Vec::new();
-                while let Some(e) = pipe.held.first_entry() {
-                    if e.get().1 > 0 {
-                        break;
-                    }
-                    done.push(e.remove().0);
-                }
+                // Marked in planning order, then their stripes let go; recorded at the next
+                // stage's checkpoint.
+                let done = crate::pool::written_in_order(&mut pipe.held, id);
                 let pr = self.with_pool(|p| {
                     for b in &done {
                         p.mark_rebuilt_batch(cur, &b.ran);
@@ -1664,9 +1649,7 @@ impl SharedPool {
                 return;
             }
             let t0 = Instant::now();
-            let last = self.last_foreground_ns.load(Ordering::Relaxed);
-            let busy = last != 0 && self.now_ns().saturating_sub(last) < FOREGROUND_WINDOW_NS;
-            pipe.windows = paced_windows(&opts, busy);
+            pipe.windows = opts.windows(self.clients_busy(self.now_ns()));
             let step = if staged_policy {
                 let ordered = matches!(policy, Some(RebuildPolicy::Pro | RebuildPolicy::Ido));
                 self.policy_stage(&opts, &mut cur, &mut pipe, ordered)
@@ -1688,9 +1671,7 @@ impl SharedPool {
                 Ok(PolicyStep::Rebuilt(pr)) => set(&|i| i.progress = Some(pr)),
                 Ok(PolicyStep::Reclaimed) => {
                     // Low priority: yield while clients were busy in the last 500 ms.
-                    let now = self.now_ns();
-                    let last = self.last_foreground_ns.load(Ordering::Relaxed);
-                    if last != 0 && now.saturating_sub(last) < FOREGROUND_WINDOW_NS {
+                    if self.clients_busy(self.now_ns()) {
                         std::thread::sleep(Duration::from_millis(10));
                     }
                     continue;
@@ -1726,8 +1707,7 @@ impl SharedPool {
             // an idle served pool ran 23 % slower than the same rebuild unserved for the
             // pause alone (bench/calibrate.py, offline case: 29.0 s against 23.6 s).
             let now = self.now_ns();
-            let last = self.last_foreground_ns.load(Ordering::Relaxed);
-            let busy = last != 0 && now.saturating_sub(last) < FOREGROUND_WINDOW_NS;
+            let busy = self.clients_busy(now);
             let mut pause = if busy {
                 (t0.elapsed() / 8).max(Duration::from_micros(200))
             } else {

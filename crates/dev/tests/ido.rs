@@ -26,10 +26,7 @@ fn ido_hot_zones_first_redirected_reclaimed_across_restarts() {
     sp = restart(&rig, sp);
     assert_eq!(ido_status(&sp).popular, before.popular);
 
-    rig.fail_and_replace(&sp);
-    assert!(sp
-        .begin_policy_rebuild(Some(RebuildPolicy::Ido), None)
-        .unwrap());
+    rig.begin_policy(&sp, RebuildPolicy::Ido);
     let s = ido_status(&sp);
     assert_eq!(s.policy, "ido");
     assert_eq!(s.phase, "rebuilding");
@@ -138,8 +135,7 @@ fn ido_hot_zones_first_redirected_reclaimed_across_restarts() {
 /// The baselines: every byte right during and after the rebuild, the D-Map emptied.
 fn policy_run(policy: RebuildPolicy) -> IdoStatus {
     let (mut rig, sp) = Rig::new(policy.name());
-    rig.fail_and_replace(&sp);
-    assert!(sp.begin_policy_rebuild(Some(policy), None).unwrap());
+    rig.begin_policy(&sp, policy);
     let mut cur = RebuildCursor::new();
     let mut first = Vec::new();
     let mut max_dmap = 0;
@@ -199,10 +195,7 @@ fn vdf_caches_reads_and_keeps_writes_on_the_pool() {
 #[test]
 fn surrogate_failure_during_an_ido_rebuild_loses_nothing() {
     let (mut rig, sp) = Rig::new("surfail");
-    rig.fail_and_replace(&sp);
-    assert!(sp
-        .begin_policy_rebuild(Some(RebuildPolicy::Ido), None)
-        .unwrap());
+    rig.begin_policy(&sp, RebuildPolicy::Ido);
     let mut cur = RebuildCursor::new();
     let mut failed = false;
     loop {
@@ -326,10 +319,7 @@ fn every_policy_in_the_background_with_a_client() {
 #[test]
 fn a_crash_right_after_a_write_keeps_the_newest_data() {
     let (mut rig, mut sp) = Rig::new("crashwrite");
-    rig.fail_and_replace(&sp);
-    assert!(sp
-        .begin_policy_rebuild(Some(RebuildPolicy::Ido), None)
-        .unwrap());
+    rig.begin_policy(&sp, RebuildPolicy::Ido);
     // A zone that is not hot: its write goes to the surrogate's log.
     let at = 3 * ZONE + 8192;
     let put = |rig: &mut Rig, sp: &dev::serve_support::SharedPool, fill: u8| {
@@ -398,8 +388,7 @@ fn random_crashes_restarts_and_surrogate_failures_lose_nothing() {
             let (mut rig, mut sp) = Rig::new(&tag);
             rig.rng = SplitMix64::new(0xc0ffee ^ seed);
             let mut dice = SplitMix64::new(seed.wrapping_mul(0x9E37_79B9) ^ 0x5eed);
-            rig.fail_and_replace(&sp);
-            assert!(sp.begin_policy_rebuild(Some(policy), None).unwrap());
+            rig.begin_policy(&sp, policy);
             let mut cur = RebuildCursor::new();
             let mut sur_failed = false;
             let mut restarts = 0;
@@ -500,10 +489,7 @@ impl dev::Member for FlushFails {
 fn a_write_whose_record_fails_is_taken_back() {
     use std::sync::atomic::{AtomicBool, Ordering};
     let (mut rig, sp) = Rig::new("recfail");
-    rig.fail_and_replace(&sp);
-    assert!(sp
-        .begin_policy_rebuild(Some(RebuildPolicy::Workout), None)
-        .unwrap());
+    rig.begin_policy(&sp, RebuildPolicy::Workout);
     sp.close().unwrap();
     drop(sp);
     let flush_fails = std::sync::Arc::new(AtomicBool::new(false));
@@ -572,10 +558,7 @@ fn a_write_whose_record_fails_is_taken_back() {
 #[test]
 fn a_crash_finds_the_redirected_writes_after_the_last_record_in_the_log() {
     let (mut rig, sp) = Rig::new("logreplay");
-    rig.fail_and_replace(&sp);
-    assert!(sp
-        .begin_policy_rebuild(Some(RebuildPolicy::Ido), None)
-        .unwrap());
+    rig.begin_policy(&sp, RebuildPolicy::Ido);
     let seq = ido_status(&sp).record_seq;
     // Zones that are not hot, some writes over others.
     let writes: Vec<(u64, usize, u8)> = vec![
@@ -659,10 +642,7 @@ fn concurrent_redirected_writes_share_surrogate_requests() {
         .unwrap();
         sur
     });
-    rig.fail_and_replace(&sp);
-    assert!(sp
-        .begin_policy_rebuild(Some(RebuildPolicy::Ido), None)
-        .unwrap());
+    rig.begin_policy(&sp, RebuildPolicy::Ido);
     let before = ido_status(&sp);
     // Six writers, 24 blocks each, in zones that are not hot.
     let (threads, each) = (6u64, 24u64);
@@ -708,10 +688,7 @@ fn concurrent_redirected_writes_share_surrogate_requests() {
 fn vdf_concurrent_writes_and_admissions_leave_no_stale_block() {
     use std::sync::atomic::{AtomicBool, Ordering};
     let (mut rig, sp) = Rig::new("vdfrace");
-    rig.fail_and_replace(&sp);
-    assert!(sp
-        .begin_policy_rebuild(Some(RebuildPolicy::Vdf), None)
-        .unwrap());
+    rig.begin_policy(&sp, RebuildPolicy::Vdf);
     // Blocks in zones 4, 7 and 10, each written by one writer only.
     let (writers, blocks, rounds) = (3u64, 16u64, 60u64);
     let block = |w: u64, i: u64| (4 + w * 3) * ZONE + i * 4096;
@@ -771,10 +748,7 @@ fn vdf_concurrent_writes_and_admissions_leave_no_stale_block() {
 #[test]
 fn vdf_concurrent_readers_over_an_evicting_cache_read_their_own_blocks() {
     let (rig, sp) = Rig::new("vdfevict");
-    rig.fail_and_replace(&sp);
-    assert!(sp
-        .begin_policy_rebuild(Some(RebuildPolicy::Vdf), None)
-        .unwrap());
+    rig.begin_policy(&sp, RebuildPolicy::Vdf);
     let cap = rig.reference.len() as u64;
     let blocks = cap / 4096;
     let bad = std::sync::atomic::AtomicU64::new(0);

@@ -48,7 +48,8 @@ pub use opts::{
 };
 pub(crate) use persist::flush_each;
 pub(crate) use rebuild::{
-    rebuild_windows, run_rebuild_windows, RebuildBatch, Step as WindowStep, WindowFlow,
+    rebuild_windows, run_rebuild_windows, written_in_order, RebuildBatch, Step as WindowStep,
+    WindowFlow,
 };
 pub use rebuild::{RebuildCursor, RebuildProgress};
 pub use status::{MemberStatus, Status, VerifyReport};

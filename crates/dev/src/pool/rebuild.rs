@@ -305,6 +305,26 @@ fn run_window(
     outcome
 }
 
+/// A window of batch `id` is written: the batches (planned in key order, each with its
+/// windows not yet written) whose windows are all written, taken in planning order up to
+/// the first that is not. Both rebuild drivers mark batches in this order, whatever order
+/// their windows end in: a policy's hot zones, planned first, are marked first.
+pub(crate) fn written_in_order<B>(
+    batches: &mut std::collections::BTreeMap<u64, (B, usize)>,
+    id: u64,
+) -> Vec<B> {
+    let (_, left) = batches.get_mut(&id).expect("a window's batch is held");
+    *left -= 1;
+    let mut done = Vec::new();
+    while let Some(e) = batches.first_entry() {
+        if e.get().1 > 0 {
+            break;
+        }
+        done.push(e.remove().0);
+    }
+    done
+}
+
 /// Runs `batch`'s plans a window at a time ([`rebuild_windows`]), stopping at the first
 /// window that fails.
 pub(crate) fn run_rebuild_windows(
@@ -604,9 +624,8 @@ impl Pool {
         }
         self.rebuild_begin(&mut cur)?;
         let max_cycles = opts.max_cycles.unwrap_or(u64::MAX);
-        // Paced by a speed limit, one window read beside one written (see
-        // `serve_support::paced_windows`; no client here).
-        let in_flight_max = crate::serve_support::paced_windows(opts, false);
+        // No client here: only a speed limit paces it.
+        let in_flight_max = opts.windows(false);
         // Windows not yet started, each with its batch.
         let mut queue: std::collections::VecDeque<(Vec<raidcore::Plan>, u64)> = Default::default();
         // Batches planned and not yet marked: their plans and windows not yet written.
@@ -664,14 +683,7 @@ impl Pool {
                 self.rebuild_batch_failed(&mut cur, e)?;
                 continue;
             }
-            let (_, left) = batches.get_mut(&batch).expect("a window's batch is held");
-            *left -= 1;
-            // Marked in the order planned, whatever order their windows end in.
-            while let Some(e) = batches.first_entry() {
-                if e.get().1 > 0 {
-                    break;
-                }
-                let (done, _) = e.remove();
+            for done in written_in_order(&mut batches, batch) {
                 self.mark_rebuilt_batch(&mut cur, &done);
             }
             progress(self.rebuild_progress(&cur));

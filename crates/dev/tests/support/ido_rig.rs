@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dev::ido::IdoStatus;
+use dev::ido::{IdoStatus, RebuildPolicy};
 use dev::pool::{test_opts, CreateOpts, Pool, RebuildOpts};
 use dev::serve_support::{Concurrency, SharedPool};
 use layout::{SchemeKind, SplitMix64};
@@ -148,6 +148,12 @@ impl Rig {
     pub fn fail_and_replace(&self, sp: &SharedPool) {
         sp.fail(2).unwrap();
         sp.replace(2, &self.dir.0.join("new2.img")).unwrap();
+    }
+
+    /// [`Rig::fail_and_replace`], then `policy`'s rebuild begun (not yet stepped).
+    pub fn begin_policy(&self, sp: &SharedPool, policy: RebuildPolicy) {
+        self.fail_and_replace(sp);
+        assert!(sp.begin_policy_rebuild(Some(policy), None).unwrap());
     }
 }
 

@@ -128,8 +128,9 @@ pub fn region_bytes(data_bytes: u64, copies: usize) -> u64 {
 /// How many copies of each block's checksum a pool of `members` members tolerating
 /// `tolerance` failures keeps: one more than the members that may misbehave, at least two
 /// (so that even without redundancy a lost write is detected), at most one per member.
+/// (The same rule places every metadata record's copies: [`raidcore::record::copies_for`].)
 pub fn copies_for(members: usize, tolerance: usize) -> usize {
-    (tolerance + 1).max(2).min(members.max(1))
+    raidcore::record::copies_for(members, tolerance)
 }
 
 fn pack(crc: u32, generation: u32) -> u64 {

@@ -507,7 +507,9 @@ impl ArrayState {
     pub fn plan_is_current(&self, plan: &Plan) -> bool {
         plan.state_generation == self.generation
             && self.cycle_gen[plan.cycle as usize] == plan.layout_generation
-            && plan.bpgl_removals.is_none_or(|r| r == self.bpgl.removals())
+            && plan
+                .bpgl_removals
+                .is_none_or(|r| r == self.bpgl.removals_of(plan.cycle))
     }
 
     /// Position of every place in generation `gen` (indexed by place).

@@ -322,10 +322,10 @@ pub struct Plan {
     /// For writes: the mode chosen for each parity stripe written (stripe index, mode).
     pub modes: Vec<(usize, WriteMode)>,
     /// When the plan treats some background parity as stale (listed in the deferred-parity
-    /// list, or deferred by this lazy write): the list's removal count when planned. Such a
-    /// plan neither reads nor writes that parity, which is right only while the stripe stays
-    /// listed: once an entry is dropped (a flush made the parity current), the plan is no
-    /// longer current ([`crate::ArrayState::plan_is_current`]) and must be made again, or it
+    /// list, or deferred by this lazy write): the list's removal count of its cycle when
+    /// planned ([`crate::lazy::Bpgl::removals_of`]). Such a plan neither reads nor writes that
+    /// parity, which is right only while the stripe stays listed: once an entry of its cycle
+    /// is dropped (a flush made the parity current), the plan is no longer current ([`crate::ArrayState::plan_is_current`]) and must be made again, or it
     /// would leave the parity stale with nothing listing it.
     pub bpgl_removals: Option<u64>,
 }

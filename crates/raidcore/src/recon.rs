@@ -198,7 +198,7 @@ impl Builder {
                 })
                 .collect(),
             modes,
-            bpgl_removals: (!view.stale.is_empty()).then(|| state.bpgl().removals()),
+            bpgl_removals: (!view.stale.is_empty()).then(|| state.bpgl().removals_of(view.c)),
         };
         if cfg!(debug_assertions) {
             plan.validate();

@@ -19,6 +19,15 @@
 //! how much of it to read. The record's own checks (its counts against its length, its
 //! fields' ranges) follow `open`.
 
+/// How many copies of a metadata record (the deferred-parity list, the checksums of a block,
+/// the IDO record) a pool of `members` members tolerating `tolerance` failures keeps, on its
+/// first members present: one more than the members that may misbehave, at least two (so
+/// that even without redundancy a lost write is detected), at most one per member. The
+/// engine places them so and the simulator charges their writes so.
+pub fn copies_for(members: usize, tolerance: usize) -> usize {
+    (tolerance + 1).max(2).min(members.max(1))
+}
+
 use crate::superblock::crc32c;
 
 /// Bytes of the frame's header (magic, version, length).

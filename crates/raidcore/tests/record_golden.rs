@@ -77,6 +77,27 @@ fn bpgl_record_bytes() {
     assert_eq!(BpglRecord::decode(&b), Some(r));
 }
 
+/// What the simulator charges for a record of the list is what the engine writes, for every
+/// length up to the largest (one past a 4 KiB boundary included).
+#[test]
+fn bpgl_record_size_is_what_encode_writes() {
+    use raidcore::lazy::BPGL_MAX_CAPACITY;
+    for n in (0..BPGL_MAX_CAPACITY)
+        .step_by(97)
+        .chain([BPGL_MAX_CAPACITY, 337, 338, 339])
+    {
+        let r = BpglRecord {
+            uuid: [0; 16],
+            sequence: 1,
+            capacity: BPGL_MAX_CAPACITY as u32,
+            stripes: (0..n as u64)
+                .map(|cycle| StripeId { cycle, stripe: 0 })
+                .collect(),
+        };
+        assert_eq!(BpglRecord::bytes_for(n), r.encode().len(), "{n} stripes");
+    }
+}
+
 #[test]
 fn journal_record_bytes() {
     let b = encode_record([0x22; 16], 42, &[(1, 8192, b"abcd"), (3, 0, &[0xee; 6])]);

@@ -65,8 +65,8 @@ use serde::{Deserialize, Serialize};
 use crate::exec::{run_plans, Counters, Members};
 use crate::ido::{Ido, MainPool, Phase, RebuildPolicy};
 use crate::pool::{
-    gave_up, pieces, run_attempt, run_flush, write_loop, Attempt, IntentGuard, Outcome, Pool,
-    PoolError, RebuildBatch, RebuildOpts, RebuildProgress, Status, VerifyReport, WindowFlow,
+    gave_up, pieces, run_attempt, run_flush, write_loop, Attempt, IntentGuard, Listing, Outcome,
+    Pool, PoolError, RebuildBatch, RebuildOpts, RebuildProgress, Status, VerifyReport, WindowFlow,
     WriteIntent, WriteSite, REPLANS_MAX,
 };
 use crate::{Allocation, Member};
@@ -162,6 +162,9 @@ pub struct SharedPool {
     unlocked: [Condvar; WAIT_BUCKETS],
     /// Where `close` waits for the requests running to release their stripes.
     drained: Condvar,
+    /// A served write's record of the deferred-parity list is over
+    /// ([`SharedPool::list_durable`]).
+    listed: Condvar,
     /// Member I/O run outside the pool mutex; folded into the pool's counters for status.
     counters: Arc<[Counters]>,
     data_offset_bytes: u64,
@@ -427,6 +430,25 @@ impl Drop for StripeGuard<'_> {
     }
 }
 
+fn poisoned() -> PoolError {
+    PoolError::Io("an earlier internal error left the pool state unknown".into())
+}
+
+/// A deferred-parity record being written outside the pool mutex
+/// ([`SharedPool::list_durable`]). Dropped only if the write panicked: the writers waiting
+/// for it are let go (one of them writes the list), rather than left waiting for ever.
+struct Writing<'a>(&'a SharedPool);
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        let mut g = self.0.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = g.as_mut() {
+            p.lazy.commit.writing = false;
+        }
+        self.0.listed.notify_all();
+    }
+}
+
 /// The stripes `plans` lock, sorted, each once.
 fn stripe_ids(plans: &[Plan]) -> Vec<StripeId> {
     let mut stripes: Vec<StripeId> = plans.iter().flat_map(|p| p.locks.iter().copied()).collect();
@@ -457,20 +479,38 @@ impl<'a> WriteSite for Served<'a> {
     fn plan(&mut self, offset: u64, len: u64) -> Result<Option<Attempt<Self::Run>>> {
         let sp: &'a SharedPool = self.0;
         let registered = &mut self.1;
-        let (deferred, run) = sp.plan_locked(false, |p| {
+        let ((deferred, listed), run) = sp.plan_locked(false, |p| {
             p.check_range(offset, len)?;
             if p.check_lost_for_write(offset, len)? && registered.is_none() {
                 p.integrity.rewriting_lost.push((offset, len));
                 *registered = Some((offset, len));
             }
-            let (plans, deferred) = p.plan_write_listed(offset, len)?;
-            Ok((plans, deferred))
+            let (plans, deferred, listed) = p.plan_write_listed(offset, len, Listing::ByCaller)?;
+            Ok((plans, (deferred, listed)))
         })?;
         let Some((plans, guard, members)) = run else {
             // Planned against a state an event has since replaced: plan again.
             sp.deferred_done(&deferred);
             return Ok(None);
         };
+        if let Some(at) = listed {
+            // Its stripes stay locked (no other write to them runs) until the list holding
+            // them is durable.
+            match sp.list_durable(at, &plans) {
+                Ok(true) => {}
+                // A member failed meanwhile (the list's own, perhaps): plan again.
+                Ok(false) => {
+                    drop(guard);
+                    sp.deferred_done(&deferred);
+                    return Ok(None);
+                }
+                Err(e) => {
+                    drop(guard);
+                    sp.deferred_done(&deferred);
+                    return Err(e);
+                }
+            }
+        }
         Ok(Some(Attempt {
             plans,
             deferred,
@@ -558,6 +598,7 @@ impl SharedPool {
             locks: Mutex::new(LockTable::default()),
             unlocked: std::array::from_fn(|_| Condvar::new()),
             drained: Condvar::new(),
+            listed: Condvar::new(),
             rebuild: Mutex::new(RebuildInfo::default()),
             stop_rebuild: AtomicBool::new(false),
             rebuild_thread: Mutex::new(None),
@@ -726,9 +767,7 @@ impl SharedPool {
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Option<Pool>>> {
-        self.pool.lock().map_err(|_| {
-            PoolError::Io("an earlier internal error left the pool state unknown".into())
-        })
+        self.pool.lock().map_err(|_| poisoned())
     }
 
     /// Runs `f` on the pool under the mutex.
@@ -842,6 +881,43 @@ impl SharedPool {
             Ok(Some(p.members.handles.clone()))
         } else {
             Ok(None)
+        }
+    }
+
+    /// Returns once a durable record of the deferred-parity list holds listing `at`
+    /// (`ListCommit` in `pool::lazy`); `false` when `plans` are no longer current then.
+    /// The caller holds its stripes and not the pool mutex. The first writer to find no record
+    /// on its way writes the list as it stands, outside the mutex, for every writer that
+    /// listed before; those that listed later wait for it and then do the same (group
+    /// commit).
+    fn list_durable(&self, at: u64, plans: &[Plan]) -> Result<bool> {
+        let mut g = self.lock()?;
+        loop {
+            let p = g.as_mut().ok_or_else(closed)?;
+            if p.lazy.commit.durable_at >= at {
+                return Ok(plans.iter().all(|pl| p.state.plan_is_current(pl)));
+            }
+            if p.lazy.commit.writing {
+                g = self.listed.wait(g).map_err(|_| poisoned())?;
+                continue;
+            }
+            p.lazy.commit.writing = true;
+            let record = p.list_record();
+            drop(g);
+            let writing = Writing(self);
+            let written = record.write();
+            g = self.lock()?;
+            std::mem::forget(writing);
+            let p = g.as_mut().ok_or_else(closed)?;
+            p.lazy.commit.writing = false;
+            let r = p.list_recorded(record, written).and_then(|_| {
+                if std::mem::take(&mut p.lazy.commit.again) {
+                    p.persist_bpgl_if_dirty()?;
+                }
+                Ok(())
+            });
+            self.listed.notify_all();
+            r?;
         }
     }
 
@@ -1802,7 +1878,7 @@ impl SharedPool {
         // The surrogate (if attached) records its own state; the D-Map stays in our record.
         self.ido.detach()?;
         let mut g = self.lock()?;
-        let p = g.take().ok_or_else(closed)?;
+        let mut p = g.take().ok_or_else(closed)?;
         // Wait for requests running outside the mutex (they hold stripe locks).
         drop(g);
         {
@@ -1834,6 +1910,8 @@ impl SharedPool {
                 )));
             }
         }
+        // No request runs now: a record of the deferred-parity list one had begun is over.
+        p.lazy.commit.writing = false;
         self.fold_counters(&p);
         // `Pool::close` records the state after flushing every member (a member whose flush
         // fails is failed and recorded, as anywhere else).
@@ -1915,6 +1993,7 @@ impl nbd::Backend for PoolBackend {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
     use std::path::{Path, PathBuf};
 
     use layout::{Params, SchemeKind};
@@ -2348,6 +2427,71 @@ mod tests {
         assert_eq!(pool.read(0, 200_000).unwrap(), bytes(9, 200_000));
         // Nothing more to do.
         assert!(pool.rebuild_step(&opts, &mut cur).unwrap().is_none());
+    }
+
+    /// Concurrent lazy writes on a served pool share the records of the deferred-parity list
+    /// (group commit: one writes the list as it stands for every write listed before it),
+    /// and none is acknowledged before a record holding its stripes is durable: after a crash
+    /// the list on the members holds every stripe the pool had listed.
+    #[test]
+    fn served_lazy_writes_share_list_records_and_every_listing_is_durable() {
+        let dir = Dir::new("lazy-group");
+        let mut pool = Pool::create(
+            &dir.0.join("pool.json"),
+            CreateOpts {
+                params: p(8),
+                chunk_bytes: 16 << 10,
+                // Slow enough that the writers meet at the record.
+                emulate: Some("ssd:200MB/s:2ms".into()),
+                ..test_opts(SchemeKind::Rm2, &dir.0, 8, 6 << 20)
+            },
+        )
+        .unwrap();
+        pool.set_parity(ParityPolicy::Lazy).unwrap();
+        let sp = SharedPool::new(pool, Concurrency::Stripes).unwrap();
+        let stride = sp.chunk_bytes() * 8;
+        let writes = 96u64;
+        assert!(writes * stride < sp.capacity_bytes());
+        let meta = |sp: &SharedPool| -> u64 {
+            sp.status()
+                .unwrap()
+                .members
+                .iter()
+                .map(|m| m.meta_writes)
+                .sum()
+        };
+        let before = meta(&sp);
+        std::thread::scope(|s| {
+            for t in 0..8u64 {
+                let sp = &sp;
+                s.spawn(move || {
+                    // Each write a stripe of its own: every one lists a new stripe.
+                    for i in (t..writes).step_by(8) {
+                        sp.write(i * stride, &bytes(i, 4096)).unwrap();
+                    }
+                });
+            }
+        });
+        let listed: BTreeSet<StripeId> = sp
+            .with_pool(|p| Ok(p.state.bpgl().stripes().collect()))
+            .unwrap();
+        let copies = sp.with_pool(|p| Ok(p.record_copies())).unwrap() as u64;
+        let records = (meta(&sp) - before) / copies;
+        assert!(
+            listed.len() as u64 >= writes / 2,
+            "the writes listed stripes ({} listed)",
+            listed.len()
+        );
+        assert!(
+            records > 0 && records * 2 <= writes,
+            "{records} records for {writes} writes that each listed a stripe: not shared"
+        );
+        // A crash now: every stripe listed is on the members.
+        sp.abandon();
+        let back = Pool::open(&dir.0.join("pool.json")).unwrap();
+        let on_disk: BTreeSet<StripeId> = back.state().bpgl().stripes().collect();
+        let missing: Vec<&StripeId> = listed.difference(&on_disk).collect();
+        assert!(missing.is_empty(), "listed but not recorded: {missing:?}");
     }
 
     /// Lazy parity on a served pool: concurrent lazy writes list stripes; the idle flusher

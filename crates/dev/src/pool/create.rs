@@ -500,6 +500,7 @@ impl Pool {
                 seq: 0,
                 dirty: true,
                 on_disk: Vec::new(),
+                commit: Default::default(),
             },
             integrity: Integrity {
                 checksums,

@@ -152,6 +152,15 @@ pub(crate) fn run_attempt(
     }
 }
 
+/// Who makes a lazy write's listing durable ([`Pool::plan_write_listed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Listing {
+    /// The planner, under the pool mutex (an exclusive pool).
+    Here,
+    /// The caller, once outside the pool mutex (a served pool's group commit).
+    ByCaller,
+}
+
 /// Where a write runs.
 pub(crate) trait WriteSite {
     /// What running an attempt needs besides its plans (a served pool: its stripe locks and
@@ -226,7 +235,7 @@ impl WriteSite for Pool {
 
     fn plan(&mut self, offset: u64, len: u64) -> Result<Option<Attempt<()>>> {
         self.check_lost_for_write(offset, len)?;
-        let (plans, deferred) = self.plan_write_listed(offset, len)?;
+        let (plans, deferred, _) = self.plan_write_listed(offset, len, Listing::Here)?;
         Ok(Some(Attempt {
             plans,
             deferred,
@@ -339,13 +348,17 @@ impl Pool {
     }
 
     /// Plans a write under the pool's parity policy: the plans and the stripes it defers
-    /// (listed, and the list made durable, before returning). The one place a write is
-    /// planned, for plain, journaled and served writes.
+    /// (listed). The one place a write is planned, for plain, journaled and served writes.
+    /// The list holding the deferred stripes must be durable before the plans touch a
+    /// member: with [`Listing::Here`] it is when this returns; with [`Listing::ByCaller`]
+    /// the third value, when there is one, is the listing ([`lazy::ListCommit::listed`]) a
+    /// durable record must reach first (`SharedPool::list_durable`).
     pub(crate) fn plan_write_listed(
         &mut self,
         offset: u64,
         len: u64,
-    ) -> Result<(Vec<raidcore::Plan>, Vec<raidcore::StripeId>)> {
+        listing: Listing,
+    ) -> Result<(Vec<raidcore::Plan>, Vec<raidcore::StripeId>, Option<u64>)> {
         // A cycle a rebuild moved is recorded before it takes writes in its new places.
         self.record_layout_before_writes(offset, len)?;
         // An MD-format pool's superblocks say dirty before its first write.
@@ -361,6 +374,7 @@ impl Pool {
             return Ok((
                 plan_write(&self.geo, &self.state, offset, len, &policy)?,
                 Vec::new(),
+                None,
             ));
         }
         // Each round that finds the plans stale failed a member while writing the list.
@@ -371,13 +385,25 @@ impl Pool {
             };
             let lw = plan_write_lazy(&self.geo, &self.state, offset, len, &policy)?;
             if self.state.defer(&lw.deferred) > 0 {
+                self.lazy.commit.listed += 1;
+            }
+            // Listed stripes (its own or an earlier write's, whose record may still be on its
+            // way) that no durable record holds yet.
+            let c = &self.lazy.commit;
+            let undurable = !lw.deferred.is_empty() && c.durable_at < c.listed;
+            if undurable {
+                if listing == Listing::ByCaller {
+                    let at = c.listed;
+                    return Ok((lw.plans, lw.deferred, Some(at)));
+                }
+                debug_assert!(!c.writing, "an exclusive pool records the list itself");
                 if let Err(e) = self.persist_bpgl() {
                     self.state.deferred_write_done(&lw.deferred);
                     return Err(e);
                 }
             }
             if lw.plans.iter().all(|p| self.state.plan_is_current(p)) {
-                return Ok((lw.plans, lw.deferred));
+                return Ok((lw.plans, lw.deferred, None));
             }
             self.state.deferred_write_done(&lw.deferred);
         }

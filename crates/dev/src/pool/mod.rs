@@ -60,7 +60,7 @@ use assembly::{
 use descriptor::{hex, unhex};
 use ido::{ido_records, RecordOnly};
 pub(crate) use io::{
-    gave_up, pieces, run_attempt, write_loop, Attempt, Outcome, WriteSite, REPLANS_MAX,
+    gave_up, pieces, run_attempt, write_loop, Attempt, Listing, Outcome, WriteSite, REPLANS_MAX,
 };
 use lazy::newest_bpgl;
 pub use membership::wipe_member;
@@ -259,6 +259,8 @@ pub(crate) struct LazyParity {
     pub(crate) dirty: bool,
     /// The list as last persisted (a rebuild drops entries without a flush).
     pub(crate) on_disk: Vec<raidcore::StripeId>,
+    /// Served writes' group commit of the list ([`lazy::ListCommit`]).
+    pub(crate) commit: lazy::ListCommit,
 }
 
 impl MemberSet {

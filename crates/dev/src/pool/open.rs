@@ -264,6 +264,7 @@ impl Pool {
                 seq: bpgl.as_ref().map_or(0, |r| r.sequence),
                 dirty: false,
                 on_disk: bpgl.map(|r| r.stripes).unwrap_or_default(),
+                commit: Default::default(),
             },
             integrity: Integrity {
                 checksums,

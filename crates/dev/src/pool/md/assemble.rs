@@ -258,6 +258,7 @@ impl Pool {
                 seq: 0,
                 dirty: false,
                 on_disk: Vec::new(),
+                commit: Default::default(),
             },
             integrity: Integrity {
                 checksums: None,

@@ -20,9 +20,11 @@ Cases (CASES, comma-separated, or `all`; default offline, online-pr, online-ido)
 
 Printed per case: rebuild time; client IOPS, mean and p99 latency per phase (the engine's from
 fio's per-I/O latency log, reads and writes together, as the simulator counts); member I/Os
-(units read and written, and the engine's metadata writes, which the simulator does not
-model); the engine / simulator ratios. `--json` prints the rows as JSON. Bounds of issue 32:
-rebuild time within 15 %, mean latency within 25 %; rows outside are marked.
+(units read and written, and metadata writes: the engine counts every record it writes, the
+simulator the deferred-parity list's records; for the surrogate policies, user reads served by
+the surrogate and writes redirected to it); the engine / simulator ratios. `--json` prints the
+rows as JSON. Bounds of issue 32: rebuild time within 15 %, mean latency within 25 %; rows
+outside are marked.
 
 Usage: bench/calibrate.py [--json] (environment: RAIDFORGE, CASES, NORMAL_S, DURING_S,
 MEMBER_SIZE, EMULATE). Needs fio with the nbd engine.
@@ -229,8 +231,13 @@ def engine(case, d):
         if policy:
             t.join()
             out["phases"]["rebuilding"] = during
-        after = member_ios(status(d))
+        st = status(d)
+        after = member_ios(st)
         out["member_ios"] = {k: after[k] - before[k] for k in after}
+        if policy in SURROGATE_POLICIES:
+            ido = st.get("ido") or {}
+            out["surrogate_reads"] = ido.get("redirected_reads")
+            out["redirected_writes"] = ido.get("redirected_writes")
         return out
     finally:
         server.terminate()
@@ -264,8 +271,12 @@ def sim(case, member_bytes):
         "rebuild_s": None if case in LAZY else v["rebuild_time_s"],
         "phases": {},
         "member_ios": {"reads": sum(x["reads"] for x in disks),
-                       "writes": sum(x["writes"] for x in disks), "meta_writes": 0},
+                       "writes": sum(x["writes"] for x in disks),
+                       "meta_writes": sum(x.get("meta_writes", 0) for x in disks)},
     }
+    if policy in SURROGATE_POLICIES:
+        out["surrogate_reads"] = ido.get("reads_redirected")
+        out["redirected_writes"] = ido.get("writes_redirected")
     if policy in SURROGATE_POLICIES and ido.get("reclaim_end_s") is not None:
         out["reclaim_s"] = ido["reclaim_end_s"] - NORMAL_S - v["rebuild_time_s"]
     phases = (("normal", NORMAL_S),) if case in LAZY else ()
@@ -325,10 +336,14 @@ def print_row(r):
               f"({r[f'{ph}_iops_ratio']:.2f}); mean ms engine {a['mean_ms']:6.1f} "
               f"sim {b['mean_ms']:6.1f} ({lr:.2f}){ok(lr, 0.25)}; p99 ms engine "
               f"{a['p99_ms']:6.1f} sim {b['p99_ms']:6.1f}")
+    if "surrogate_reads" in e:
+        print(f"  user reads served by the surrogate engine {e['surrogate_reads']} sim "
+              f"{s.get('surrogate_reads')}; writes redirected engine {e['redirected_writes']} "
+              f"sim {s.get('redirected_writes')}")
     me, ms = e["member_ios"], s["member_ios"]
     print(f"  member units read engine {me['reads']} sim {ms['reads']}, written engine "
           f"{me['writes']} sim {ms['writes']}; metadata writes engine {me['meta_writes']} "
-          f"(not simulated)")
+          f"sim {ms['meta_writes']} (the simulator's: the deferred-parity list's records)")
     sys.stdout.flush()
 
 

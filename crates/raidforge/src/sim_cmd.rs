@@ -170,6 +170,12 @@ pub struct SimArgs {
     /// Bound of the deferred-parity list under --parity lazy.
     #[arg(long, default_value_t = raidcore::lazy::BPGL_DEFAULT_CAPACITY)]
     bpgl_capacity: usize,
+    /// Where --parity lazy keeps its list durable: `members` (as the engine does: a write
+    /// that lists stripes waits for a record of the list on tolerance + 1 members, written
+    /// for every write listed before it) or `controller` (non-volatile controller memory, as
+    /// the LPU paper's RAID controller: free).
+    #[arg(long, default_value = "members", value_parser = parse_list_records)]
+    bpgl_records: sim::ListRecords,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -413,6 +419,7 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
     cfg.max_requests_in_flight = a.max_in_flight;
     cfg.parity = a.parity;
     cfg.bpgl_capacity = a.bpgl_capacity;
+    cfg.bpgl_records = a.bpgl_records;
     cfg.stop_ns = match a.duration {
         Some(d) => Some(seconds_ns(d, "--duration")?),
         None => None,
@@ -556,6 +563,7 @@ pub fn report_json(r: &Report) -> Value {
             "write_bytes": d.write_bytes,
             "rebuild_reads": d.rebuild_reads,
             "rebuild_writes": d.rebuild_writes,
+            "meta_writes": d.meta_writes,
         })).collect::<Vec<_>>(),
         "load_cov": r.load_cov,
         "member_ios": r.member_ios,
@@ -571,6 +579,7 @@ pub fn report_json(r: &Report) -> Value {
             "left": l.left,
             "idle_flushes": l.idle_flushes,
             "forced_flushes": l.forced_flushes,
+            "records": l.records,
         })),
         "ido": r.ido.as_ref().map(ido_json),
         "timeline": r.timeline.iter().map(|p| json!({
@@ -612,8 +621,8 @@ fn print_summary(r: &Report, workload: &str, wall_s: f64) {
     }
     if let Some(l) = &r.lazy {
         println!(
-            "lazy parity: {} stripe deferrals, list up to {} long; {} flush plans ({} when idle, {} when full or degraded); {} left",
-            l.deferrals, l.max_len, l.flush_plans, l.idle_flushes, l.forced_flushes, l.left
+            "lazy parity: {} stripe deferrals, list up to {} long; {} flush plans ({} when idle, {} when full or degraded); {} left; {} records of the list written to the members",
+            l.deferrals, l.max_len, l.flush_plans, l.idle_flushes, l.forced_flushes, l.left, l.records
         );
     }
     if let Some(l) = &r.lse {
@@ -720,4 +729,12 @@ fn print_summary(r: &Report, workload: &str, wall_s: f64) {
         wall_s,
         r.member_ios as f64 / wall_s.max(1e-9)
     );
+}
+
+fn parse_list_records(s: &str) -> Result<sim::ListRecords, String> {
+    match s {
+        "members" => Ok(sim::ListRecords::Members),
+        "controller" => Ok(sim::ListRecords::Controller),
+        _ => Err(format!("unknown {s:?}; known: members, controller")),
+    }
 }

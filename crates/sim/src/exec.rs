@@ -150,6 +150,7 @@ mod lazy;
 mod lse;
 
 pub use ido::{IdoReport, IdoSimConfig};
+pub use lazy::ListRecords;
 pub use lse::{LseRandom, LseRange, LseReport};
 
 /// A source of requests for the simulator.
@@ -257,6 +258,9 @@ pub struct SimConfig {
     pub bpgl_capacity: usize,
     /// Quiet time after the last foreground request before deferred parity is processed.
     pub bpgl_idle_ns: u64,
+    /// Where the deferred-parity list is kept durable (what a write that lists stripes
+    /// waits for).
+    pub bpgl_records: ListRecords,
     /// Serve requests inside one cycle from the memo of raidcore's plans (translated from
     /// another cycle in the same layout generation) instead of planning each one; see
     /// `PlanMemo` in `exec.rs`. The run is the same either way (a test checks it); this only
@@ -355,6 +359,7 @@ impl SimConfig {
             parity: raidcore::ParityPolicy::Eager,
             bpgl_capacity: raidcore::lazy::BPGL_DEFAULT_CAPACITY,
             bpgl_idle_ns: 50_000_000,
+            bpgl_records: ListRecords::Members,
             plan_memo: true,
             ido: None,
             lse: Vec::new(),
@@ -1599,6 +1604,7 @@ impl Simulator {
         });
         self.foreground_started();
         let memoise = plans.len() == 1;
+        let hold = self.lazy.hold_at.take();
         for p in plans {
             let plan = Rc::new(p);
             if memoise {
@@ -1606,16 +1612,9 @@ impl Simulator {
             }
             self.lazy.next = self.lazy_tag_for(&plan);
             let cycle = plan.cycle;
-            self.submit_run(
-                Some(plan),
-                None,
-                cycle,
-                0,
-                Owner::Request(id),
-                r.offset_bytes,
-                false,
-                false,
-            );
+            let owner = Owner::Request(id);
+            let run = self.insert_run(Some(plan), None, cycle, 0, owner, r.offset_bytes, false);
+            self.start_or_hold(run, cycle, hold, false);
         }
     }
 
@@ -1770,8 +1769,24 @@ impl Simulator {
         replanned: bool,
         settles: bool,
     ) {
+        let id = self.insert_run(plan, flat, cycle, shift, owner, user_base, settles);
+        self.submitted(id, cycle, replanned);
+    }
+
+    /// The first half of [`Simulator::submit_run`]: the run in its slot, not started.
+    #[allow(clippy::too_many_arguments)]
+    fn insert_run(
+        &mut self,
+        plan: Option<Rc<Plan>>,
+        flat: Option<Flat>,
+        cycle: u64,
+        shift: i64,
+        owner: Owner,
+        user_base: u64,
+        settles: bool,
+    ) -> u32 {
         self.count_plan(owner);
-        let id = self.plans.insert(PlanRun {
+        self.plans.insert(PlanRun {
             plan,
             flat,
             cycle,
@@ -1784,8 +1799,7 @@ impl Simulator {
             bufs: None,
             settles,
             lazy: std::mem::take(&mut self.lazy.next),
-        });
-        self.submitted(id, cycle, replanned);
+        })
     }
 
     /// Counts a plan submitted for `owner`.
@@ -2016,7 +2030,6 @@ impl Simulator {
     /// since the plan was made fails at once. Returns true when nothing is left in flight
     /// (no I/O, or all of it failed): the caller then moves the plan on.
     fn issue(&mut self, id: u32, write: bool) -> bool {
-        let now = self.now_ns;
         let run = self.plans.get(id);
         let rebuild = run.owner == Owner::Rebuild;
         let n = run.io_count(write);
@@ -2024,37 +2037,63 @@ impl Simulator {
         let mut refused = false;
         for i in 0..n {
             let (member, offset_bytes, len_bytes) = self.plans.get(id).member_io(write, i);
-            let slot = &mut self.disks[member as usize];
-            if slot.failed {
+            if self.disks[member as usize].failed {
                 refused = true;
                 continue;
             }
-            slot.head = offset_bytes + len_bytes;
-            let io = QueuedIo {
-                plan: id,
-                index: i as u32,
+            self.queue_io(
+                member,
+                id,
+                i as u32,
                 offset_bytes,
                 len_bytes,
                 write,
                 rebuild,
-                enqueued_ns: now,
-            };
+            );
             queued += 1;
-            if slot.current.is_none() && slot.queue.is_empty() {
-                // An idle disk with nothing queued: every scheduler picks this I/O, so it
-                // starts without passing through the queue.
-                self.start_io(member, io);
-            } else {
-                slot.queue.push_back(io);
-                if slot.current.is_none() {
-                    self.dispatch(member);
-                }
-            }
         }
         let run = self.plans.get_mut(id);
         run.pending = queued;
         run.errored |= refused;
         queued == 0
+    }
+
+    /// Queues one disk I/O of plan `plan` (or [`lazy::RECORD_IO`]) on `member`, which has not
+    /// failed, and starts it if the disk is idle.
+    #[allow(clippy::too_many_arguments)]
+    fn queue_io(
+        &mut self,
+        member: Disk,
+        plan: u32,
+        index: u32,
+        offset_bytes: u64,
+        len_bytes: u64,
+        write: bool,
+        rebuild: bool,
+    ) {
+        let now = self.now_ns;
+        let slot = &mut self.disks[member as usize];
+        debug_assert!(!slot.failed);
+        slot.head = offset_bytes + len_bytes;
+        let io = QueuedIo {
+            plan,
+            index,
+            offset_bytes,
+            len_bytes,
+            write,
+            rebuild,
+            enqueued_ns: now,
+        };
+        if slot.current.is_none() && slot.queue.is_empty() {
+            // An idle disk with nothing queued: every scheduler picks this I/O, so it
+            // starts without passing through the queue.
+            self.start_io(member, io);
+        } else {
+            slot.queue.push_back(io);
+            if slot.current.is_none() {
+                self.dispatch(member);
+            }
+        }
     }
 
     /// Starts the next queued I/O on an idle disk.
@@ -2142,7 +2181,9 @@ impl Simulator {
         // Per unit, merged or not (what the engine's status counts too).
         for io in std::iter::once(&io).chain(&riders) {
             let st = &mut slot.stats;
-            if io.write {
+            if io.plan == lazy::RECORD_IO {
+                st.meta_writes += 1;
+            } else if io.write {
                 st.writes += 1;
                 st.write_bytes += io.len_bytes;
                 st.rebuild_writes += u64::from(io.rebuild);
@@ -2156,6 +2197,10 @@ impl Simulator {
             self.dispatch(member);
         }
         for io in std::iter::once(io).chain(riders) {
+            if io.plan == lazy::RECORD_IO {
+                self.record_io_done();
+                continue;
+            }
             if self.mem.is_some() {
                 self.mem_io(member, &io);
             }
@@ -2235,11 +2280,11 @@ impl Simulator {
                 let req = self.requests.get(rid);
                 let (user_offset, len) = run.user_range();
                 let offset = run.user_base + user_offset;
+                // Under the parity policy, as the engine plans a write again (a lazy plan
+                // goes stale when a flush drops an entry from the list while it waits).
                 let planned = match req.op {
                     Op::Read => plan_read(&self.geo, &self.state, offset, len),
-                    Op::Write => {
-                        plan_write(&self.geo, &self.state, offset, len, &self.cfg.write_policy)
-                    }
+                    Op::Write => self.plan_write_tagged(offset, len),
                 };
                 match planned {
                     Ok(plans) => {
@@ -2248,9 +2293,22 @@ impl Simulator {
                         // The range lies in one cycle, so it is one plan, which settles what
                         // the abandoned plan left half written.
                         debug_assert!(plans.len() == 1 && plans[0].cycle == run.cycle);
+                        let hold = self.lazy.hold_at.take();
                         let mut settles = run.settles;
                         for p in plans {
-                            self.submit(p, Owner::Request(rid), offset, true, settles);
+                            self.lazy.next = self.lazy_tag_for(&p);
+                            let cycle = p.cycle;
+                            let owner = Owner::Request(rid);
+                            let id = self.insert_run(
+                                Some(Rc::new(p)),
+                                None,
+                                cycle,
+                                0,
+                                owner,
+                                offset,
+                                settles,
+                            );
+                            self.start_or_hold(id, cycle, hold, true);
                             settles = false;
                         }
                     }
@@ -2503,7 +2561,13 @@ impl Simulator {
             dead.extend(slot.riders.drain(..).map(|q| q.plan));
         }
         for id in dead {
-            self.io_finished(id, true);
+            if id == lazy::RECORD_IO {
+                // (The engine would fail the member and write the list to the next one; the
+                // simulated member has failed already.)
+                self.record_io_done();
+            } else {
+                self.io_finished(id, true);
+            }
         }
         if let Some(delay) = self.cfg.rebuild_delay_ns {
             self.schedule(now + delay, Kind::RebuildStart);

@@ -87,8 +87,8 @@ pub use disk::{
     Ssd, SsdParams,
 };
 pub use exec::{
-    Failure, IdoReport, IdoSimConfig, LseRandom, LseRange, LseReport, NoWorkload, Scheduler,
-    SimConfig, SimError, Simulator, VolumeLayout, Workload, MERGE_MAX_BYTES,
+    Failure, IdoReport, IdoSimConfig, ListRecords, LseRandom, LseRange, LseReport, NoWorkload,
+    Scheduler, SimConfig, SimError, Simulator, VolumeLayout, Workload, MERGE_MAX_BYTES,
 };
 pub use metrics::{
     CheckMode, DiskStats, Histogram, LazyReport, Phase, PhaseStats, RebuildReport, Report,

@@ -214,6 +214,9 @@ pub struct DiskStats {
     pub rebuild_reads: u64,
     /// Of the writes, those issued by the rebuild.
     pub rebuild_writes: u64,
+    /// Writes of metadata records (the deferred-parity list on the members), not counted in
+    /// `writes`.
+    pub meta_writes: u64,
 }
 
 /// The rebuild of a run.
@@ -280,6 +283,8 @@ pub struct LazyReport {
     pub idle_flushes: u64,
     /// Flush plans started because the list was full or a member had failed.
     pub forced_flushes: u64,
+    /// Records of the list written to the members ([`crate::ListRecords::Members`]).
+    pub records: u64,
 }
 
 /// One volume's response times per phase (see [`crate::exec::VolumeLayout`]).

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use layout::{Params, Scheme, SchemeKind};
 use raidcore::ParityPolicy;
 use sim::lpu::small_write_speedup;
-use sim::{CheckMode, Drive, Failure, Scheduler, SimConfig};
+use sim::{CheckMode, Drive, Failure, ListRecords, Scheduler, SimConfig};
 
 fn scheme(kind: SchemeKind, disks: usize) -> Arc<dyn Scheme> {
     layout::build(
@@ -82,6 +82,58 @@ fn lazy_writes_on_checked_members_end_flushed() {
     );
     assert_eq!(l.left, 0, "the run ends idle, everything flushed");
     assert_eq!(r.requests, 400);
+}
+
+/// The list kept on the members, as the engine keeps it: records written to the first
+/// `copies_for` members only, fewer records than writes (shared), and the writes slower than
+/// with the list in controller memory, by no more than a record's wait each.
+#[test]
+fn the_list_on_the_members_costs_shared_records() {
+    let run = |records: ListRecords| {
+        let mut cfg = SimConfig::new(Drive::SeagateSt3500320as.params());
+        cfg.parity = ParityPolicy::Lazy;
+        cfg.bpgl_records = records;
+        cfg.bpgl_capacity = 256;
+        let spec =
+            sim::WorkloadSpec::parse("random:read=0:size=4K:qd=8:requests=400", 9, None).unwrap();
+        sim::simulate(
+            scheme(SchemeKind::Rm2, 6),
+            4096,
+            4 << 20,
+            cfg,
+            &spec,
+            &sim::SourceOptions::default(),
+        )
+        .unwrap()
+    };
+    let members = run(ListRecords::Members);
+    let controller = run(ListRecords::Controller);
+    let l = members.lazy.clone().expect("lazy report");
+    let copies = raidcore::record::copies_for(6, 2);
+    assert_eq!(copies, 3);
+    let meta: Vec<u64> = members.per_disk.iter().map(|d| d.meta_writes).collect();
+    assert!(l.records > 0, "{l:?}");
+    assert_eq!(
+        meta,
+        [vec![l.records; copies], vec![0; 6 - copies]].concat(),
+        "each record once on each of the first {copies} members"
+    );
+    assert!(
+        l.records < 400,
+        "{} records for 400 writes: concurrent writes share them",
+        l.records
+    );
+    let c = controller.lazy.clone().expect("lazy report");
+    assert_eq!(c.records, 0);
+    assert!(controller.per_disk.iter().all(|d| d.meta_writes == 0));
+    assert_eq!((members.requests, controller.requests), (400, 400));
+    let mean = |r: &sim::Report| r.phase(sim::Phase::Normal).mean_ms;
+    assert!(
+        mean(&members) > mean(&controller),
+        "records cost time: {:.2} ms against {:.2} ms",
+        mean(&members),
+        mean(&controller)
+    );
 }
 
 #[test]

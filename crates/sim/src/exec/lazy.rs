@@ -5,9 +5,11 @@
 //! for [`crate::SimConfig::bpgl_idle_ns`]), when the list is full (down to half the bound), and
 //! at once when a member has failed. Flush plans queue on the disks like any other plan.
 //!
-//! The list itself is kept in controller memory (modelled as non-volatile, like the seed's
-//! RAID controller): the simulator does not charge a member I/O for persisting it, whereas the
-//! engine writes it to two members before a write that lists new stripes.
+//! Where the list is kept durable is [`crate::SimConfig::bpgl_records`]: on the members, as
+//! the engine keeps it ([`ListRecords::Members`], the default: a write that listed stripes
+//! waits for a record of the list, written one at a time for every write listed before it
+//! was taken, the engine's group commit), or in the controller's non-volatile memory, as the
+//! seed's RAID controller does ([`ListRecords::Controller`]: free).
 
 use std::collections::BTreeSet;
 
@@ -21,6 +23,39 @@ use crate::metrics::LazyReport;
 
 /// Flush plans in flight at most.
 const FLUSH_PLANS_IN_FLIGHT: usize = 4;
+
+/// The plan id a record write's disk I/O carries ([`super::QueuedIo::plan`]): it belongs to
+/// no plan.
+pub(super) const RECORD_IO: u32 = u32::MAX;
+
+/// Where the deferred-parity list is kept durable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ListRecords {
+    /// On the members, as the engine keeps it (`dev::pool::lazy`): before a write that
+    /// listed stripes touches a member, a record of the list is durable, one write of the
+    /// record's size (`raidcore::lazy::BpglRecord::bytes_for`) on each of the first
+    /// `raidcore::record::copies_for` members present. One record is written at a time; it
+    /// holds every listing made before it started, and the writes listed meanwhile wait for
+    /// the next (group commit).
+    #[default]
+    Members,
+    /// In the controller's non-volatile memory, as the LPU seed's RAID controller keeps it:
+    /// no member I/O.
+    Controller,
+}
+
+/// The group commit of the list on the members ([`ListRecords::Members`]).
+#[derive(Debug, Default)]
+struct ListCommit {
+    /// Requests that put new stripes on the list so far.
+    listed: u64,
+    /// `listed` when the newest completed record was taken.
+    durable_at: u64,
+    /// The record being written: the listing it holds and its disk writes not yet done.
+    writing: Option<(u64, u32)>,
+    /// Plans waiting for a record, with the listing it must hold: (plan id, cycle, listing).
+    held: Vec<(u32, u64, u64)>,
+}
 
 /// A plan's part in the deferred-parity bookkeeping.
 #[derive(Clone, Debug, Default)]
@@ -47,6 +82,9 @@ pub(super) struct LazyRun {
     pub(super) next: PlanLazy,
     /// Flushing stopped: a flush could not be planned (data lost).
     blocked: bool,
+    commit: ListCommit,
+    /// The request being admitted waits for a record holding this listing.
+    pub(super) hold_at: Option<u64>,
     pub(super) report: LazyReport,
 }
 
@@ -59,6 +97,8 @@ impl LazyRun {
             deferred: Vec::new(),
             next: PlanLazy::None,
             blocked: false,
+            commit: ListCommit::default(),
+            hold_at: None,
             report: LazyReport::default(),
         }
     }
@@ -77,12 +117,103 @@ impl Simulator {
             return plan_write(&self.geo, &self.state, offset, len, &self.cfg.write_policy);
         }
         let lw = plan_write_lazy(&self.geo, &self.state, offset, len, &self.cfg.write_policy)?;
-        self.state.defer(&lw.deferred);
+        let c = &mut self.lazy.commit;
+        if self.state.defer(&lw.deferred) > 0 {
+            c.listed += 1;
+        }
+        // Listed stripes (its own, or an earlier write's whose record is still on its way)
+        // that no completed record holds yet.
+        self.lazy.hold_at = (self.cfg.bpgl_records == ListRecords::Members
+            && !lw.deferred.is_empty()
+            && c.durable_at < c.listed)
+            .then_some(c.listed);
         let r = &mut self.lazy.report;
         r.deferrals += lw.deferred.len() as u64;
         r.max_len = r.max_len.max(self.state.bpgl().len());
         self.lazy.deferred = lw.deferred;
         Ok(lw.plans)
+    }
+
+    /// Starts request plan `id` ([`Simulator::submitted`]), or when `hold` says so
+    /// ([`LazyRun::hold_at`]), holds it until a record of the list holds that listing.
+    pub(super) fn start_or_hold(
+        &mut self,
+        id: u32,
+        cycle: u64,
+        hold: Option<u64>,
+        replanned: bool,
+    ) {
+        match hold {
+            None => self.submitted(id, cycle, replanned),
+            Some(at) => {
+                self.lazy.commit.held.push((id, cycle, at));
+                self.record_start();
+            }
+        }
+    }
+
+    /// Starts a record of the list unless one is being written or no plan waits for one.
+    pub(super) fn record_start(&mut self) {
+        let c = &self.lazy.commit;
+        if c.writing.is_some() || c.held.is_empty() {
+            return;
+        }
+        let at = c.listed;
+        let bytes = raidcore::lazy::BpglRecord::bytes_for(self.state.bpgl().len()) as u64;
+        let copies = raidcore::record::copies_for(self.geo.disks(), self.geo.scheme().tolerance());
+        let mut queued = 0u32;
+        for d in 0..self.disks.len() {
+            if queued as usize == copies {
+                break;
+            }
+            if self.disks[d].failed {
+                continue;
+            }
+            // (Where the engine keeps it: before the data area, which starts at 0 here.)
+            self.queue_io(d as layout::Disk, RECORD_IO, 0, 0, bytes, true, false);
+            queued += 1;
+        }
+        self.lazy.report.records += 1;
+        if queued == 0 {
+            // No member left to take it: nothing to wait for.
+            self.record_done(at);
+        } else {
+            self.lazy.commit.writing = Some((at, queued));
+        }
+    }
+
+    /// A record write's disk I/O completed (or its disk failed).
+    pub(super) fn record_io_done(&mut self) {
+        let Some((at, pending)) = self.lazy.commit.writing.as_mut() else {
+            unreachable!("a record I/O completed with no record being written");
+        };
+        *pending -= 1;
+        if *pending == 0 {
+            let at = *at;
+            self.lazy.commit.writing = None;
+            self.record_done(at);
+        }
+    }
+
+    /// The record holding listing `at` is durable: the plans waiting for it start, and the
+    /// next record starts for those still waiting.
+    fn record_done(&mut self, at: u64) {
+        let c = &mut self.lazy.commit;
+        c.durable_at = c.durable_at.max(at);
+        let durable = c.durable_at;
+        let (go, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut c.held)
+            .into_iter()
+            .partition(|&(_, _, a)| a <= durable);
+        c.held = wait;
+        for (id, cycle, _) in go {
+            // A member failed while it waited: planned again (as the engine does).
+            if self.run_is_current(self.plans.get(id)) {
+                self.submitted(id, cycle, false);
+            } else {
+                self.replan(id);
+            }
+        }
+        self.record_start();
     }
 
     /// The deferrals of the admitted request that belong to plan `p` (its cycle).

@@ -1962,8 +1962,12 @@ impl nbd::Backend for PoolBackend {
     fn size(&self) -> u64 {
         self.0.capacity_bytes()
     }
+    /// A copy the read asks for (WorkOut, VDF) is made after the reply ([`Self::after_reply`]).
     fn read(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.0.read(offset, buf).map_err(pool_io_error)
+        crate::ido::copies_after_reply(|| self.0.read(offset, buf)).map_err(pool_io_error)
+    }
+    fn after_reply(&self) {
+        self.0.ido.copy_after_reply();
     }
     fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
         self.0.write(offset, data).map_err(pool_io_error)

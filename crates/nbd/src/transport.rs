@@ -453,6 +453,7 @@ impl Server {
             // executed.
             let _ = write_all_vectored(&mut *w, &header, payload).and_then(|_| w.flush());
             drop(w);
+            backend.after_reply();
             rbuf.trim();
         }
     }

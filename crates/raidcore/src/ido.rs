@@ -1631,6 +1631,16 @@ impl Ido {
         self.copies.len()
     }
 
+    /// Whether copy `id` is still worth making: no array write spoiled it, and the rebuild it
+    /// was asked for is still under way with a surrogate. An executor that makes a copy some
+    /// time after asking for it (the engine, after replying to the read) looks first: after
+    /// the rebuild's end its surrogate places may belong to a later rebuild.
+    pub fn copy_wanted(&self, id: u64) -> bool {
+        self.copies.get(&id).is_some_and(|(_, spoiled)| !spoiled)
+            && self.surrogate_ok
+            && self.phase == Phase::Rebuilding
+    }
+
     /// A copy finished (`ok`: its surrogate writes are durable). A migration or fill maps the
     /// parts of its range no newer write claimed, unless an array write over the range spoiled
     /// it; a migrated zone gets flag `11`. A cache admission makes its blocks readable.

@@ -83,6 +83,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant};
 
 use raidcore::ido::{
     CopyJob, CopyKind, Extent, IdoConfig, LogHeader, Phase as CorePhase, Source, ZoneFlag,
@@ -365,6 +366,9 @@ pub struct Ido {
     /// that reads the older record).
     record_stale: AtomicBool,
     inner: RwLock<Inner>,
+    /// Threads waiting to take `inner` shared ([`Ido::read_inner`]): the reclaimer, which
+    /// takes it exclusively step after step, lets them in between ([`Ido::let_readers_in`]).
+    readers_waiting: AtomicU32,
     surrogate: Mutex<Option<Surrogate>>,
     /// IDO's hot zones of the running rebuild, readable without `inner` (the served
     /// rebuild's pipeline asks while it holds stripes: [`Ido::any_hot`]).
@@ -713,6 +717,7 @@ impl Ido {
             pop_dirty: AtomicBool::new(true),
             drain_wanted: AtomicBool::new(false),
             record_stale: AtomicBool::new(false),
+            readers_waiting: AtomicU32::new(0),
             inner: RwLock::new(Inner {
                 core: Mutex::new(core),
                 surrogate_path: None,
@@ -796,7 +801,25 @@ impl Ido {
     }
 
     fn read_inner(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
-        self.inner.read().unwrap_or_else(|e| e.into_inner())
+        if let Some(g) = self.try_read_inner() {
+            return g;
+        }
+        self.readers_waiting.fetch_add(1, Ordering::SeqCst);
+        let g = self.inner.read().unwrap_or_else(|e| e.into_inner());
+        self.readers_waiting.fetch_sub(1, Ordering::SeqCst);
+        g
+    }
+
+    /// Between two exclusive steps that follow each other (the reclaimer's): the threads that
+    /// wait to take `inner` shared take it first (up to 2 ms). The lock goes back to a thread
+    /// that takes it again at once, before a woken reader runs: during IDO's reclaim in the
+    /// calibration of issue 32, `raidforge status` waited up to 8.8 s, and client reads with
+    /// it.
+    fn let_readers_in(&self) {
+        let deadline = Instant::now() + Duration::from_millis(2);
+        while self.readers_waiting.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
     }
     fn write_inner(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
@@ -2110,9 +2133,11 @@ impl Ido {
         inner.reclaimed_bytes += r.len;
         inner.reclaim_steps += 1;
         self.persist_locked(&mut inner, main, uuid)?;
+        drop(inner);
         if self.phase() == Phase::Normal {
-            drop(inner);
             self.detach()?;
+        } else {
+            self.let_readers_in();
         }
         Ok(true)
     }

@@ -319,11 +319,11 @@ impl MainPool for SpMain<'_> {
 }
 
 /// Quiet time after the last client request before deferred parity is processed.
-pub const BPGL_IDLE_AFTER: Duration = Duration::from_millis(200);
+pub const BPGL_IDLE_AFTER: Duration = Duration::from_nanos(raidcore::lazy::FLUSH_IDLE_AFTER_NS);
 /// How often the flusher looks at the idle detector.
-const FLUSHER_TICK: Duration = Duration::from_millis(20);
+const FLUSHER_TICK: Duration = Duration::from_nanos(raidcore::lazy::FLUSH_TICK_NS);
 /// Cycles flushed per step (a step holds their stripe locks).
-const FLUSH_STEP_CYCLES: usize = 8;
+const FLUSH_STEP_CYCLES: usize = raidcore::lazy::FLUSH_STEP_CYCLES;
 
 /// Counts a client request as foreground I/O for the idle detector while it lives.
 struct Foreground<'a>(&'a SharedPool);

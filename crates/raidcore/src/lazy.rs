@@ -958,6 +958,16 @@ pub enum FlushAdvice {
     Full,
 }
 
+/// Quiet time after the last client request before a served pool processes deferred parity
+/// (what the simulator's `LazyModel::Engine` assumes too).
+pub const FLUSH_IDLE_AFTER_NS: u64 = 200_000_000;
+/// How often a served pool's flusher asks the [`IdleDetector`]; each time it says flush, one
+/// step of at most [`FLUSH_STEP_CYCLES`] cycles runs (their flush plans side by side), and the
+/// shorter list is recorded.
+pub const FLUSH_TICK_NS: u64 = 20_000_000;
+/// Cycles one flush step processes (a step holds their stripe locks).
+pub const FLUSH_STEP_CYCLES: usize = 8;
+
 /// Decides when deferred parity is processed: when the array has been idle (no foreground
 /// request in flight and none finished for `idle_after_ns`), or when the list is full.
 ///

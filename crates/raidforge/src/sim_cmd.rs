@@ -170,12 +170,12 @@ pub struct SimArgs {
     /// Bound of the deferred-parity list under --parity lazy.
     #[arg(long, default_value_t = raidcore::lazy::BPGL_DEFAULT_CAPACITY)]
     bpgl_capacity: usize,
-    /// Where --parity lazy keeps its list durable: `members` (as the engine does: a write
-    /// that lists stripes waits for a record of the list on tolerance + 1 members, written
-    /// for every write listed before it) or `controller` (non-volatile controller memory, as
-    /// the LPU paper's RAID controller: free).
-    #[arg(long, default_value = "members", value_parser = parse_list_records)]
-    bpgl_records: sim::ListRecords,
+    /// Where --parity lazy keeps its list: `engine` (recorded on the members as raidforge
+    /// records it: a write that lists stripes waits for a record of the list on tolerance + 1
+    /// members, one record for every write listed before it) or `controller` (in non-volatile
+    /// memory, as the LPU paper's RAID controller keeps it: no member I/O).
+    #[arg(long, default_value = "engine", value_parser = parse_lazy_model)]
+    lazy_model: sim::LazyModel,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -419,7 +419,7 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
     cfg.max_requests_in_flight = a.max_in_flight;
     cfg.parity = a.parity;
     cfg.bpgl_capacity = a.bpgl_capacity;
-    cfg.bpgl_records = a.bpgl_records;
+    cfg.lazy_model = a.lazy_model;
     cfg.stop_ns = match a.duration {
         Some(d) => Some(seconds_ns(d, "--duration")?),
         None => None,
@@ -731,10 +731,10 @@ fn print_summary(r: &Report, workload: &str, wall_s: f64) {
     );
 }
 
-fn parse_list_records(s: &str) -> Result<sim::ListRecords, String> {
+fn parse_lazy_model(s: &str) -> Result<sim::LazyModel, String> {
     match s {
-        "members" => Ok(sim::ListRecords::Members),
-        "controller" => Ok(sim::ListRecords::Controller),
-        _ => Err(format!("unknown {s:?}; known: members, controller")),
+        "engine" => Ok(sim::LazyModel::Engine),
+        "controller" => Ok(sim::LazyModel::Controller),
+        _ => Err(format!("unknown {s:?}; known: engine, controller")),
     }
 }

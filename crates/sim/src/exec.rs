@@ -150,7 +150,7 @@ mod lazy;
 mod lse;
 
 pub use ido::{IdoReport, IdoSimConfig};
-pub use lazy::ListRecords;
+pub use lazy::LazyModel;
 pub use lse::{LseRandom, LseRange, LseReport};
 
 /// A source of requests for the simulator.
@@ -260,7 +260,7 @@ pub struct SimConfig {
     pub bpgl_idle_ns: u64,
     /// Where the deferred-parity list is kept durable (what a write that lists stripes
     /// waits for).
-    pub bpgl_records: ListRecords,
+    pub lazy_model: LazyModel,
     /// Serve requests inside one cycle from the memo of raidcore's plans (translated from
     /// another cycle in the same layout generation) instead of planning each one; see
     /// `PlanMemo` in `exec.rs`. The run is the same either way (a test checks it); this only
@@ -358,8 +358,8 @@ impl SimConfig {
             mem_check_max_bytes: 64 << 20,
             parity: raidcore::ParityPolicy::Eager,
             bpgl_capacity: raidcore::lazy::BPGL_DEFAULT_CAPACITY,
-            bpgl_idle_ns: 50_000_000,
-            bpgl_records: ListRecords::Members,
+            bpgl_idle_ns: raidcore::lazy::FLUSH_IDLE_AFTER_NS,
+            lazy_model: LazyModel::Engine,
             plan_memo: true,
             ido: None,
             lse: Vec::new(),

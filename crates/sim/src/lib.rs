@@ -87,7 +87,7 @@ pub use disk::{
     Ssd, SsdParams,
 };
 pub use exec::{
-    Failure, IdoReport, IdoSimConfig, ListRecords, LseRandom, LseRange, LseReport, NoWorkload,
+    Failure, IdoReport, IdoSimConfig, LazyModel, LseRandom, LseRange, LseReport, NoWorkload,
     Scheduler, SimConfig, SimError, Simulator, VolumeLayout, Workload, MERGE_MAX_BYTES,
 };
 pub use metrics::{

@@ -18,7 +18,7 @@ use raidcore::lazy::BPGL_MAX_CAPACITY;
 use raidcore::{Geometry, ParityPolicy};
 
 use crate::disk::Drive;
-use crate::exec::{ListRecords, Scheduler, SimConfig, SimError, Simulator};
+use crate::exec::{LazyModel, Scheduler, SimConfig, SimError, Simulator};
 use crate::metrics::Report;
 use crate::run::{SourceOptions, WorkloadSpec};
 
@@ -104,8 +104,8 @@ pub fn run_closed_loop(
 ) -> Result<Report, SimError> {
     cfg.parity = parity;
     // The seed's controller keeps the list in its own memory: no member I/O for it (the
-    // engine writes it to the members, which `ListRecords::Members` charges).
-    cfg.bpgl_records = ListRecords::Controller;
+    // engine writes it to the members, which `LazyModel::Engine` charges).
+    cfg.lazy_model = LazyModel::Controller;
     // Never fill the list during a run when it can hold every deferral (see the module docs).
     cfg.bpgl_capacity = BPGL_MAX_CAPACITY;
     let spec = format!(

@@ -283,7 +283,7 @@ pub struct LazyReport {
     pub idle_flushes: u64,
     /// Flush plans started because the list was full or a member had failed.
     pub forced_flushes: u64,
-    /// Records of the list written to the members ([`crate::ListRecords::Members`]).
+    /// Records of the list written to the members ([`crate::LazyModel::Engine`]).
     pub records: u64,
 }
 

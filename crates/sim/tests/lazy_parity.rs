@@ -8,7 +8,7 @@ use std::sync::Arc;
 use layout::{Params, Scheme, SchemeKind};
 use raidcore::ParityPolicy;
 use sim::lpu::small_write_speedup;
-use sim::{CheckMode, Drive, Failure, ListRecords, Scheduler, SimConfig};
+use sim::{CheckMode, Drive, Failure, LazyModel, Scheduler, SimConfig};
 
 fn scheme(kind: SchemeKind, disks: usize) -> Arc<dyn Scheme> {
     layout::build(
@@ -89,10 +89,10 @@ fn lazy_writes_on_checked_members_end_flushed() {
 /// with the list in controller memory, by no more than a record's wait each.
 #[test]
 fn the_list_on_the_members_costs_shared_records() {
-    let run = |records: ListRecords| {
+    let run = |records: LazyModel| {
         let mut cfg = SimConfig::new(Drive::SeagateSt3500320as.params());
         cfg.parity = ParityPolicy::Lazy;
-        cfg.bpgl_records = records;
+        cfg.lazy_model = records;
         cfg.bpgl_capacity = 256;
         let spec =
             sim::WorkloadSpec::parse("random:read=0:size=4K:qd=8:requests=400", 9, None).unwrap();
@@ -106,8 +106,8 @@ fn the_list_on_the_members_costs_shared_records() {
         )
         .unwrap()
     };
-    let members = run(ListRecords::Members);
-    let controller = run(ListRecords::Controller);
+    let members = run(LazyModel::Engine);
+    let controller = run(LazyModel::Controller);
     let l = members.lazy.clone().expect("lazy report");
     let copies = raidcore::record::copies_for(6, 2);
     assert_eq!(copies, 3);

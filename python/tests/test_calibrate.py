@@ -56,3 +56,6 @@ def test_engine_and_simulator_rebuild_the_same_units():
         # reads and two writes per client write on each side.
         writes = ph["iops"] * NORMAL_S
         assert ios["reads"] >= 1.5 * writes and ios["writes"] >= 1.5 * writes, (side, ios)
+        # Both keep the deferred-parity list on the members: the writes that listed stripes
+        # waited for records of it.
+        assert ios["meta_writes"] > 0, (side, ios)

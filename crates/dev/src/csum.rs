@@ -229,6 +229,11 @@ pub struct Checksums {
     /// Copies of each member's entries (sections per region).
     copies: usize,
     members: Vec<MemberSums>,
+    /// Blocks `(member, block)` whose entry no present member held sealed at [`Checksums::load`]
+    /// (a crash tore every copy): unknown, whatever was loaded for them.
+    unsealed: Mutex<BTreeSet<(u32, u64)>>,
+    /// `unsealed` may be non-empty (a write need not look otherwise).
+    any_unsealed: std::sync::atomic::AtomicBool,
 }
 
 /// A block whose content does not match its checksum.
@@ -283,7 +288,18 @@ impl Checksums {
                     before_reset: Mutex::new(None),
                 })
                 .collect(),
+            unsealed: Mutex::new(BTreeSet::new()),
+            any_unsealed: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether block `block` of member `member` had no sealed copy of its entry when the
+    /// checksums were loaded (and has not been written since: a write records it again).
+    pub fn unsealed_at_load(&self, member: u32, block: u64) -> bool {
+        self.unsealed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&(member, block))
     }
 
     /// The members holding copies of member `i`'s entries (`i` itself first).
@@ -410,6 +426,11 @@ impl Checksums {
                 let any_whole = whole.iter().any(|w| w[sector]);
                 if !any_whole {
                     torn.insert((i as u32, b as u64 / ENTRIES_PER_PAGE));
+                    c.unsealed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert((i as u32, b as u64));
+                    c.any_unsealed.store(true, Ordering::Relaxed);
                 }
                 let mut usable = found
                     .iter()
@@ -566,6 +587,11 @@ impl Checksums {
         for (k, blk) in data.chunks_exact(BLOCK_BYTES as usize).enumerate() {
             let b = first + k as u64;
             self.set(i, b, block_sum(i as u32, b, blk));
+        }
+        if self.any_unsealed.load(Ordering::Relaxed) {
+            let end = first + data.len() as u64 / BLOCK_BYTES;
+            let mut u = self.unsealed.lock().unwrap_or_else(|e| e.into_inner());
+            u.retain(|&(m, b)| m != i as u32 || !(first..end).contains(&b));
         }
     }
 

@@ -310,6 +310,7 @@ def sim(
     max_in_flight: Optional[int] = None,
     parity: Optional[str] = None,
     bpgl_capacity: Optional[int] = None,
+    lazy_model: Optional[str] = None,
     merge: Optional[str] = None,
     merge_window_us: Optional[int] = None,
     merge_max_kib: Optional[int] = None,

@@ -463,12 +463,11 @@ pub(crate) trait MainPool {
 /// another process (`raidforge serve`), reached over NBD (one request at a time).
 #[allow(clippy::large_enum_variant)] // one per pool
 enum Surrogate {
-    /// A pool of this process, shared: its requests run side by side, outside the lock on
-    /// the surrogate ([`Ido::sur_read`]), as the simulator's surrogate disks serve theirs.
-    /// (Opened as a plain pool behind that lock, every surrogate request waited for the one
-    /// before: under VDF a cache hit waited for another read's admission, a write and a sync,
-    /// and the calibration of issue 32 served 1,263 reads from the cache during the rebuild
-    /// where the simulator served 2,167.)
+    /// A pool of this process, shared ([`SharedPool`]). Its requests are still made one at
+    /// a time under the lock on the surrogate ([`Ido::on_sur`]); the simulator's surrogate
+    /// disks serve theirs side by side, and under VDF a cache hit then waits for another
+    /// read's admission (the calibration of issue 32 served 1,263 reads from the cache during
+    /// the rebuild where the simulator served 2,167).
     Local(Arc<SharedPool>),
     Remote(Remote),
 }
@@ -905,18 +904,15 @@ impl Ido {
         self.sur().as_ref().is_some_and(Surrogate::healthy)
     }
 
-    /// Runs `f` on the surrogate: a local one outside the lock on it (its requests run side
-    /// by side), a remote one (one connection) under it.
+    /// Runs `f` on the surrogate, under the lock on it: one surrogate request at a time.
+    /// (Run outside the lock, a local surrogate's requests went side by side, and
+    /// `tests/ido.rs::vdf_concurrent_writes_and_admissions_leave_no_stale_block` then saw no
+    /// read served by the cache in 3 of 20 runs, its admissions made and none hit; not
+    /// understood yet, so the requests are serialised again.)
     fn on_sur<T>(&self, missing: &str, f: impl FnOnce(&mut Surrogate) -> Result<T>) -> Result<T> {
-        let mut g = self.sur();
-        match g.as_mut() {
+        match self.sur().as_mut() {
             None => Err(sur_err(missing)),
-            Some(Surrogate::Local(p)) => {
-                let mut local = Surrogate::Local(Arc::clone(p));
-                drop(g);
-                f(&mut local)
-            }
-            Some(remote) => f(remote),
+            Some(s) => f(s),
         }
     }
 

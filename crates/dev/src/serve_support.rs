@@ -1410,6 +1410,37 @@ impl SharedPool {
     ) -> Result<(StripeGuard<'_>, RebuildBatch, MemberSet)> {
         let all: Vec<Plan> = batch.iter().map(|(_, p)| p.clone()).collect();
         let guard = self.lock_stripes(&all);
+        self.rebuild_batch_locked(batch, guard)
+    }
+
+    /// [`SharedPool::lock_rebuild_batch`] only if the stripes are free now (`None`: busy).
+    fn try_lock_rebuild_batch(
+        &self,
+        batch: &[(u64, Plan)],
+    ) -> Result<Option<(StripeGuard<'_>, RebuildBatch, MemberSet)>> {
+        let all: Vec<Plan> = batch.iter().map(|(_, p)| p.clone()).collect();
+        let (stripes, mode) = (stripe_ids(&all), lock_mode(&all));
+        let taken = self
+            .locks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .try_take(mode, &stripes);
+        if !taken {
+            return Ok(None);
+        }
+        let guard = StripeGuard {
+            owner: self,
+            stripes,
+            mode,
+        };
+        self.rebuild_batch_locked(batch, guard).map(Some)
+    }
+
+    fn rebuild_batch_locked<'a>(
+        &'a self,
+        batch: &[(u64, Plan)],
+        guard: StripeGuard<'a>,
+    ) -> Result<(StripeGuard<'a>, RebuildBatch, MemberSet)> {
         // Under the pool mutex and the stripe locks: the cycles whose plans are still
         // current run; the others are planned again on a later pass. Only the cycles that
         // ran may be marked: currency is per plan (a plan that leaves a stale background
@@ -1473,7 +1504,24 @@ impl SharedPool {
                             return Ok(None);
                         }
                         Some(batch) if !batch.is_empty() => {
-                            let (guard, ran, members) = self.lock_rebuild_batch(&batch)?;
+                            // Never wait for stripes while holding others: a client write
+                            // waiting for a held one marks the rest wanted, and the two
+                            // wait for each other (a fresh-clone CI run hung so in
+                            // served_faultsim_regression_seeds_at_campaign_length). With
+                            // batches held, the next one's stripes are only tried; busy,
+                            // the pipe is drained first.
+                            let locked = if pipe.holds() {
+                                match self.try_lock_rebuild_batch(&batch)? {
+                                    Some(l) => l,
+                                    None => {
+                                        self.drain_rebuild(opts, cur, pipe)?;
+                                        self.lock_rebuild_batch(&batch)?
+                                    }
+                                }
+                            } else {
+                                self.lock_rebuild_batch(&batch)?
+                            };
+                            let (guard, ran, members) = locked;
                             if !ran.is_empty() {
                                 let id = pipe.next_batch;
                                 pipe.next_batch += 1;

@@ -82,7 +82,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use raidcore::ido::{
@@ -94,7 +94,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::dual_slot::DualSlot;
 use crate::pool::{Pool, PoolError};
-use crate::serve_support::{Concurrency, SharedPool};
 
 type Result<T> = std::result::Result<T, PoolError>;
 type Core = raidcore::ido::Ido;
@@ -135,13 +134,10 @@ type LeftCopy = (u64, CopyJob, Vec<u8>);
 
 /// Runs `read` with the copies its routed reads ask for (WorkOut's fill of a popular read,
 /// VDF's admission of a miss) left for after the reply: the caller sends the reply, then calls
-/// [`Ido::copies_after_reply`] on this thread. The NBD export does so; every other caller of a
-/// read waits for its copy, as before.
-///
-/// Made before the reply, a copy (a surrogate write and sync) added a request's service time
-/// of the surrogate to every read that asked for one: during the rebuild of the calibration
-/// of issue 32 (4 ms members), WorkOut answered in 34.8 ms where the simulator, which makes the
-/// copy in the background, predicted 24.3 ms.
+/// [`Ido::copy_after_reply`] on this thread. The NBD export does so; every other caller of a
+/// read waits for its copy, as before. Made before the reply, a copy (a surrogate write and
+/// sync) was in the latency of the read that asked for it, where the simulator makes it in the
+/// background (`sim::exec::ido::sur_copy`).
 pub(crate) fn copies_after_reply<T>(read: impl FnOnce() -> T) -> T {
     AFTER_REPLY.with(|p| {
         p.borrow_mut().get_or_insert_with(Vec::new);
@@ -463,12 +459,7 @@ pub(crate) trait MainPool {
 /// another process (`raidforge serve`), reached over NBD (one request at a time).
 #[allow(clippy::large_enum_variant)] // one per pool
 enum Surrogate {
-    /// A pool of this process, shared ([`SharedPool`]). Its requests are still made one at
-    /// a time under the lock on the surrogate ([`Ido::on_sur`]); the simulator's surrogate
-    /// disks serve theirs side by side, and under VDF a cache hit then waits for another
-    /// read's admission (the calibration of issue 32 served 1,263 reads from the cache during
-    /// the rebuild where the simulator served 2,167).
-    Local(Arc<SharedPool>),
+    Local(Pool),
     Remote(Remote),
 }
 
@@ -537,7 +528,6 @@ impl Surrogate {
             }))
         } else {
             Pool::open(desc)
-                .and_then(|p| SharedPool::new(p, Concurrency::Stripes))
                 .map(Surrogate::Local)
                 .map_err(|e| PoolError::Usage(format!("surrogate pool {}: {e}", desc.display())))
         }
@@ -556,18 +546,20 @@ impl Surrogate {
     /// business: it counts as healthy while it answers (a failing request drains it).
     fn healthy(&self) -> bool {
         match self {
-            Surrogate::Local(p) => p
-                .with_pool(|p| {
-                    Ok(p.state().failed().is_empty() && !p.state().data_lost(p.geometry()))
-                })
-                .unwrap_or(false),
+            Surrogate::Local(p) => {
+                p.state().failed().is_empty() && !p.state().data_lost(p.geometry())
+            }
             Surrogate::Remote(_) => true,
         }
     }
 
     fn read(&mut self, off: u64, buf: &mut [u8]) -> Result<()> {
         match self {
-            Surrogate::Local(p) => p.read(off, buf).map_err(sur_err),
+            Surrogate::Local(p) => {
+                let v = p.read(off, buf.len() as u64).map_err(sur_err)?;
+                buf.copy_from_slice(&v);
+                Ok(())
+            }
             Surrogate::Remote(r) => r.run(|c| c.read_at(buf, off)),
         }
     }
@@ -581,14 +573,14 @@ impl Surrogate {
 
     fn sync(&mut self) -> Result<()> {
         match self {
-            Surrogate::Local(p) => p.flush().map_err(sur_err),
+            Surrogate::Local(p) => p.sync().map_err(sur_err),
             Surrogate::Remote(r) => r.run(|c| c.flush()),
         }
     }
 
     fn close(self) -> Result<()> {
         match self {
-            Surrogate::Local(p) => p.close().map(|_| ()),
+            Surrogate::Local(p) => p.close(),
             Surrogate::Remote(mut r) => r.run(|c| c.flush()),
         }
     }
@@ -904,31 +896,26 @@ impl Ido {
         self.sur().as_ref().is_some_and(Surrogate::healthy)
     }
 
-    /// Runs `f` on the surrogate, under the lock on it: one surrogate request at a time.
-    /// (Run outside the lock, a local surrogate's requests went side by side, and
-    /// `tests/ido.rs::vdf_concurrent_writes_and_admissions_leave_no_stale_block` then saw no
-    /// read served by the cache in 3 of 20 runs, its admissions made and none hit; not
-    /// understood yet, so the requests are serialised again.)
-    fn on_sur<T>(&self, missing: &str, f: impl FnOnce(&mut Surrogate) -> Result<T>) -> Result<T> {
-        match self.sur().as_mut() {
-            None => Err(sur_err(missing)),
-            Some(s) => f(s),
-        }
-    }
-
     fn sur_read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
-        self.on_sur(
-            "not attached (it holds redirected data: name it again)",
-            |s| s.read(off, buf),
-        )
+        let mut g = self.sur();
+        let p = g
+            .as_mut()
+            .ok_or_else(|| sur_err("not attached (it holds redirected data: name it again)"))?;
+        p.read(off, buf)
     }
 
     fn sur_write(&self, off: u64, data: &[u8]) -> Result<()> {
-        self.on_sur("not attached", |s| s.write(off, data))
+        let mut g = self.sur();
+        let p = g.as_mut().ok_or_else(|| sur_err("not attached"))?;
+        p.write(off, data)
     }
 
     fn sur_sync(&self) -> Result<()> {
-        self.on_sur("not attached", |s| s.sync())
+        let mut g = self.sur();
+        match g.as_mut() {
+            Some(p) => p.sync(),
+            None => Err(sur_err("not attached")),
+        }
     }
 
     // ----- the record -----
@@ -1256,7 +1243,7 @@ impl Ido {
     pub fn fail_surrogate_member(&self, i: usize) -> Result<()> {
         let mut sur = self.sur();
         match sur.as_mut() {
-            Some(Surrogate::Local(p)) => p.fail(i).map(|_| ()),
+            Some(Surrogate::Local(p)) => p.fail(i),
             Some(Surrogate::Remote(_)) => Err(PoolError::Usage(
                 "the surrogate is served by another process: fail its member there \
                  (`raidforge fail` on that pool)"
@@ -1341,7 +1328,7 @@ impl Ido {
             self.redirected_reads.fetch_add(1, Ordering::Relaxed);
         }
         if let Some(job) = route.copy {
-            let covered = job.offset >= offset && job.offset + job.len <= offset + buf.len() as u64;
+            let covered = job.covered_by(offset, buf.len() as u64);
             let deferred = result.is_ok()
                 && covered
                 && AFTER_REPLY.with(|p| match p.borrow_mut().as_mut() {
@@ -1404,7 +1391,7 @@ impl Ido {
         // again), else read again. Read again every time, a 4 KiB miss paid a second
         // degraded read before its reply (calibration of issue 32: VDF 256 IOPS at 31 ms
         // during the rebuild, where PR served 323 at 25 ms).
-        let covered = job.offset >= offset && job.offset + job.len <= offset + buf.len() as u64;
+        let covered = job.covered_by(offset, buf.len() as u64);
         let data: std::borrow::Cow<[u8]> = match job.kind {
             CopyKind::Cache if !covered => {
                 let mut b = vec![0u8; job.len as usize];

@@ -750,12 +750,7 @@ fn a_damaged_checksum_entry_at_rest_is_vouched_for_or_reported_lost() {
         drop(f);
         // The same bit of the entry's CRC flipped in every copy (the member's own and the
         // next member's): no copy vouches for the block.
-        let in_page = (dev::csum::entry_offset(block) % 4096) as usize;
-        for (f, page) in checksum_copies(&d.0, m, block) {
-            let mut p = read_page(&f, page);
-            p[in_page] ^= 0x40;
-            f.write_all_at(&p, page).unwrap();
-        }
+        tear_entry(&d.0, m, block, 2);
         if degraded {
             // A member other than the damaged block's is missing at open: its stripe cannot
             // vouch for the block.
@@ -813,6 +808,19 @@ fn checksum_copies_n(dir: &Path, m: usize, block: u64, copies: usize) -> Vec<(st
             )
         })
         .collect()
+}
+
+/// Flips one bit of member `m`'s entry for `block` in each of its first `copies` copies, so
+/// that none is sealed any more (a crash tore every copy); returns the copies torn.
+fn tear_entry(dir: &Path, m: usize, block: u64, copies: usize) -> usize {
+    let in_page = (dev::csum::entry_offset(block) % 4096) as usize;
+    let found = checksum_copies_n(dir, m, block, copies);
+    for (f, page) in &found {
+        let mut p = read_page(f, *page);
+        p[in_page] ^= 0x40;
+        f.write_all_at(&p, *page).unwrap();
+    }
+    found.len()
 }
 
 fn read_page(f: &std::fs::File, at: u64) -> Vec<u8> {
@@ -1038,12 +1046,7 @@ fn a_torn_entry_is_vouched_for_beside_a_block_damaged_at_rest() {
         let sb = superblock_of(&f);
         drop(f);
         let block = (at - sb.data_offset_bytes) / 4096;
-        let in_page = (dev::csum::entry_offset(block) % 4096) as usize;
-        for (f, page) in checksum_copies(&d.0, m, block) {
-            let mut p = read_page(&f, page);
-            p[in_page] ^= 0x40;
-            f.write_all_at(&p, page).unwrap();
-        }
+        tear_entry(&d.0, m, block, 2);
         flip_byte(&d.0, mo, at_other + 100);
         let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
         let what = format!("a block damaged in {case}");
@@ -1111,14 +1114,7 @@ fn a_torn_entry_in_a_degraded_cycle_is_vouched_for_with_the_journal() {
         let sb = superblock_of(&f);
         drop(f);
         let block = (at - sb.data_offset_bytes) / 4096;
-        let in_page = (dev::csum::entry_offset(block) % 4096) as usize;
-        let copies = checksum_copies(&d.0, m, block);
-        assert!(!copies.is_empty());
-        for (f, page) in copies {
-            let mut p = read_page(&f, page);
-            p[in_page] ^= 0x40;
-            f.write_all_at(&p, page).unwrap();
-        }
+        assert_eq!(tear_entry(&d.0, m, block, 2), 2);
         let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
         assert_eq!(pool.state().failed(), &[3], "still degraded");
         let got = pool.read(lo as u64, 4096);
@@ -1175,13 +1171,8 @@ fn a_torn_entry_in_a_stripe_with_deferred_parity_is_vouched_for() {
     let sb = superblock_of(&f);
     drop(f);
     let block = (at - sb.data_offset_bytes) / 4096;
-    let in_page = (dev::csum::entry_offset(block) % 4096) as usize;
     // RAID6 keeps three copies (tolerance + 1); all of them torn.
-    for (f, page) in checksum_copies_n(&d.0, m, block, 3) {
-        let mut p = read_page(&f, page);
-        p[in_page] ^= 0x40;
-        f.write_all_at(&p, page).unwrap();
-    }
+    tear_entry(&d.0, m, block, 3);
     let mut pool = Pool::open(&d.0.join("pool.json")).unwrap();
     let st = pool.status();
     assert!(
@@ -1228,14 +1219,7 @@ fn a_torn_entry_is_vouched_for_beside_a_damaged_block_in_a_suspect_page() {
         let f = std::fs::File::open(member_path(&d.0, m)).unwrap();
         superblock_of(&f).data_offset_bytes
     };
-    let tear = |member: usize, block: u64| {
-        let in_page = (dev::csum::entry_offset(block) % 4096) as usize;
-        for (f, page) in checksum_copies(&d.0, member, block) {
-            let mut p = read_page(&f, page);
-            p[in_page] ^= 0x40;
-            f.write_all_at(&p, page).unwrap();
-        }
-    };
+    let tear = |member: usize, block: u64| tear_entry(&d.0, member, block, 2);
     let block = (at - data_offset) / 4096;
     let block_other = (at_other - data_offset) / 4096;
     // The torn entry of the first block.

@@ -1100,6 +1100,11 @@ impl CopyJob {
     pub fn bytes(&self) -> u64 {
         self.targets.iter().map(|t| t.len).sum()
     }
+    /// Whether a read of `len` bytes at `offset` returned the whole range copied (its bytes
+    /// can be copied without reading the array again).
+    pub fn covered_by(&self, offset: u64, len: u64) -> bool {
+        self.offset >= offset && self.offset + self.len <= offset + len
+    }
 }
 
 /// How one user request is served.

@@ -1744,36 +1744,20 @@ impl Simulator {
     /// replaces one that was already running: it goes ahead of the plans waiting for locks.
     fn submit(&mut self, plan: Plan, owner: Owner, user_base: u64, replanned: bool, settles: bool) {
         let cycle = plan.cycle;
-        self.submit_run(
+        let id = self.insert_run(
             Some(Rc::new(plan)),
             None,
             cycle,
             0,
             owner,
             user_base,
-            replanned,
             settles,
         );
-    }
-
-    /// [`Simulator::submit`] of a plan that may be translated from another cycle.
-    #[allow(clippy::too_many_arguments)]
-    fn submit_run(
-        &mut self,
-        plan: Option<Rc<Plan>>,
-        flat: Option<Flat>,
-        cycle: u64,
-        shift: i64,
-        owner: Owner,
-        user_base: u64,
-        replanned: bool,
-        settles: bool,
-    ) {
-        let id = self.insert_run(plan, flat, cycle, shift, owner, user_base, settles);
         self.submitted(id, cycle, replanned);
     }
 
-    /// The first half of [`Simulator::submit_run`]: the run in its slot, not started.
+    /// A new run in its slot, not started (a plan that may be translated from another cycle
+    /// by `shift`): [`Simulator::submitted`] starts it or queues it for its locks.
     #[allow(clippy::too_many_arguments)]
     fn insert_run(
         &mut self,
@@ -1810,7 +1794,7 @@ impl Simulator {
         self.plan_count += 1;
     }
 
-    /// The rest of [`Simulator::submit_run`] once run `id` is in its slot: check it, then
+    /// The rest of [`Simulator::insert_run`] once run `id` is in its slot: check it, then
     /// start it or queue it for its locks.
     fn submitted(&mut self, id: u32, cycle: u64, replanned: bool) {
         if self.check == CheckMode::Validate {
@@ -2617,7 +2601,7 @@ impl Simulator {
             {
                 Ok(plans) => {
                     for (plan, cycle, shift) in plans {
-                        self.submit_run(
+                        let id = self.insert_run(
                             Some(plan),
                             None,
                             cycle,
@@ -2625,8 +2609,8 @@ impl Simulator {
                             Owner::Rebuild,
                             0,
                             false,
-                            false,
                         );
+                        self.submitted(id, cycle, false);
                     }
                     return;
                 }

@@ -21,6 +21,22 @@ fn scheme(kind: SchemeKind, disks: usize) -> Arc<dyn Scheme> {
     .unwrap()
 }
 
+/// A lazy-parity run of `spec` (seed `seed`) over `kind` on 6 members of 4 MiB, 4 KiB chunks;
+/// `cfg` is the drive's configuration with the test's settings.
+fn run_lazy(kind: SchemeKind, mut cfg: SimConfig, spec: &str, seed: u64) -> sim::Report {
+    cfg.parity = ParityPolicy::Lazy;
+    let spec = sim::WorkloadSpec::parse(spec, seed, None).unwrap();
+    sim::simulate(
+        scheme(kind, 6),
+        4096,
+        4 << 20,
+        cfg,
+        &spec,
+        &sim::SourceOptions::default(),
+    )
+    .unwrap()
+}
+
 #[test]
 fn lazy_small_writes_beat_eager() {
     // RM2 over 4 disks (seed 002's array) and P+Q RAID6 over 8.
@@ -56,20 +72,14 @@ fn lazy_writes_on_checked_members_end_flushed() {
     // Small enough for the in-memory checker (debug builds): every read compared with a
     // reference volume, every settled cycle's parity checked.
     let mut cfg = SimConfig::new(Drive::SeagateSt3500320as.params());
-    cfg.parity = ParityPolicy::Lazy;
     cfg.bpgl_capacity = 64;
     cfg.bpgl_idle_ns = 5_000_000;
-    let spec =
-        sim::WorkloadSpec::parse("random:read=0.2:size=4K:qd=8:requests=400", 3, None).unwrap();
-    let r = sim::simulate(
-        scheme(SchemeKind::Rm2, 6),
-        4096,
-        4 << 20,
+    let r = run_lazy(
+        SchemeKind::Rm2,
         cfg,
-        &spec,
-        &sim::SourceOptions::default(),
-    )
-    .unwrap();
+        "random:read=0.2:size=4K:qd=8:requests=400",
+        3,
+    );
     if cfg!(debug_assertions) {
         assert_eq!(r.check, CheckMode::MemArray);
     }
@@ -86,25 +96,19 @@ fn lazy_writes_on_checked_members_end_flushed() {
 
 /// The list kept on the members, as the engine keeps it: records written to the first
 /// `copies_for` members only, fewer records than writes (shared), and the writes slower than
-/// with the list in controller memory, by no more than a record's wait each.
+/// with the list in controller memory.
 #[test]
 fn the_list_on_the_members_costs_shared_records() {
     let run = |records: LazyModel| {
         let mut cfg = SimConfig::new(Drive::SeagateSt3500320as.params());
-        cfg.parity = ParityPolicy::Lazy;
         cfg.lazy_model = records;
         cfg.bpgl_capacity = 256;
-        let spec =
-            sim::WorkloadSpec::parse("random:read=0:size=4K:qd=8:requests=400", 9, None).unwrap();
-        sim::simulate(
-            scheme(SchemeKind::Rm2, 6),
-            4096,
-            4 << 20,
+        run_lazy(
+            SchemeKind::Rm2,
             cfg,
-            &spec,
-            &sim::SourceOptions::default(),
+            "random:read=0:size=4K:qd=8:requests=400",
+            9,
         )
-        .unwrap()
     };
     let members = run(LazyModel::Engine);
     let controller = run(LazyModel::Controller);
@@ -139,24 +143,18 @@ fn the_list_on_the_members_costs_shared_records() {
 #[test]
 fn a_failure_flushes_the_list_first() {
     let mut cfg = SimConfig::new(Drive::SeagateSt3500320as.params());
-    cfg.parity = ParityPolicy::Lazy;
     cfg.failure = Some(Failure {
         member: 2,
         at_ns: 300_000_000,
     });
     cfg.rebuild_delay_ns = None;
     cfg.bpgl_idle_ns = 10_000_000_000; // never idle during the run
-    let spec =
-        sim::WorkloadSpec::parse("random:read=0.3:size=4K:qd=8:requests=300", 5, None).unwrap();
-    let r = sim::simulate(
-        scheme(SchemeKind::Raid6, 6),
-        4096,
-        4 << 20,
+    let r = run_lazy(
+        SchemeKind::Raid6,
         cfg,
-        &spec,
-        &sim::SourceOptions::default(),
-    )
-    .unwrap();
+        "random:read=0.3:size=4K:qd=8:requests=300",
+        5,
+    );
     let l = r.lazy.expect("lazy report");
     assert!(l.forced_flushes > 0, "the failure forced a flush: {l:?}");
     assert_eq!(l.idle_flushes, 0, "{l:?}");

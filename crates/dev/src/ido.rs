@@ -1547,9 +1547,7 @@ impl Ido {
         };
         let end = inner.chain.end;
         let core = inner.core_mut();
-        fits && redirecting(core)
-            && core.surrogate_used() == end
-            && end + LOG_HEADER_BYTES + len <= core.config().surrogate_bytes
+        fits && redirecting(core) && core.surrogate_used() == end && core.redirect_fits(len)
     }
 
     /// Routes a write [`Ido::redirects_plainly`] said is redirected, and adds it, header

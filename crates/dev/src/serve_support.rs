@@ -1745,7 +1745,16 @@ impl SharedPool {
             return self.policy_step(opts, cur);
         }
         if ordered {
-            if let Some(order) = self.ido.try_zone_order() {
+            // Waited for when the pipe holds no stripe (the rebuild's start, after a
+            // pause): a busy lock at the start left the first batches in address order
+            // (zones 0-3 rebuilt before the hot zones, seen in a run of
+            // `ido_in_the_background_with_concurrent_clients`).
+            let order = if pipe.holds() {
+                self.ido.try_zone_order()
+            } else {
+                Some(self.ido.zone_order())
+            };
+            if let Some(order) = order {
                 cur.zone_order = Some((order, self.ido.zone_cycles()));
             }
         }

@@ -259,7 +259,11 @@ fn ido_in_the_background_with_concurrent_clients() {
         "{rounds_during} client rounds ended while the rebuild ran, {redirected_during} requests redirected"
     );
     // Hot zones were migrated as the pipelined rebuild finished them.
-    assert!(migrated_bytes >= ZONE, "migrated {migrated_bytes} bytes");
+    assert!(
+        migrated_bytes >= ZONE,
+        "migrated {migrated_bytes} bytes; at the end {:?}",
+        ido_status(&sp)
+    );
     let info = sp.rebuild_info();
     assert!(info.finished, "{info:?}");
     rig.check_all(&sp);

@@ -631,6 +631,53 @@ fn ido_rebuilds_hot_zones_first_and_migrates_them() {
     assert_eq!(w.array, w.reference);
 }
 
+/// Redirected writes never take the surrogate space IDO's hot zones will be migrated to:
+/// a write burst before the first hot zone is rebuilt falls back to the array once only
+/// that space is left, and every hot zone is then migrated as it is rebuilt.
+#[test]
+fn redirected_writes_leave_room_for_the_hot_zones() {
+    // 96 KiB of surrogate; hot zones are chosen within half of it (two 24 KiB zones).
+    let mut w = World::new(RebuildPolicy::Ido, 192);
+    let zb = 24 << 10;
+    for _ in 0..20 {
+        w.read(5 * zb, 4096);
+        w.read(2 * zb, 4096);
+    }
+    w.state.fail(&w.geo, 1).unwrap();
+    w.state.replace(&w.geo, 1).unwrap();
+    w.ido.start_rebuild(false);
+    let mut hot = w.ido.hot().to_vec();
+    hot.sort();
+    assert_eq!(hot, vec![2, 5]);
+    let reserved = 2 * zb;
+    let mut redirected = 0;
+    for i in 0..64 {
+        let before = w.ido.stats().writes_redirected;
+        w.write((7 * zb + (i % 6) * 4096) as u64, 4096);
+        redirected += w.ido.stats().writes_redirected - before;
+        assert!(
+            w.ido.surrogate_used() + reserved <= 192 * SECTOR,
+            "write {i}: {} bytes used",
+            w.ido.surrogate_used()
+        );
+    }
+    assert!(redirected > 0 && w.ido.stats().writes_fallback > 0);
+    let mut migrated = Vec::new();
+    while w.ido.phase() == Phase::Rebuilding {
+        w.rebuild_step();
+        for c in &w.copies {
+            if let CopyKind::Migrate { zone } = c.0.kind {
+                migrated.push(zone);
+            }
+        }
+        while !w.copies.is_empty() {
+            w.finish_copy(0, true);
+        }
+    }
+    migrated.sort();
+    assert_eq!(migrated, hot);
+}
+
 #[test]
 fn pro_follows_popularity_seen_during_the_rebuild() {
     let mut w = World::new(RebuildPolicy::Pro, 0);

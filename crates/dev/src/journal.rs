@@ -672,7 +672,16 @@ impl Journal {
                 }
             }
         }
-        let last = seq - 1;
+        // The sequence numbers go on past every one a record still in the ring may carry.
+        // The walk stops at the first record missing (a crash dropped its pages), but records
+        // after it, written in the same group commit and never acknowledged, may have
+        // survived: numbered on from the gap, the next records would continue their chain,
+        // and the recovery after the next crash would replay them over newer data, an
+        // acknowledged write's included (`a_record_left_beyond_a_gap_is_never_replayed_later`;
+        // likely what the fault harness met at seed 0x6b0ab71d, where a write the client saw
+        // fail appeared after a read had returned the old bytes). Records not retired always
+        // fit in the ring, so none carries more than `watermark + ring / RECORD_ALIGN`.
+        let last = (seq - 1).max(cp.watermark + ring / RECORD_ALIGN);
         let pos = if pos >= ring { 0 } else { pos };
         let j = Journal::new(g, Self::fresh_state(last, cp.sequence, pos));
         {
@@ -857,6 +866,57 @@ mod tests {
         append_while(&gated, &members, &j, || {});
         assert_eq!(j.avoided_members(), vec![2]);
         assert_eq!(j.take_failed_members(), vec![2]);
+    }
+
+    /// A crash drops the first of two records written in one group commit and keeps the
+    /// second. Recovery replays neither (the first is missing); the record written next must
+    /// not continue the stale one's chain: after the next crash, the stale record (a write
+    /// never acknowledged) is not replayed over the newer write to the same place.
+    #[test]
+    fn a_record_left_beyond_a_gap_is_never_replayed_later() {
+        let (_gated, members, j) = rig();
+        let stale = [(0u32, 8192u64, &[2u8; 4096][..])];
+        j.append(&members, &[(0, 0, &[1u8; 4096][..])]).unwrap();
+        j.append(&members, &stale).unwrap();
+        drop(j);
+        // The first record's pages never reached any member.
+        for m in members.iter().flatten() {
+            m.write_at(&[0u8; RECORD_ALIGN as usize], RING_OFFSET)
+                .unwrap();
+        }
+        let mut replayed = Vec::new();
+        let j = Journal::recover(rig_geometry(), &members, |m, off, _| {
+            replayed.push((m, off));
+            Ok(())
+        })
+        .unwrap();
+        assert!(replayed.is_empty(), "{replayed:?}");
+        // A write after the restart, of the same size as the lost record (so it ends where
+        // the stale one begins), to the place the stale one covers; then another crash
+        // before its in-place writes are retired.
+        let newer = [(0u32, 8192u64, &[3u8; 4096][..])];
+        let seq = j.append(&members, &newer).unwrap();
+        members[0]
+            .as_ref()
+            .unwrap()
+            .write_at(&[3u8; 4096], (512 << 10) + 8192)
+            .unwrap();
+        j.done(seq);
+        drop(j);
+        let mut replayed = Vec::new();
+        Journal::recover(rig_geometry(), &members, |m, off, data| {
+            replayed.push((m, off, data[0]));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(replayed, vec![(0, 8192, 3)], "only the newer record");
+        let mut b = vec![0u8; 4096];
+        members[0]
+            .as_ref()
+            .unwrap()
+            .read_at(&mut b, (512 << 10) + 8192)
+            .unwrap();
+        assert!(b.iter().all(|&x| x == 3), "the acknowledged write stays");
     }
 
     /// Every member that held the journal's checkpoint replaced, the last one failed: the

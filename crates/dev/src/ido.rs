@@ -361,6 +361,13 @@ pub struct Ido {
     /// acknowledged on the strength of a state only memory holds would be lost to a restart
     /// that reads the older record).
     record_stale: AtomicBool,
+    /// The surrogate's log was replayed at this start: the next redirected write records
+    /// the state first, so that it starts a chain of its own. Continuing the replayed chain,
+    /// a write of the length of one a crash tore would end right at the header of a write
+    /// after it that survived (written in the same group, never acknowledged), and the
+    /// next start would map that stale write again
+    /// (`a_write_left_beyond_a_torn_one_in_the_log_is_never_mapped_later`).
+    rechain: AtomicBool,
     inner: RwLock<Inner>,
     /// Threads waiting to take `inner` shared ([`Ido::read_inner`]): the reclaimer, which
     /// takes it exclusively step after step, lets them in between ([`Ido::let_readers_in`]).
@@ -708,6 +715,7 @@ impl Ido {
             pop_dirty: AtomicBool::new(true),
             drain_wanted: AtomicBool::new(false),
             record_stale: AtomicBool::new(false),
+            rechain: AtomicBool::new(false),
             readers_waiting: AtomicU32::new(0),
             inner: RwLock::new(Inner {
                 core: Mutex::new(core),
@@ -1111,6 +1119,7 @@ impl Ido {
             end,
         };
         self.record_stale.store(false, Ordering::Relaxed);
+        self.rechain.store(false, Ordering::Relaxed);
         self.pop_dirty.store(false, Ordering::Relaxed);
         Ok(())
     }
@@ -1218,6 +1227,7 @@ impl Ido {
             *inner.core_mut() = core;
             inner.chain = chain;
             inner.replay = None;
+            self.rechain.store(true, Ordering::Relaxed);
             if chain.len > 0 {
                 self.pop_dirty.store(true, Ordering::Relaxed);
             }
@@ -1535,6 +1545,7 @@ impl Ido {
     /// the log ends).
     fn redirects_plainly(&self, inner: &mut Inner, len: u64) -> bool {
         if self.record_stale.load(Ordering::Relaxed)
+            || self.rechain.load(Ordering::Relaxed)
             || self.drain_wanted.load(Ordering::Relaxed)
             || inner.dropped.is_some()
             || !self.sur().as_ref().is_some_and(|s| s.healthy())
@@ -1649,7 +1660,7 @@ impl Ido {
         offset: u64,
         data: &[u8],
     ) -> Result<bool> {
-        if self.record_stale.load(Ordering::Relaxed) {
+        if self.record_stale.load(Ordering::Relaxed) || self.rechain.load(Ordering::Relaxed) {
             self.persist_locked(inner, main, uuid)?;
         }
         let attached = self.sur().is_some();
@@ -1780,6 +1791,7 @@ impl Ido {
     /// on the same pool without one.
     fn write_shared(&self, main: &dyn MainPool, offset: u64, data: &[u8]) -> Result<bool> {
         if self.record_stale.load(Ordering::Relaxed)
+            || self.rechain.load(Ordering::Relaxed)
             || self.drain_wanted.load(Ordering::Relaxed)
             || self.sur().as_ref().is_some_and(|s| !s.healthy())
         {

@@ -624,6 +624,51 @@ fn a_crash_finds_the_redirected_writes_after_the_last_record_in_the_log() {
     sp.close().unwrap();
 }
 
+/// A crash tears a redirected write in the middle of the log and keeps the one after it
+/// (written in the same group, never acknowledged). The start maps the writes before the
+/// torn one; the next redirected write must not continue the old chain where a write of the
+/// torn one's length would end right at the stale one's header: the start after the next
+/// crash would map the stale write again, over the data the client read back meanwhile.
+#[test]
+fn a_write_left_beyond_a_torn_one_in_the_log_is_never_mapped_later() {
+    let (mut rig, sp) = Rig::new("logstale");
+    rig.begin_policy(&sp, RebuildPolicy::Ido);
+    let header = raidcore::ido::LOG_HEADER_BYTES;
+    // Zones that are not hot: `torn` then `stale` go to the end of the log.
+    let (torn, stale) = ((5 * ZONE + 4096, 4096usize), (13 * ZONE, 20480usize));
+    let before = rig.reference.clone();
+    for (i, &(at, len)) in [(3 * ZONE + 8192, 12288usize), torn, stale]
+        .iter()
+        .enumerate()
+    {
+        let data = vec![0xB0 + i as u8; len];
+        sp.write(at, &data).unwrap();
+        rig.reference[at as usize..at as usize + len].copy_from_slice(&data);
+    }
+    let used = ido_status(&sp).surrogate_used_bytes;
+    drop(sp);
+    // `torn`'s data never reached the surrogate; `stale`, after it, did.
+    let torn_data_at = used - stale.1 as u64 - header - torn.1 as u64;
+    let mut sur = dev::pool::Pool::open_forced(&rig.dir.0.join("sur.json"), None).unwrap();
+    sur.write(torn_data_at, &vec![0x5Au8; torn.1]).unwrap();
+    sur.close().unwrap();
+    for (at, len) in [torn, stale] {
+        let r = at as usize..at as usize + len;
+        rig.reference[r.clone()].copy_from_slice(&before[r]);
+    }
+    let sp = reopen(&rig);
+    assert_eq!(ido_status(&sp).log_writes, 1);
+    rig.check_all(&sp);
+    // A write of the torn one's length, redirected (a zone that is not hot), then a crash.
+    let again = (7 * ZONE, vec![0x77u8; torn.1]);
+    sp.write(again.0, &again.1).unwrap();
+    rig.reference[again.0 as usize..again.0 as usize + torn.1].copy_from_slice(&again.1);
+    let sp = crash(&rig, sp);
+    // `stale` is still not there.
+    rig.check_all(&sp);
+    sp.close().unwrap();
+}
+
 /// Concurrent redirected writes go to the surrogate together (group commit): several in one
 /// request and one sync, their headers chained in the log; all of them read back, and after a
 /// crash the log maps every one again.

@@ -123,7 +123,28 @@ struct RebuildPipe<'a> {
     /// Declared after the held batches: a migration may wait for the IDO lock, which a client
     /// holds while it waits for their stripes, so dropping a pipe lets them go first.
     migrations: Migrations,
+    /// Whether windows of IDO's hot cycles keep what they read and wrote (a policy rebuild
+    /// under IDO with a surrogate), for their zones' migrations.
+    capture: bool,
+    /// Hot cycles written, each with what its plans read and wrote and
+    /// [`HeldBatch::writes_seen`]: a hot zone's migration takes its data from here
+    /// ([`crate::ido::ZoneImage`]) instead of reading the zone again.
+    captured: std::collections::BTreeMap<u64, Captured>,
+    captured_bytes: usize,
 }
+
+/// A hot cycle's member image ([`RebuildPipe::captured`]): [`HeldBatch::writes_seen`] of its
+/// batch, the array state's event count its plans were made at (`None`: not all the same),
+/// and each member range read or written.
+#[derive(Default)]
+struct Captured {
+    writes_seen: u64,
+    state_generation: Option<u64>,
+    ranges: Vec<(layout::Disk, u64, Vec<u8>)>,
+}
+
+/// Most bytes of hot cycles' member images a rebuild keeps for their zones' migrations.
+const CAPTURED_MAX_BYTES: usize = 128 << 20;
 
 impl RebuildPipe<'_> {
     /// The pipe holds stripes (a batch planned and not yet marked).
@@ -137,6 +158,8 @@ impl RebuildPipe<'_> {
 struct HeldBatch<'a> {
     ran: RebuildBatch,
     members: MemberSet,
+    /// [`SharedPool::main_writes`] once its stripes were locked.
+    writes_seen: u64,
     _guard: StripeGuard<'a>,
 }
 
@@ -213,6 +236,10 @@ pub struct SharedPool {
     /// When a client request last started (ns since `epoch`, 0 = never): the rebuild backs
     /// off to its minimum speed while this is recent.
     last_foreground_ns: AtomicU64,
+    /// Writes of data to the pool that have landed (clients' and IDO's own): a hot zone's
+    /// member image taken by the rebuild is used for its migration only if none landed since
+    /// the image's batch locked its stripes (`RebuildPipe::captured`).
+    main_writes: AtomicU64,
     /// When the array is idle enough to process deferred parity (lazy parity).
     idle: Mutex<IdleDetector>,
     stop_flusher: AtomicBool,
@@ -273,6 +300,45 @@ impl MainPool for SpBackground<'_> {
     }
     fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
         SpMain(self.0).write_record(seq, bytes, sync)
+    }
+    fn writes_landed(&self) -> Option<u64> {
+        Some(self.0.main_writes.load(Ordering::SeqCst))
+    }
+    fn read_with_image(
+        &self,
+        off: u64,
+        buf: &mut [u8],
+        image: &crate::ido::ZoneImage,
+    ) -> Result<u64> {
+        // The places are the image's only while no member failed or was replaced since
+        // (a second rebuild may have put other data where the image read some).
+        let pieces = self.0.with_pool(|p| {
+            if Some(p.state.generation()) != image.state_generation {
+                return Ok(Vec::new());
+            }
+            Ok(raidcore::data_pieces(
+                &p.geo,
+                &p.state,
+                off,
+                buf.len() as u64,
+            )?)
+        })?;
+        if pieces.is_empty() {
+            return self.read(off, buf).map(|()| 0);
+        }
+        let mut taken = 0;
+        for piece in pieces {
+            let at = (piece.offset - off) as usize;
+            let dst = &mut buf[at..at + piece.len as usize];
+            match piece.at.and_then(|(m, o)| image.get(m, o, piece.len)) {
+                Some(b) => {
+                    dst.copy_from_slice(b);
+                    taken += piece.len;
+                }
+                None => self.0.read_main_background(piece.offset, dst)?,
+            }
+        }
+        Ok(taken)
     }
 }
 
@@ -637,6 +703,7 @@ impl SharedPool {
             rebuild_thread: Mutex::new(None),
             epoch: Instant::now(),
             last_foreground_ns: AtomicU64::new(0),
+            main_writes: AtomicU64::new(0),
             idle: Mutex::new(IdleDetector::new(BPGL_IDLE_AFTER.as_nanos() as u64)),
             stop_flusher: AtomicBool::new(false),
             flusher_thread: Mutex::new(None),
@@ -1113,6 +1180,13 @@ impl SharedPool {
     /// [`SharedPool::write_main`] for the pool's own work (see
     /// [`SharedPool::read_main_background`]).
     fn write_main_background(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let r = self.write_main_landing(offset, data);
+        // Counted once landed (or failed part way), never before.
+        self.main_writes.fetch_add(1, Ordering::SeqCst);
+        r
+    }
+
+    fn write_main_landing(&self, offset: u64, data: &[u8]) -> Result<()> {
         if self.mode == Concurrency::Serial {
             return self.with_pool(|p| p.write_plain(offset, data));
         }
@@ -1529,6 +1603,7 @@ impl SharedPool {
                                 let held = HeldBatch {
                                     ran,
                                     members,
+                                    writes_seen: self.main_writes.load(Ordering::SeqCst),
                                     _guard: guard,
                                 };
                                 pipe.held.insert(id, (held, ws.len()));
@@ -1542,7 +1617,8 @@ impl SharedPool {
                     break;
                 };
                 let members = self.owned(&pipe.held[&id].0.members);
-                pipe.flow.start(plans, members, id);
+                let capture = pipe.capture && plans.iter().any(|p| self.ido.any_hot(&[p.cycle]));
+                pipe.flow.start(plans, members, id, capture);
             }
             // With the windows running (see `Pool::rebuild`).
             self.with_pool(|p| p.rebuild_checkpoint(cur))?;
@@ -1554,6 +1630,30 @@ impl SharedPool {
         };
         match outcome {
             Ok(()) => {
+                let seen = pipe.held[&id].0.writes_seen;
+                for image in pipe.flow.take_images() {
+                    for (c, gen, m, off, bytes) in image {
+                        pipe.captured_bytes += bytes.len();
+                        let e = pipe.captured.entry(c).or_insert_with(|| Captured {
+                            writes_seen: seen,
+                            state_generation: Some(gen),
+                            ranges: Vec::new(),
+                        });
+                        e.writes_seen = e.writes_seen.min(seen);
+                        if e.state_generation != Some(gen) {
+                            e.state_generation = None;
+                        }
+                        e.ranges.push((m, off, bytes));
+                    }
+                }
+                // Hot zones the surrogate had no room for are never migrated: their cycles
+                // go, oldest first, past a bound (their migrations read the pool instead).
+                while pipe.captured_bytes > CAPTURED_MAX_BYTES {
+                    let Some((_, c)) = pipe.captured.pop_first() else {
+                        break;
+                    };
+                    pipe.captured_bytes -= c.ranges.iter().map(|r| r.2.len()).sum::<usize>();
+                }
                 // Marked in planning order, then their stripes let go; recorded at the next
                 // stage's checkpoint.
                 let done = crate::pool::written_in_order(&mut pipe.held, id);
@@ -1577,6 +1677,7 @@ impl SharedPool {
                 *pipe = RebuildPipe {
                     me: pipe.me.take(),
                     migrations: std::mem::take(&mut pipe.migrations),
+                    capture: pipe.capture,
                     ..RebuildPipe::default()
                 };
                 r.map(Some)
@@ -1711,7 +1812,8 @@ impl SharedPool {
         match step {
             Some(pr) => {
                 if !done.is_empty() {
-                    self.ido.migrate(&SpBackground(self), self.uuid, done)?;
+                    self.ido
+                        .migrate(&SpBackground(self), self.uuid, done, Vec::new())?;
                 }
                 Ok(PolicyStep::Rebuilt(pr))
             }
@@ -1720,6 +1822,46 @@ impl SharedPool {
                 Ok(PolicyStep::Reclaimed)
             }
         }
+    }
+
+    /// What the rebuild read and wrote of the zone `job` migrates (its cycles' images, taken
+    /// out of the pipe), if it kept any.
+    fn zone_image(
+        &self,
+        pipe: &mut RebuildPipe<'_>,
+        job: &raidcore::ido::CopyJob,
+    ) -> Option<crate::ido::ZoneImage> {
+        let raidcore::ido::CopyKind::Migrate { zone } = job.kind else {
+            return None;
+        };
+        let zc = self.ido.zone_cycles();
+        let cycles: Vec<u64> = pipe
+            .captured
+            .range(zone * zc..(zone + 1) * zc)
+            .map(|(&c, _)| c)
+            .collect();
+        let mut image = crate::ido::ZoneImage {
+            writes_seen: u64::MAX,
+            state_generation: None,
+            ranges: Default::default(),
+        };
+        let mut generation = None;
+        let mut same = true;
+        for c in cycles {
+            let cap = pipe.captured.remove(&c).expect("listed");
+            image.writes_seen = image.writes_seen.min(cap.writes_seen);
+            match (generation, cap.state_generation) {
+                (_, None) => same = false,
+                (None, g) => generation = g,
+                (Some(a), Some(b)) => same &= a == b,
+            }
+            for (m, off, bytes) in cap.ranges {
+                pipe.captured_bytes -= bytes.len();
+                image.ranges.insert((m, off), bytes);
+            }
+        }
+        image.state_generation = generation.filter(|_| same);
+        (!image.ranges.is_empty() && image.state_generation.is_some()).then_some(image)
     }
 
     /// A policy rebuild's step through the pipeline ([`SharedPool::rebuild_stage`]). IDO's
@@ -1741,9 +1883,12 @@ impl SharedPool {
         ordered: bool,
     ) -> Result<PolicyStep> {
         if self.ido.phase() != Phase::Rebuilding {
+            pipe.capture = false;
+            pipe.captured.clear();
             self.drain_rebuild(opts, cur, pipe)?;
             return self.policy_step(opts, cur);
         }
+        pipe.capture = true;
         if ordered {
             // Waited for when the pipe holds no stripe (the rebuild's start, after a
             // pause): a busy lock at the start left the first batches in address order
@@ -1776,6 +1921,8 @@ impl SharedPool {
             if let Some(jobs) = done {
                 cur.marked.clear();
                 if !jobs.is_empty() {
+                    let images: Vec<Option<crate::ido::ZoneImage>> =
+                        jobs.iter().map(|j| self.zone_image(pipe, j)).collect();
                     match pipe.me.clone() {
                         // Beside the rebuild, on a thread that holds no stripes (it waits for
                         // the IDO lock; the windows in flight need none): drained first and
@@ -1783,11 +1930,12 @@ impl SharedPool {
                         // (IDO 20.0 s where PR took 18.3 s, and the simulator, which runs the
                         // migrations beside the rebuild, 18.7 s).
                         Some(me) => pipe.migrations.0.push(std::thread::spawn(move || {
-                            me.ido.migrate(&SpBackground(&me), me.uuid, jobs)
+                            me.ido.migrate(&SpBackground(&me), me.uuid, jobs, images)
                         })),
                         None => {
                             self.drain_rebuild(opts, cur, pipe)?;
-                            self.ido.migrate(&SpBackground(self), self.uuid, jobs)?;
+                            self.ido
+                                .migrate(&SpBackground(self), self.uuid, jobs, images)?;
                         }
                     }
                 }
@@ -1801,7 +1949,9 @@ impl SharedPool {
                 let marked = std::mem::take(&mut cur.marked);
                 let jobs = self.ido.cycles_rebuilt(&marked);
                 if !jobs.is_empty() {
-                    self.ido.migrate(&SpBackground(self), self.uuid, jobs)?;
+                    let images = jobs.iter().map(|j| self.zone_image(pipe, j)).collect();
+                    self.ido
+                        .migrate(&SpBackground(self), self.uuid, jobs, images)?;
                 }
                 self.ido.end_rebuild(&SpBackground(self), self.uuid)?;
                 Ok(PolicyStep::Reclaimed)

@@ -274,6 +274,50 @@ fn ido_in_the_background_with_concurrent_clients() {
     sp.close().unwrap();
 }
 
+/// The background rebuild keeps what it read and wrote of the hot zones' cycles, and their
+/// migrations copy that rather than reading the zones from the pool again (as the seed and
+/// the simulator migrate the data the rebuild fetched); every byte reads back afterwards.
+#[test]
+fn hot_zones_are_migrated_from_the_rebuilds_own_reads() {
+    let (rig, sp) = Rig::new("fromrebuild");
+    rig.fail_and_replace(&sp);
+    let reads_before: u64 = sp
+        .status()
+        .unwrap()
+        .members
+        .iter()
+        .map(|m| m.read_bytes)
+        .sum();
+    sp.start_rebuild_with(opts(), Some(RebuildPolicy::Ido), None)
+        .unwrap();
+    while sp.rebuild_info().running {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(sp.rebuild_info().finished, "{:?}", sp.rebuild_info());
+    let s = ido_status(&sp);
+    assert!(s.migrated_bytes >= ZONE, "{s:?}");
+    // A 4-member RAID5 with a replacement: every data unit of a hot cycle was read or
+    // written by the rebuild.
+    assert_eq!(s.migrated_from_rebuild_bytes, s.migrated_bytes, "{s:?}");
+    let reads: u64 = sp
+        .status()
+        .unwrap()
+        .members
+        .iter()
+        .map(|m| m.read_bytes)
+        .sum();
+    // The rebuild reads the three other members once (the pool's capacity in all), and no
+    // hot zone again.
+    let capacity = rig.reference.len() as u64;
+    assert!(
+        reads - reads_before < capacity + ZONE / 2,
+        "{} bytes read for a {capacity}-byte pool",
+        reads - reads_before
+    );
+    rig.check_all(&sp);
+    sp.close().unwrap();
+}
+
 /// Every policy in the background with a client beside it: the rebuild runs through the
 /// served pipeline (the stripes of the batches in flight held) while the client's requests hold IDO's lock
 /// and wait for stripes; the rebuild never waits for that lock while it holds stripes, so

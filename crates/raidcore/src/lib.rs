@@ -145,7 +145,7 @@ pub use planner::{plan_read, plan_read_balanced, plan_rebuild_cycle, plan_write,
 pub use policy::{ModeCost, ModePolicy, StripeWrite, WriteMode, WritePolicy};
 pub use rebuild::{Progress, RebuildOrder, RebuildScheduler, SpeedLimits, Throttle};
 pub use repair::{locate_member_byte, logical_offset, lost_with, place_loc, plan_repair};
-pub use sources::{read_sources, MemberRange, Sources};
+pub use sources::{data_pieces, read_sources, DataPiece, MemberRange, Sources};
 pub use verify::{check_verify, plan_verify_cycle, resync_cycle, Resync, VerifyOutcome};
 
 use layout::{Disk, LayoutError};

@@ -104,3 +104,46 @@ pub fn read_sources(
     }
     Ok(out)
 }
+
+/// Where a chunk's piece of a logical range is stored now: a member and a byte offset in its
+/// data area, or `None` when the piece's cycle has a lost place (a read would reconstruct it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataPiece {
+    /// Logical byte offset of the piece.
+    pub offset: u64,
+    /// Length in bytes (inside one chunk).
+    pub len: u64,
+    /// The member and the byte offset in its data area of the piece's data place.
+    pub at: Option<(Disk, u64)>,
+}
+
+/// The data places of `len` bytes at logical byte `offset`, one entry per chunk touched, in
+/// order: for an executor that holds the member contents of some cycles already (IDO's
+/// migration of a hot zone takes the zone from the rebuild's own reads and writes).
+pub fn data_pieces(
+    geo: &Geometry,
+    state: &ArrayState,
+    offset: u64,
+    len: u64,
+) -> Result<Vec<DataPiece>, CoreError> {
+    let cb = geo.chunk_bytes();
+    let mut out = Vec::new();
+    for part in split(geo, offset, len)? {
+        let c = part.cycle;
+        let view = View::current(geo, state, c);
+        let impaired = view.any_lost();
+        for (p, at, piece_len) in part.pieces() {
+            let lo = offset + at;
+            let at = (!impaired).then(|| {
+                let loc = view.loc(p);
+                (loc.disk, geo.member_offset(c, loc, lo % cb))
+            });
+            out.push(DataPiece {
+                offset: lo,
+                len: piece_len,
+                at,
+            });
+        }
+    }
+    Ok(out)
+}

@@ -138,7 +138,15 @@ pub(crate) struct WindowFlow<T> {
     in_flight: usize,
     reading: usize,
     free: Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+    /// What the windows started with `capture` read and wrote, once written.
+    images: Vec<MemberImage>,
 }
+
+/// The member contents a written window read and wrote, per plan: (cycle, the array state's
+/// event count it was planned at, member, byte offset in its data area, the bytes). IDO's
+/// migration of a hot zone takes the zone's data from them rather than reading the zone
+/// again.
+pub(crate) type MemberImage = Vec<(u64, u64, layout::Disk, u64, Vec<u8>)>;
 
 /// What a window's thread reports: its reads done (computing and writing now), then its
 /// outcome (or its thread's panic).
@@ -147,6 +155,7 @@ enum Event<T> {
     Done(
         T,
         std::thread::Result<std::result::Result<(), crate::exec::BatchErrors>>,
+        Option<MemberImage>,
     ),
 }
 
@@ -167,7 +176,14 @@ impl<T: Send + 'static> WindowFlow<T> {
             in_flight: 0,
             reading: 0,
             free: Default::default(),
+            images: Vec::new(),
         }
+    }
+
+    /// The member images of the windows done since the last call (those started with
+    /// `capture` that were written).
+    pub(crate) fn take_images(&mut self) -> Vec<MemberImage> {
+        std::mem::take(&mut self.images)
     }
 
     /// Windows started and not yet done.
@@ -186,12 +202,14 @@ impl<T: Send + 'static> WindowFlow<T> {
     }
 
     /// Starts `plans` (one window) on `members`; [`WindowFlow::wait`] hands back `tag` with
-    /// the outcome.
+    /// the outcome. With `capture`, what the window read and wrote is kept once it is
+    /// written ([`WindowFlow::take_images`]).
     pub(crate) fn start(
         &mut self,
         plans: Vec<raidcore::Plan>,
         members: crate::exec::OwnedMembers,
         tag: T,
+        capture: bool,
     ) {
         let events = self.events.clone();
         let free = Arc::clone(&self.free);
@@ -199,8 +217,9 @@ impl<T: Send + 'static> WindowFlow<T> {
             .name("rebuild-window".into())
             .spawn(move || {
                 let mut read_sent = false;
+                let mut image = capture.then(Vec::new);
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run_window(&plans, &members, &free, || {
+                    run_window(&plans, &members, &free, image.as_mut(), || {
                         read_sent = true;
                         let _ = events.send(Event::Read);
                     })
@@ -208,8 +227,11 @@ impl<T: Send + 'static> WindowFlow<T> {
                 if !read_sent {
                     let _ = events.send(Event::Read);
                 }
+                if !matches!(outcome, Ok(Ok(()))) {
+                    image = None;
+                }
                 // The receiver lives as long as the flow, which waits for every window.
-                let _ = events.send(Event::Done(tag, outcome));
+                let _ = events.send(Event::Done(tag, outcome, image));
             })
             .expect("spawning a rebuild window thread");
         self.in_flight += 1;
@@ -231,8 +253,9 @@ impl<T: Send + 'static> WindowFlow<T> {
                 self.reading -= 1;
                 Some(Step::Read)
             }
-            Event::Done(tag, outcome) => {
+            Event::Done(tag, outcome, image) => {
                 self.in_flight -= 1;
+                self.images.extend(image);
                 match outcome {
                     Ok(o) => Some(Step::Done(tag, o)),
                     Err(panic) => std::panic::resume_unwind(panic),
@@ -279,11 +302,13 @@ impl<T> Drop for WindowFlow<T> {
 
 /// One window: read, computed and written, its buffers given back to `free` (taken from it
 /// first: the old bytes are never read, see [`crate::exec::read_only`]); `read` is called
-/// once its reads are done.
+/// once its reads are done. With `image`, every member range it read or wrote is copied
+/// there once computed.
 fn run_window(
     plans: &[raidcore::Plan],
     members: &crate::exec::OwnedMembers,
     free: &std::sync::Mutex<Vec<Vec<u8>>>,
+    image: Option<&mut MemberImage>,
     read: impl FnOnce(),
 ) -> std::result::Result<(), crate::exec::BatchErrors> {
     let need: usize = plans.iter().map(|p| p.buffers.len()).sum();
@@ -297,6 +322,20 @@ fn run_window(
     read();
     let outcome = outcome.and_then(|mut bufs| {
         crate::exec::compute(plans, &mut bufs);
+        if let Some(img) = image {
+            for (p, b) in plans.iter().zip(&bufs) {
+                for io in p.reads.iter().chain(&p.writes) {
+                    let d = &io.data;
+                    img.push((
+                        p.cycle,
+                        p.state_generation,
+                        io.member,
+                        io.offset_bytes,
+                        b[d.buf][d.off..d.off + d.len].to_vec(),
+                    ));
+                }
+            }
+        }
         let written = crate::exec::commit(plans, &bufs, &view);
         mine.extend(bufs.into_iter().flatten());
         written
@@ -661,7 +700,7 @@ impl Pool {
                 let Some((w, batch)) = queue.pop_front() else {
                     break;
                 };
-                flow.start(w, self.owned_members(), batch);
+                flow.start(w, self.owned_members(), batch, false);
             }
             // With the windows running: a checkpoint's flush and superblock writes (about
             // 100 ms over members emulated at 4 ms, with the host writing back the rebuild's

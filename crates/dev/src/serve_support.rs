@@ -1869,9 +1869,10 @@ impl SharedPool {
     /// while it waits for them): the zone order (IDO's hot zones, PRO's most read) is asked
     /// for without waiting (the last one stays when the lock is busy), the cycles marked are
     /// handed to IDO's bookkeeping when its lock is free, or once the pipe holds nothing, and
-    /// the migrations of hot zones that became rebuilt run once the pipe is drained (they
-    /// take the lock exclusively and read the main pool; a few per rebuild). Outside the
-    /// rebuilding phase it is [`SharedPool::policy_step`], the pipe drained first.
+    /// the migrations of hot zones that became rebuilt run beside it on threads of their own
+    /// (they take the lock exclusively; their data comes from what the rebuild read and
+    /// wrote of the zone, [`SharedPool::zone_image`]). Outside the rebuilding phase it is
+    /// [`SharedPool::policy_step`], the pipe drained first.
     ///
     /// The calibration (issue 32) found IDO's rebuild stepping one batch at a time under the
     /// zipf load: 49.8 s against the simulator's 18.7 s, where PR through here took 19.4 s.

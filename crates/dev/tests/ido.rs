@@ -281,13 +281,15 @@ fn ido_in_the_background_with_concurrent_clients() {
 fn hot_zones_are_migrated_from_the_rebuilds_own_reads() {
     let (rig, sp) = Rig::new("fromrebuild");
     rig.fail_and_replace(&sp);
-    let reads_before: u64 = sp
-        .status()
-        .unwrap()
-        .members
-        .iter()
-        .map(|m| m.read_bytes)
-        .sum();
+    let member_reads = |sp: &dev::serve_support::SharedPool| -> u64 {
+        sp.status()
+            .unwrap()
+            .members
+            .iter()
+            .map(|m| m.read_bytes)
+            .sum()
+    };
+    let reads_before = member_reads(&sp);
     sp.start_rebuild_with(opts(), Some(RebuildPolicy::Ido), None)
         .unwrap();
     while sp.rebuild_info().running {
@@ -299,13 +301,7 @@ fn hot_zones_are_migrated_from_the_rebuilds_own_reads() {
     // A 4-member RAID5 with a replacement: every data unit of a hot cycle was read or
     // written by the rebuild.
     assert_eq!(s.migrated_from_rebuild_bytes, s.migrated_bytes, "{s:?}");
-    let reads: u64 = sp
-        .status()
-        .unwrap()
-        .members
-        .iter()
-        .map(|m| m.read_bytes)
-        .sum();
+    let reads = member_reads(&sp);
     // The rebuild reads the three other members once (the pool's capacity in all), and no
     // hot zone again.
     let capacity = rig.reference.len() as u64;

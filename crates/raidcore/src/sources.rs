@@ -25,7 +25,7 @@
 
 use layout::Disk;
 
-use crate::array::{ArrayState, Geometry};
+use crate::array::{ArrayState, Geometry, PlaceId};
 use crate::planner::split;
 use crate::recon::View;
 use crate::CoreError;
@@ -62,13 +62,12 @@ pub fn read_sources(
 ) -> Result<Vec<Sources>, CoreError> {
     let cb = geo.chunk_bytes();
     let mut out = Vec::new();
-    for part in split(geo, offset, len)? {
-        let c = part.cycle;
-        let view = View::current(geo, state, c);
-        // Whether the cycle is impaired (asked once per cycle: a RAID+ cycle has thousands
-        // of places).
-        let impaired = view.any_lost();
-        for (p, at, piece_len) in part.pieces() {
+    each_piece(
+        geo,
+        state,
+        offset,
+        len,
+        |c, view, impaired, p, at, piece_len| {
             let ranges = if impaired {
                 let rows = geo.stride_rows() * cb;
                 (0..geo.disks() as Disk)
@@ -100,9 +99,30 @@ pub fn read_sources(
                 len: piece_len,
                 ranges,
             });
+        },
+    )?;
+    Ok(out)
+}
+
+/// Calls `f(cycle, view, impaired, data place, offset in the range, length)` for each
+/// chunk's piece of `len` bytes at logical byte `offset`, in order. Whether a cycle is
+/// impaired is asked once per cycle (a RAID+ cycle has thousands of places).
+fn each_piece(
+    geo: &Geometry,
+    state: &ArrayState,
+    offset: u64,
+    len: u64,
+    mut f: impl FnMut(u64, &View, bool, PlaceId, u64, u64),
+) -> Result<(), CoreError> {
+    for part in split(geo, offset, len)? {
+        let c = part.cycle;
+        let view = View::current(geo, state, c);
+        let impaired = view.any_lost();
+        for (p, at, piece_len) in part.pieces() {
+            f(c, &view, impaired, p, at, piece_len);
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Where a chunk's piece of a logical range is stored now: a member and a byte offset in its
@@ -128,11 +148,12 @@ pub fn data_pieces(
 ) -> Result<Vec<DataPiece>, CoreError> {
     let cb = geo.chunk_bytes();
     let mut out = Vec::new();
-    for part in split(geo, offset, len)? {
-        let c = part.cycle;
-        let view = View::current(geo, state, c);
-        let impaired = view.any_lost();
-        for (p, at, piece_len) in part.pieces() {
+    each_piece(
+        geo,
+        state,
+        offset,
+        len,
+        |c, view, impaired, p, at, piece_len| {
             let lo = offset + at;
             let at = (!impaired).then(|| {
                 let loc = view.loc(p);
@@ -143,7 +164,7 @@ pub fn data_pieces(
                 len: piece_len,
                 at,
             });
-        }
-    }
+        },
+    )?;
     Ok(out)
 }

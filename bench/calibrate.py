@@ -11,8 +11,11 @@ Cases (CASES, comma-separated, or `all`; default offline, online-pr, online-ido)
   offline-s2raid    S2-RAID5 over 9 members (G = 3) and a spare: fail, rebuild, no client.
   online-POLICY  the same pool with a RAID1 surrogate of 2 members, fio 4 KiB random, 70 %
                  reads, zipf:1.2, queue depth 8: NORMAL_S seconds healthy, then fail + replace
-                 + rebuild --rebuild-policy POLICY --speed-min 1M while fio runs DURING_S more
-                 seconds (the rebuild then finishes unloaded). POLICY: pr pro workout vdf ido.
+                 + rebuild --rebuild-policy POLICY --speed-min SPEED_MIN (default 1M) while
+                 fio runs DURING_S more seconds (the rebuild then finishes unloaded; with
+                 SPEED_MIN=1G it competes with fio at full rate and usually ends first; the
+                 phase's figures are the requests issued while it ran). POLICY: pr pro
+                 workout vdf ido.
                  The surrogate is created for the policies that use one (workout, vdf, ido).
   lazy-rm2, lazy-raid6  small writes under lazy parity (seed 002): RM2 over 8 members and
                  RAID6 over 6, --parity lazy, fio 4 KiB random writes at queue depth 8 for
@@ -27,7 +30,7 @@ rows as JSON. Bounds of issue 32: rebuild time within 15 %, mean latency within 
 outside are marked.
 
 Usage: bench/calibrate.py [--json] (environment: RAIDFORGE, CASES, NORMAL_S, DURING_S,
-MEMBER_SIZE, EMULATE). Needs fio with the nbd engine.
+MEMBER_SIZE, EMULATE, SPEED_MIN). Needs fio with the nbd engine.
 """
 
 import json
@@ -64,7 +67,9 @@ LAZY = {
 POLICIES = ["pr", "pro", "workout", "vdf", "ido"]
 # Policies that put data on the surrogate (the others never touch it).
 SURROGATE_POLICIES = {"workout", "vdf", "ido"}
-SPEED_MIN = "1M"
+# The rebuild's minimum rate under load (MD's sync_speed_min): at 1M the throttle holds
+# every policy's rebuild to it while fio runs; a high one (1G) lets the rebuild compete.
+SPEED_MIN = os.environ.get("SPEED_MIN", "1M")
 WINDOW = "8"
 ALL = [*OFFLINE, *(f"online-{p}" for p in POLICIES), *LAZY]
 CASES = os.environ.get("CASES", "offline,online-pr,online-ido")
@@ -81,9 +86,10 @@ def rf(*args, check=True):
     return p
 
 
-def fio(name, uri, size, seconds, out, rw="randrw", bs="4k", qd=8, extra=()):
+def fio(name, uri, size, seconds, out, rw="randrw", bs="4k", qd=8, extra=(), keep_log=False):
     """Runs one fio job; returns IOPS and the mean and p99 latency of every I/O (reads and
-    writes together, from fio's per-I/O latency log)."""
+    writes together, from fio's per-I/O latency log), and with `keep_log` the log's
+    (completion ms, latency ms) pairs."""
     log = out[: -len(".json")] if out.endswith(".json") else out
     cmd = [
         "fio", f"--name={name}", "--ioengine=nbd", f"--uri={uri}", f"--rw={rw}", f"--bs={bs}",
@@ -94,17 +100,35 @@ def fio(name, uri, size, seconds, out, rw="randrw", bs="4k", qd=8, extra=()):
         cmd += ["--time_based", f"--runtime={seconds}"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     j = json.load(open(out))["jobs"][0]
-    # Lines of the total-latency log: time ms, latency ns, direction, size, offset.
-    lat = []
+    # Lines of the total-latency log: time ms (at completion), latency ns, direction, size,
+    # offset.
+    log_lines = []
     with open(f"{log}_lat.1.log") as f:
         for line in f:
             parts = line.split(",")
             if len(parts) >= 2:
-                lat.append(int(parts[1]) / 1e6)
-    lat.sort()
+                log_lines.append((int(parts[0]), int(parts[1]) / 1e6))
+    res = {"iops": j["read"]["iops"] + j["write"]["iops"], **lat_stats(l for _, l in log_lines)}
+    if keep_log:
+        res["log"] = log_lines
+    return res
+
+
+def lat_stats(lats):
+    """Mean and p99 of latencies in ms."""
+    lat = sorted(lats)
     mean_ms = sum(lat) / len(lat) if lat else 0.0
     p99_ms = lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else 0.0
-    return {"iops": j["read"]["iops"] + j["write"]["iops"], "mean_ms": mean_ms, "p99_ms": p99_ms}
+    return {"mean_ms": mean_ms, "p99_ms": p99_ms}
+
+
+def phase_window(run, from_s, to_s):
+    """The figures of a fio run (`fio`'s answer) over the I/Os issued from `from_s` to `to_s`
+    seconds after fio started, as the simulator's phase holds the requests that arrived
+    while the rebuild ran."""
+    lats = [lat for t, lat in run["log"] if from_s * 1e3 <= t - lat < to_s * 1e3]
+    secs = to_s - max(0.0, from_s)
+    return {"iops": len(lats) / secs if secs > 0 else 0.0, **lat_stats(lats)}
 
 
 def status(d):
@@ -184,7 +208,9 @@ def engine(case, d):
                                           extra=zipf_job())
             during = {}
             t = threading.Thread(target=lambda: during.update(
-                fio("during", uri, size, DURING_S, f"{d}/during.json", extra=zipf_job())))
+                fio("during", uri, size, DURING_S, f"{d}/during.json", extra=zipf_job(),
+                    keep_log=True)))
+            fio_t0 = time.monotonic()
             t.start()
             time.sleep(0.2)
         rf("fail", f"{d}/p.json", "--member", 0)
@@ -223,14 +249,23 @@ def engine(case, d):
             out["rebuild_json"] = json.loads(r.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):
             pass
-        # Without a reclaim, the engine's own figure: the time from the rebuild's start to its
-        # final state recorded (the command's wall time adds its start and up to 100 ms of
-        # status polling).
-        if not w and "elapsed_s" in out.get("rebuild_json", {}):
-            out["rebuild_s"] = out["rebuild_json"]["elapsed_s"]
+        # The engine's own figure where it gives one: the time from the rebuild's start until
+        # every cycle was rebuilt (`rebuilt_s`, before any reclaim), or to its final state
+        # recorded. The command's wall time adds its start and up to 100 ms of status
+        # polling, and the watcher's up to 100 ms more.
+        rj = out.get("rebuild_json", {})
+        if rj.get("rebuilt_s") is not None:
+            out["rebuild_s"] = rj["rebuilt_s"]
+            if w:
+                out["reclaim_s"] = rj.get("elapsed_s", out["rebuild_s"]) - rj["rebuilt_s"]
+        elif not w and "elapsed_s" in rj:
+            out["rebuild_s"] = rj["elapsed_s"]
         if policy:
             t.join()
-            out["phases"]["rebuilding"] = during
+            # The requests issued while the rebuild ran (a rebuild that ends before fio does,
+            # at a high --speed-min, is not charged the unloaded rest of the run).
+            out["phases"]["rebuilding"] = phase_window(
+                during, t0 - fio_t0, min(DURING_S, t0 - fio_t0 + out["rebuild_s"]))
         st = status(d)
         after = member_ios(st)
         out["member_ios"] = {k: after[k] - before[k] for k in after}

@@ -207,6 +207,11 @@ pub struct RebuildInfo {
     pub finished: bool,
     /// It ended with this error.
     pub error: Option<String>,
+    /// Seconds from its start until every cycle was rebuilt (the pool redundant again). A
+    /// policy with a surrogate then writes the redirected data home, and `progress`'s
+    /// `elapsed_s` at the end counts that reclaim too.
+    #[serde(default)]
+    pub rebuilt_s: Option<f64>,
 }
 
 /// A pool shared by the threads of a server. See the module documentation.
@@ -417,7 +422,7 @@ impl Drop for Foreground<'_> {
 }
 
 /// Client I/O within this long counts as foreground load for the rebuild throttle.
-const FOREGROUND_WINDOW_NS: u64 = 500_000_000;
+const FOREGROUND_WINDOW_NS: u64 = raidcore::rebuild::FOREGROUND_WINDOW_NS;
 
 /// The stripe locks held, and how many threads wait for some (so that releasing stripes
 /// nobody waits for wakes nobody: no system call on the common path).
@@ -2005,8 +2010,17 @@ impl SharedPool {
                 })
             };
             match step {
-                Ok(PolicyStep::Rebuilt(pr)) => set(&|i| i.progress = Some(pr)),
+                Ok(PolicyStep::Rebuilt(pr)) => set(&|i| {
+                    i.progress = Some(pr);
+                    if pr.cycles_done == pr.cycles_total && i.rebuilt_s.is_none() {
+                        i.rebuilt_s = Some(pr.elapsed_s);
+                    }
+                }),
                 Ok(PolicyStep::Reclaimed) => {
+                    let at = cur.elapsed().as_secs_f64();
+                    set(&|i| {
+                        i.rebuilt_s.get_or_insert(at);
+                    });
                     // Low priority: yield while clients were busy in the last 500 ms.
                     if self.clients_busy(self.now_ns()) {
                         std::thread::sleep(Duration::from_millis(10));
@@ -2024,6 +2038,7 @@ impl SharedPool {
                             Ok(pr) => {
                                 i.finished = true;
                                 i.progress = Some(*pr);
+                                i.rebuilt_s.get_or_insert(pr.elapsed_s);
                             }
                             Err(e) => i.error = Some(e.to_string()),
                         }
@@ -2084,7 +2099,10 @@ impl SharedPool {
             let mut until = Instant::now() + pause;
             let mut quiet = !busy;
             while Instant::now() < until && !self.stop_rebuild.load(Ordering::SeqCst) {
-                std::thread::sleep((until - Instant::now()).min(Duration::from_millis(50)));
+                std::thread::sleep(
+                    (until - Instant::now())
+                        .min(Duration::from_nanos(raidcore::rebuild::THROTTLE_RECHECK_NS)),
+                );
                 let now = self.now_ns();
                 if !quiet && !self.clients_busy(now) {
                     quiet = true;

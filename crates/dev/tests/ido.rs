@@ -266,6 +266,10 @@ fn ido_in_the_background_with_concurrent_clients() {
     );
     let info = sp.rebuild_info();
     assert!(info.finished, "{info:?}");
+    // When every cycle was rebuilt, within the whole run (which adds the reclaim).
+    let rebuilt = info.rebuilt_s.expect("the time the pool was rebuilt");
+    let total = info.progress.expect("a last progress").elapsed_s;
+    assert!(rebuilt > 0.0 && rebuilt <= total, "{info:?}");
     rig.check_all(&sp);
     let s = ido_status(&sp);
     assert_eq!(s.phase, "normal");

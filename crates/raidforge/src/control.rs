@@ -201,8 +201,9 @@ pub fn rebuild(l: &Live, a: &RebuildArgs, parallel: usize) -> anyhow::Result<()>
     if a.json {
         println!(
             "{}",
-            json!({"done": true, "elapsed_s": pr.elapsed_s, "bytes_written": pr.bytes_written,
-                "cycles": pr.cycles_total, "state": status.state, "served": true})
+            json!({"done": true, "elapsed_s": pr.elapsed_s, "rebuilt_s": info.rebuilt_s,
+                "bytes_written": pr.bytes_written, "cycles": pr.cycles_total,
+                "state": status.state, "served": true})
         );
     } else {
         println!(

@@ -131,6 +131,11 @@ pub struct SimArgs {
     /// window such as 0.02 is closer to that than the default).
     #[arg(long, default_value_t = 0.5)]
     idle_window: f64,
+    /// How often, in seconds, a rebuild held back to --speed-min looks at the load again (and
+    /// goes to full rate once the clients are quiet): the engine's served rebuild looks every
+    /// 0.05 s, the default; MD's resync sleeps 0.5 s.
+    #[arg(long, default_value_t = raidcore::rebuild::THROTTLE_RECHECK_NS as f64 / 1e9)]
+    recheck: f64,
     /// Cycles in flight under --rebuild-order parallel or a --rebuild-policy; the default is
     /// the window the reproductions of MD-era arrays use (`raidforge rebuild` defaults to 8).
     #[arg(long, default_value_t = 4)]
@@ -344,6 +349,13 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
         )?),
     };
     cfg.foreground_idle_ns = seconds_ns(a.idle_window, "--idle-window")?;
+    cfg.throttle_recheck_ns = seconds_ns(a.recheck, "--recheck")?;
+    if cfg.throttle_recheck_ns < 1_000_000 {
+        bail!(
+            "--recheck must be at least 0.001 s (the engine's is 0.05), not {}",
+            a.recheck
+        );
+    }
     let (order, policy) = rebuild_order_and_policy(a)?;
     let ido_policy = policy;
     if let Some(p) = ido_policy {

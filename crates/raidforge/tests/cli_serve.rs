@@ -727,6 +727,11 @@ fn fio_scenarios(name: &str, layout: &[&str], n: usize) {
     assert_eq!(last["done"], true);
     assert_eq!(last["state"], "clean", "{out}");
     assert!(last["bytes_written"].as_u64().unwrap() > 0);
+    let (rebuilt, elapsed) = (last["rebuilt_s"].as_f64(), last["elapsed_s"].as_f64());
+    assert!(
+        rebuilt.zip(elapsed).is_some_and(|(r, e)| r > 0.0 && r <= e),
+        "{out}"
+    );
     fio_finish(f, &format!("{name} during rebuild"));
 
     // Parity everywhere agrees, checked by the server while it serves.

@@ -138,6 +138,10 @@ fn bad_arguments_are_errors() {
             vec!["--workload", "none", "--fail", "9"],
             "cannot fail member 9: the array has members 0 to 3",
         ),
+        (
+            vec!["--workload", "none", "--recheck", "0"],
+            "--recheck must be at least 0.001 s (the engine's is 0.05)",
+        ),
     ] {
         let mut full = vec![
             "sim",

@@ -239,6 +239,11 @@ pub struct SimConfig {
     pub speed: SpeedLimits,
     /// Foreground I/O seen within this window makes the rebuild back off to the minimum rate.
     pub foreground_idle_ns: u64,
+    /// A rebuild held back by its throttle looks at the load again at least this often:
+    /// by default MD's 500 ms ([`raidcore::rebuild::MD_THROTTLE_RECHECK_NS`]), which the
+    /// reproductions of systems built on MD keep; `raidforge sim` sets the engine's
+    /// [`raidcore::rebuild::THROTTLE_RECHECK_NS`].
+    pub throttle_recheck_ns: u64,
     /// RMW/RCW choice for writes.
     pub write_policy: WritePolicy,
     /// Time the ops phase of a plan with ops takes.
@@ -350,7 +355,8 @@ impl SimConfig {
             rebuild_delay_ns: Some(0),
             rebuild_order: RebuildOrder::Parallel { max_in_flight: 4 },
             speed: SpeedLimits::default(),
-            foreground_idle_ns: 500_000_000,
+            foreground_idle_ns: raidcore::rebuild::FOREGROUND_WINDOW_NS,
+            throttle_recheck_ns: raidcore::rebuild::MD_THROTTLE_RECHECK_NS,
             write_policy: WritePolicy::Md,
             ops_ns: 0,
             max_requests_in_flight: 1 << 16,
@@ -2588,8 +2594,8 @@ impl Simulator {
             if delay > 0 {
                 if !r.wake_pending {
                     r.wake_pending = true;
-                    // Re-check at least every 500 ms, as MD does: the load may have gone.
-                    let t = now + delay.min(500_000_000);
+                    // Look again later: the load may have gone.
+                    let t = now + delay.min(self.cfg.throttle_recheck_ns);
                     self.schedule(t, Kind::RebuildWake);
                 }
                 return;

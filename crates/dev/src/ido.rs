@@ -467,9 +467,11 @@ pub(crate) trait MainPool {
     /// For each logical chunk of `chunks`, whether reading it needs reconstruction now (VDF's
     /// eviction order; `raidcore::ido::chunk_needs_reconstruction`).
     fn needs_reconstruction(&self, chunks: std::ops::Range<u64>) -> Vec<bool>;
-    /// Writes of data to the pool landed so far (a count that only grows), if the pool
-    /// keeps one: a [`ZoneImage`] is current only while it has not moved.
-    fn writes_landed(&self) -> Option<u64> {
+    /// Writes of data to the pool landed so far in `zone` (a count that only grows; it may
+    /// count other zones' too), if the pool keeps one: a [`ZoneImage`] of the zone is current
+    /// only while it has not moved.
+    fn writes_landed(&self, zone: u64) -> Option<u64> {
+        let _ = zone;
         None
     }
     /// Reads `buf.len()` bytes at `off`, taking what `image` holds of them from it. Returns
@@ -481,8 +483,8 @@ pub(crate) trait MainPool {
 }
 
 /// What the rebuild read and wrote of a hot zone's cycles (member, byte offset in its data
-/// area, the bytes), and the count of landed writes when its first batch locked its
-/// stripes ([`MainPool::writes_landed`]): the zone's migration copies its data from here
+/// area, the bytes), and the count of writes landed in the zone when its first batch locked
+/// its stripes ([`MainPool::writes_landed`]): the zone's migration copies its data from here
 /// instead of reading the zone from the pool again, as the seed (and the simulator) migrate
 /// the data the rebuild fetched. Taking the zone again from the pool made IDO's rebuild
 /// 19.6 s against PR's 18.2 s in the calibration of issue 32 (18.2 s with the migrations
@@ -2105,15 +2107,17 @@ impl Ido {
         let mut images = images.into_iter();
         let mut jobs = jobs.into_iter();
         while let Some(job) = jobs.next() {
-            // Current only if no write landed since the rebuild read it: checked under the
+            // Current only if no write landed in the zone since the rebuild read it (a count
+            // per zone: one for the whole pool spoiled every image under a steady load):
+            // checked under the
             // exclusive lock, which every write routed during the rebuild holds until it has
             // landed. (Without this check, `ido_in_the_background_with_concurrent_clients`
             // read stale bytes in 4 runs of 6: writes that fell back to the pool once the
             // surrogate's log was full.)
-            let image = images
-                .next()
-                .flatten()
-                .filter(|im| main.writes_landed() == Some(im.writes_seen));
+            let image = images.next().flatten().filter(|im| match job.kind {
+                CopyKind::Migrate { zone } => main.writes_landed(zone) == Some(im.writes_seen),
+                _ => false,
+            });
             let room = {
                 let core = inner.core();
                 let pieces = core.dmap().query(job.offset, job.len).len();

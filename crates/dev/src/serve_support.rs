@@ -82,6 +82,11 @@ type MemberSet = Vec<Option<Arc<dyn Member>>>;
 struct Migrations(Vec<JoinHandle<Result<()>>>);
 
 impl Migrations {
+    /// Some migration has not ended.
+    fn running(&self) -> bool {
+        self.0.iter().any(|h| !h.is_finished())
+    }
+
     /// Waits for every migration; the first error, if any.
     fn wait(&mut self) -> Result<()> {
         let mut first = Ok(());
@@ -143,6 +148,10 @@ struct Captured {
     ranges: Vec<(layout::Disk, u64, Vec<u8>)>,
 }
 
+/// Slots of [`SharedPool::zone_writes`]: zones further apart share one (a write to either
+/// then spoils both zones' images: too careful, never wrong).
+const ZONE_WRITE_SLOTS: usize = 1024;
+
 /// Most bytes of hot cycles' member images a rebuild keeps for their zones' migrations.
 const CAPTURED_MAX_BYTES: usize = 128 << 20;
 
@@ -158,8 +167,9 @@ impl RebuildPipe<'_> {
 struct HeldBatch<'a> {
     ran: RebuildBatch,
     members: MemberSet,
-    /// [`SharedPool::main_writes`] once its stripes were locked.
-    writes_seen: u64,
+    /// [`SharedPool::zone_writes_landed`] of the zones of its cycles once its stripes were
+    /// locked.
+    writes_seen: Vec<(u64, u64)>,
     _guard: StripeGuard<'a>,
 }
 
@@ -241,10 +251,12 @@ pub struct SharedPool {
     /// When a client request last started (ns since `epoch`, 0 = never): the rebuild backs
     /// off to its minimum speed while this is recent.
     last_foreground_ns: AtomicU64,
-    /// Writes of data to the pool that have landed (clients' and IDO's own): a hot zone's
-    /// member image taken by the rebuild is used for its migration only if none landed since
-    /// the image's batch locked its stripes (`RebuildPipe::captured`).
-    main_writes: AtomicU64,
+    /// Writes of data to the pool that have landed (clients' and IDO's own), per IDO zone
+    /// (zones share a slot modulo [`ZONE_WRITE_SLOTS`]): a hot zone's member image taken by
+    /// the rebuild is used for its migration only if none landed in the zone since the
+    /// image's batches locked their stripes (`RebuildPipe::captured`). One count for the
+    /// whole pool spoiled every image under a steady client load.
+    zone_writes: Box<[AtomicU64]>,
     /// When the array is idle enough to process deferred parity (lazy parity).
     idle: Mutex<IdleDetector>,
     stop_flusher: AtomicBool,
@@ -306,8 +318,8 @@ impl MainPool for SpBackground<'_> {
     fn write_record(&self, seq: u64, bytes: &[u8], sync: bool) -> Result<()> {
         SpMain(self.0).write_record(seq, bytes, sync)
     }
-    fn writes_landed(&self) -> Option<u64> {
-        Some(self.0.main_writes.load(Ordering::SeqCst))
+    fn writes_landed(&self, zone: u64) -> Option<u64> {
+        Some(self.0.zone_writes_landed(zone))
     }
     fn read_with_image(
         &self,
@@ -708,7 +720,7 @@ impl SharedPool {
             rebuild_thread: Mutex::new(None),
             epoch: Instant::now(),
             last_foreground_ns: AtomicU64::new(0),
-            main_writes: AtomicU64::new(0),
+            zone_writes: (0..ZONE_WRITE_SLOTS).map(|_| AtomicU64::new(0)).collect(),
             idle: Mutex::new(IdleDetector::new(BPGL_IDLE_AFTER.as_nanos() as u64)),
             stop_flusher: AtomicBool::new(false),
             flusher_thread: Mutex::new(None),
@@ -1187,8 +1199,23 @@ impl SharedPool {
     fn write_main_background(&self, offset: u64, data: &[u8]) -> Result<()> {
         let r = self.write_main_landing(offset, data);
         // Counted once landed (or failed part way), never before.
-        self.main_writes.fetch_add(1, Ordering::SeqCst);
+        self.note_landed(offset, data.len() as u64);
         r
+    }
+
+    /// Counts a write of `len` bytes at `offset` landed in each zone it touches.
+    fn note_landed(&self, offset: u64, len: u64) {
+        let zb = self.ido.zone_bytes().max(1);
+        let first = offset / zb;
+        let last = offset.saturating_add(len.max(1) - 1) / zb;
+        for z in first..=last.min(first + ZONE_WRITE_SLOTS as u64 - 1) {
+            self.zone_writes[(z % ZONE_WRITE_SLOTS as u64) as usize].fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Writes landed so far in `zone` (and the zones sharing its slot).
+    fn zone_writes_landed(&self, zone: u64) -> u64 {
+        self.zone_writes[(zone % ZONE_WRITE_SLOTS as u64) as usize].load(Ordering::SeqCst)
     }
 
     fn write_main_landing(&self, offset: u64, data: &[u8]) -> Result<()> {
@@ -1605,10 +1632,18 @@ impl SharedPool {
                                 let id = pipe.next_batch;
                                 pipe.next_batch += 1;
                                 let ws = crate::pool::rebuild_windows(&ran, opts.window_bytes);
+                                let zc = self.ido.zone_cycles().max(1);
+                                let mut zones: Vec<u64> = ran.iter().map(|(c, _)| c / zc).collect();
+                                zones.sort_unstable();
+                                zones.dedup();
+                                let writes_seen: Vec<(u64, u64)> = zones
+                                    .into_iter()
+                                    .map(|z| (z, self.zone_writes_landed(z)))
+                                    .collect();
                                 let held = HeldBatch {
                                     ran,
                                     members,
-                                    writes_seen: self.main_writes.load(Ordering::SeqCst),
+                                    writes_seen,
                                     _guard: guard,
                                 };
                                 pipe.held.insert(id, (held, ws.len()));
@@ -1635,9 +1670,16 @@ impl SharedPool {
         };
         match outcome {
             Ok(()) => {
-                let seen = pipe.held[&id].0.writes_seen;
+                let zc = self.ido.zone_cycles().max(1);
                 for image in pipe.flow.take_images() {
                     for (c, gen, m, off, bytes) in image {
+                        let seen = pipe.held[&id]
+                            .0
+                            .writes_seen
+                            .iter()
+                            .find(|&&(z, _)| z == c / zc)
+                            .map(|&(_, n)| n)
+                            .expect("the zones of a batch's cycles are counted when it locks");
                         pipe.captured_bytes += bytes.len();
                         let e = pipe.captured.entry(c).or_insert_with(|| Captured {
                             writes_seen: seen,
@@ -1839,6 +1881,15 @@ impl SharedPool {
         let raidcore::ido::CopyKind::Migrate { zone } = job.kind else {
             return None;
         };
+        self.zone_image_of(pipe, zone)
+    }
+
+    /// [`SharedPool::zone_image`] of IDO zone `zone`.
+    fn zone_image_of(
+        &self,
+        pipe: &mut RebuildPipe<'_>,
+        zone: u64,
+    ) -> Option<crate::ido::ZoneImage> {
         let zc = self.ido.zone_cycles();
         let cycles: Vec<u64> = pipe
             .captured
@@ -1921,6 +1972,51 @@ impl SharedPool {
             // IDO's rebuild 18.6 s against PR's 18.3 s in the calibration (two runs); 18.3 s
             // without them, PR 18.3 s in the same run.
             let done = match holding.then(|| self.ido.try_cycles_rebuilt(&cur.marked)) {
+                Some(None)
+                    if pipe.me.is_some()
+                        && !pipe.migrations.running()
+                        && self.ido.phase() == Phase::Rebuilding =>
+                {
+                    // Busy: told beside the rebuild, on a thread that holds no stripes, which
+                    // then migrates the zones they complete (one such thread at a time;
+                    // meanwhile the cycles wait as before). Under a
+                    // client load that competes with the rebuild (no --speed-min) the lock
+                    // was busy at nearly every stage, and the cycles waited until the
+                    // rebuild's end: every hot zone was migrated after the last cycle
+                    // (bench/calibrate.py's IDO case at SPEED_MIN=1G: 144 MiB in 1.7 s), so
+                    // no client read was served by the surrogate during the rebuild.
+                    let me = pipe.me.clone().expect("checked");
+                    let marked = std::mem::take(&mut cur.marked);
+                    // The images of the zones these cycles complete go with them (a zone
+                    // still being rebuilt keeps its captures for later).
+                    let zc = self.ido.zone_cycles().max(1);
+                    let mut zones: Vec<u64> = marked.iter().map(|c| c / zc).collect();
+                    zones.sort_unstable();
+                    zones.dedup();
+                    let complete: Vec<u64> = self.with_pool(|p| {
+                        Ok(zones.into_iter().filter(|&z| p.zone_clean(z)).collect())
+                    })?;
+                    let mut images: std::collections::HashMap<u64, crate::ido::ZoneImage> =
+                        complete
+                            .into_iter()
+                            .filter_map(|z| self.zone_image_of(pipe, z).map(|im| (z, im)))
+                            .collect();
+                    pipe.migrations.0.push(std::thread::spawn(move || {
+                        let jobs = me.ido.cycles_rebuilt(&marked);
+                        if jobs.is_empty() {
+                            return Ok(());
+                        }
+                        let images = jobs
+                            .iter()
+                            .map(|j| match j.kind {
+                                raidcore::ido::CopyKind::Migrate { zone } => images.remove(&zone),
+                                _ => None,
+                            })
+                            .collect();
+                        me.ido.migrate(&SpBackground(&me), me.uuid, jobs, images)
+                    }));
+                    None
+                }
                 Some(tried) => tried,
                 None => Some(self.ido.cycles_rebuilt(&cur.marked)),
             };

@@ -59,6 +59,12 @@ impl Pool {
     }
 
     /// Unrebuilt cycles of every zone.
+    /// Every cycle of IDO zone `zone` is in the target layout.
+    pub(crate) fn zone_clean(&self, zone: u64) -> bool {
+        let zc = self.ido.zone_cycles();
+        (zone * zc..((zone + 1) * zc).min(self.geo.cycles())).all(|c| self.state.is_clean(c))
+    }
+
     pub(crate) fn zone_cycles_left(&self) -> Vec<u32> {
         let zc = self.ido.zone_cycles();
         (0..self.ido.zones())

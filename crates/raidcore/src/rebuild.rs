@@ -75,6 +75,19 @@ pub const THROTTLE_RECHECK_NS: u64 = 50_000_000;
 /// on MD; `raidforge sim` takes the engine's.
 pub const MD_THROTTLE_RECHECK_NS: u64 = 500_000_000;
 
+/// Windows a pipelined rebuild keeps in flight, out of the `windows` it may use: all of them
+/// when no client is busy, at most two (one read beside one written) while clients are, so
+/// that the rebuild leaves the members to them between its steps. The engine's served
+/// rebuild (`dev::pool::RebuildOpts::windows`) and the simulator (`SimConfig::rebuild_windows`)
+/// both take it from here.
+pub fn windows_in_flight(windows: usize, clients_busy: bool) -> usize {
+    if clients_busy {
+        windows.clamp(1, 2)
+    } else {
+        windows.max(1)
+    }
+}
+
 /// Rate measurement marks: one every `THROTTLE_STEP_NS`, the last `THROTTLE_MARKS` kept, and the
 /// rate measured from the oldest, so over the last 27 to 30 s. These are MD's `SYNC_MARK_STEP`
 /// (3 s) and `SYNC_MARKS` (10): a window long enough that a burst of rebuild plans handed out
@@ -196,6 +209,18 @@ impl RebuildScheduler {
         match self.order {
             RebuildOrder::Sequential => 1,
             RebuildOrder::Parallel { max_in_flight } => max_in_flight,
+        }
+    }
+
+    /// Sets the cycles a parallel order keeps reading at once from now on (at least 1; the
+    /// cycles already in flight finish): an executor whose depth changes with the load (the
+    /// engine's windows in flight, [`windows_in_flight`]) says so here. No effect on a
+    /// sequential order.
+    pub fn set_max_in_flight(&mut self, max_in_flight: usize) {
+        if let RebuildOrder::Parallel { .. } = self.order {
+            self.order = RebuildOrder::Parallel {
+                max_in_flight: max_in_flight.max(1),
+            };
         }
     }
 
@@ -388,6 +413,26 @@ mod tests {
     use super::*;
 
     const SEC: u64 = 1_000_000_000;
+
+    #[test]
+    fn windows_in_flight_are_two_at_most_while_clients_are_busy() {
+        assert_eq!(windows_in_flight(4, false), 4);
+        assert_eq!(windows_in_flight(4, true), 2);
+        assert_eq!(windows_in_flight(1, true), 1);
+        assert_eq!(windows_in_flight(0, false), 1);
+        assert_eq!(windows_in_flight(0, true), 1);
+        let mut s = RebuildScheduler::new(
+            RebuildOrder::Parallel { max_in_flight: 8 },
+            SpeedLimits::default(),
+        );
+        s.set_max_in_flight(16);
+        assert_eq!(s.max_in_flight(), 16);
+        s.set_max_in_flight(0);
+        assert_eq!(s.max_in_flight(), 1);
+        let mut q = RebuildScheduler::new(RebuildOrder::Sequential, SpeedLimits::default());
+        q.set_max_in_flight(16);
+        assert_eq!(q.max_in_flight(), 1);
+    }
 
     #[test]
     fn throttle_backs_off_under_load() {

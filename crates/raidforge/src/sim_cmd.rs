@@ -140,6 +140,17 @@ pub struct SimArgs {
     /// the window the reproductions of MD-era arrays use (`raidforge rebuild` defaults to 8).
     #[arg(long, default_value_t = 4)]
     rebuild_window: usize,
+    /// Windows of --rebuild-window cycles the rebuild keeps in flight, as the engine's
+    /// `raidforge rebuild --windows-in-flight` (whose default is 4): all of them while no
+    /// client is busy, two while clients are. 1, the default, keeps --rebuild-window cycles
+    /// in flight whatever the load.
+    #[arg(long, default_value_t = 1)]
+    windows_in_flight: usize,
+    /// With --windows-in-flight above 1, the bytes of buffers (read and written) of one
+    /// window, as the engine's `raidforge rebuild --memory-window` (default 16M): a window
+    /// holds --rebuild-window cycles or as much of them as fits.
+    #[arg(long, default_value = "16M")]
+    memory_window: String,
     /// Rebuild rate guaranteed under foreground load, bytes per second: MD's
     /// speed_limit_min, whose default is 1000 KiB/s (1.024 MB/s). 10M or 10MiB/s: 2^20
     /// bytes/s; 10MB/s: 10^6.
@@ -406,6 +417,11 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
             if a.rebuild_window == 0 {
                 bail!("--rebuild-window must be at least 1");
             }
+            if a.windows_in_flight == 0 {
+                bail!("--windows-in-flight must be at least 1");
+            }
+            cfg.rebuild_windows = a.windows_in_flight;
+            cfg.rebuild_window_bytes = bytes(&a.memory_window, "--memory-window")?;
             RebuildOrder::Parallel {
                 max_in_flight: a.rebuild_window,
             }

@@ -304,6 +304,17 @@ pub struct SimConfig {
     /// at a time (RAID5 over 4 members at 150 MB/s and 4 ms: 6.6 s simulated against the
     /// engine's 3.3-3.6 s); the seeds' reproductions were run without it.
     pub rebuild_read_ahead: bool,
+    /// The engine's windows in flight (`raidforge rebuild --windows-in-flight`), each of
+    /// [`RebuildOrder::Parallel`]'s `max_in_flight` cycles: the cycles in flight, reading and
+    /// writing together, are at most the windows in flight times that, all of them when no
+    /// client is busy and two while clients are ([`raidcore::rebuild::windows_in_flight`]).
+    /// With [`SimConfig::rebuild_read_ahead`] (at most twice the cycles reading in flight),
+    /// the cycles reading are then half of it. 1 (the default): `max_in_flight` cycles
+    /// reading, whatever the load.
+    pub rebuild_windows: usize,
+    /// The engine's window (`raidforge rebuild --memory-window`): buffer bytes (read and
+    /// written) of one window, with [`SimConfig::rebuild_windows`] above 1; 0: no bound.
+    pub rebuild_window_bytes: u64,
 }
 
 /// Largest request merged from consecutive units: what the engine's batches reach (1024
@@ -378,6 +389,8 @@ impl SimConfig {
                 0
             },
             rebuild_read_ahead: matches!(drive_kind, DriveParams::Emulated(_)),
+            rebuild_windows: 1,
+            rebuild_window_bytes: 0,
         }
     }
 }
@@ -1003,6 +1016,8 @@ struct RebuildRun {
     active: bool,
     wake_pending: bool,
     report: RebuildReport,
+    /// Bytes read and written by a cycle's rebuild plan (for [`SimConfig::rebuild_windows`]).
+    cycle_bytes: Option<u64>,
 }
 
 /// A simulation run in progress. Build with [`Simulator::new`], consume with
@@ -2539,6 +2554,7 @@ impl Simulator {
             active: false,
             wake_pending: false,
             report,
+            cycle_bytes: None,
         });
         let now = self.now_ns;
         let slot = &mut self.disks[f.member as usize];
@@ -2589,6 +2605,37 @@ impl Simulator {
                 r.report.time_s = r.report.start_s.map(|s| now as f64 / 1e9 - s);
                 self.ido_rebuild_finished();
                 return;
+            }
+            if self.cfg.rebuild_windows > 1 {
+                if let RebuildOrder::Parallel { max_in_flight } = self.cfg.rebuild_order {
+                    if r.cycle_bytes.is_none() {
+                        let (geo, state) = (&self.geo, &self.state);
+                        r.cycle_bytes = (0..geo.cycles())
+                            .find(|&c| !state.is_clean(c))
+                            .and_then(|c| {
+                                raidcore::plan_rebuild_cycle(geo, state, c).ok().flatten()
+                            })
+                            .map(|p| {
+                                let n = p.io_counts();
+                                (n.read_bytes + n.write_bytes).max(1)
+                            });
+                    }
+                    let windows =
+                        raidcore::rebuild::windows_in_flight(self.cfg.rebuild_windows, fg_busy);
+                    // A window holds a batch of `max_in_flight` cycles, or as much of it as
+                    // fits in its buffers.
+                    let per_window = match r.cycle_bytes {
+                        Some(cb) if self.cfg.rebuild_window_bytes > 0 => (max_in_flight as f64)
+                            .min(self.cfg.rebuild_window_bytes as f64 / cb as f64),
+                        _ => max_in_flight as f64,
+                    };
+                    let total = ((windows as f64 * per_window) as usize).max(1);
+                    r.sched.set_max_in_flight(if self.cfg.rebuild_read_ahead {
+                        (total / 2).max(1)
+                    } else {
+                        total
+                    });
+                }
             }
             let delay = r.sched.delay_ns(now, fg_busy);
             if delay > 0 {

@@ -456,3 +456,40 @@ fn rebuild_reads_run_beside_the_writes_before_them_on_emulated_members() {
     }
     assert!(!SimConfig::new(Drive::SeagateSt3500320as.params()).rebuild_read_ahead);
 }
+
+/// The engine's windows in flight ([`SimConfig::rebuild_windows`]): with no client, all four
+/// windows of eight RAID5 cycles (1 MiB of buffers each, so a 16 MiB window holds all eight)
+/// are in flight, twice the depth of the default, and the rebuild of the members emulated at
+/// 100 MB/s and 4 ms ends sooner, never below the replacement's bytes at the rate; the same
+/// units move. A window too small for one cycle leaves one cycle reading at a time, slower
+/// than both.
+#[test]
+fn the_engines_windows_in_flight_set_the_rebuilds_depth() {
+    let mk = |windows: usize, window_bytes: u64| {
+        emulated_raid5_rebuild(|cfg| {
+            assert_eq!(cfg.rebuild_windows, 1, "one by default");
+            cfg.rebuild_windows = windows;
+            cfg.rebuild_window_bytes = window_bytes;
+        })
+    };
+    let (one, four, tiny) = (mk(1, 0), mk(4, 16 << 20), mk(4, 64 << 10));
+    let t = |r: &Report| r.rebuild_time_s().unwrap();
+    let floor = (64u64 << 20) as f64 / 100e6;
+    assert!(
+        t(&four) >= floor && t(&four) < 0.95 * t(&one),
+        "four windows {} s, one {} s, floor {floor} s",
+        t(&four),
+        t(&one)
+    );
+    assert!(
+        t(&tiny) > t(&one),
+        "tiny windows {} s, one {} s",
+        t(&tiny),
+        t(&one)
+    );
+    for r in [&four, &tiny] {
+        for (a, b) in one.per_disk.iter().zip(&r.per_disk) {
+            assert_eq!((a.reads, a.writes), (b.reads, b.writes));
+        }
+    }
+}

@@ -180,11 +180,10 @@ impl RebuildOpts {
     /// are busy (`busy`) or a speed limit holds, at most two (one read beside one written),
     /// so that what a step starts before its pacing pause stays about one window.
     pub fn windows(&self, busy: bool) -> usize {
-        if busy || self.speed_max_bytes_per_sec.is_some_and(|m| m > 0) {
-            self.windows_in_flight.clamp(1, 2)
-        } else {
-            self.windows_in_flight.max(1)
-        }
+        raidcore::rebuild::windows_in_flight(
+            self.windows_in_flight,
+            busy || self.speed_max_bytes_per_sec.is_some_and(|m| m > 0),
+        )
     }
 }
 

@@ -2108,12 +2108,11 @@ impl Ido {
         let mut jobs = jobs.into_iter();
         while let Some(job) = jobs.next() {
             // Current only if no write landed in the zone since the rebuild read it (a count
-            // per zone: one for the whole pool spoiled every image under a steady load):
-            // checked under the
-            // exclusive lock, which every write routed during the rebuild holds until it has
-            // landed. (Without this check, `ido_in_the_background_with_concurrent_clients`
-            // read stale bytes in 4 runs of 6: writes that fell back to the pool once the
-            // surrogate's log was full.)
+            // per zone: one for the whole pool spoiled every image under a steady load),
+            // checked under the exclusive lock, which every write routed during the rebuild
+            // holds until it has landed. (Without this check,
+            // `ido_in_the_background_with_concurrent_clients` read stale bytes in 4 runs of
+            // 6: writes that fell back to the pool once the surrogate's log was full.)
             let image = images.next().flatten().filter(|im| match job.kind {
                 CopyKind::Migrate { zone } => main.writes_landed(zone) == Some(im.writes_seen),
                 _ => false,

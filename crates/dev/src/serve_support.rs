@@ -1632,11 +1632,8 @@ impl SharedPool {
                                 let id = pipe.next_batch;
                                 pipe.next_batch += 1;
                                 let ws = crate::pool::rebuild_windows(&ran, opts.window_bytes);
-                                let zc = self.ido.zone_cycles().max(1);
-                                let mut zones: Vec<u64> = ran.iter().map(|(c, _)| c / zc).collect();
-                                zones.sort_unstable();
-                                zones.dedup();
-                                let writes_seen: Vec<(u64, u64)> = zones
+                                let writes_seen: Vec<(u64, u64)> = self
+                                    .zones_of(ran.iter().map(|&(c, _)| c))
                                     .into_iter()
                                     .map(|z| (z, self.zone_writes_landed(z)))
                                     .collect();
@@ -1884,6 +1881,15 @@ impl SharedPool {
         self.zone_image_of(pipe, zone)
     }
 
+    /// The IDO zones of `cycles`, in order, each once.
+    fn zones_of(&self, cycles: impl Iterator<Item = u64>) -> Vec<u64> {
+        let zc = self.ido.zone_cycles().max(1);
+        let mut zones: Vec<u64> = cycles.map(|c| c / zc).collect();
+        zones.sort_unstable();
+        zones.dedup();
+        zones
+    }
+
     /// [`SharedPool::zone_image`] of IDO zone `zone`.
     fn zone_image_of(
         &self,
@@ -1979,20 +1985,17 @@ impl SharedPool {
                 {
                     // Busy: told beside the rebuild, on a thread that holds no stripes, which
                     // then migrates the zones they complete (one such thread at a time;
-                    // meanwhile the cycles wait as before). Under a
-                    // client load that competes with the rebuild (no --speed-min) the lock
-                    // was busy at nearly every stage, and the cycles waited until the
-                    // rebuild's end: every hot zone was migrated after the last cycle
-                    // (bench/calibrate.py's IDO case at SPEED_MIN=1G: 144 MiB in 1.7 s), so
-                    // no client read was served by the surrogate during the rebuild.
+                    // meanwhile the cycles wait as before). Under a client load that competes
+                    // with the rebuild (no --speed-min) the lock was busy at nearly every
+                    // stage, and the cycles waited until the rebuild's end: every hot zone
+                    // was migrated after the last cycle (bench/calibrate.py's IDO case at
+                    // SPEED_MIN=1G: 144 MiB in 1.7 s), so no client read was served by the
+                    // surrogate during the rebuild.
                     let me = pipe.me.clone().expect("checked");
                     let marked = std::mem::take(&mut cur.marked);
                     // The images of the zones these cycles complete go with them (a zone
                     // still being rebuilt keeps its captures for later).
-                    let zc = self.ido.zone_cycles().max(1);
-                    let mut zones: Vec<u64> = marked.iter().map(|c| c / zc).collect();
-                    zones.sort_unstable();
-                    zones.dedup();
+                    let zones = self.zones_of(marked.iter().copied());
                     let complete: Vec<u64> = self.with_pool(|p| {
                         Ok(zones.into_iter().filter(|&z| p.zone_clean(z)).collect())
                     })?;
@@ -2108,8 +2111,8 @@ impl SharedPool {
             match step {
                 Ok(PolicyStep::Rebuilt(pr)) => set(&|i| {
                     i.progress = Some(pr);
-                    if pr.cycles_done == pr.cycles_total && i.rebuilt_s.is_none() {
-                        i.rebuilt_s = Some(pr.elapsed_s);
+                    if pr.cycles_done == pr.cycles_total {
+                        i.rebuilt_s.get_or_insert(pr.elapsed_s);
                     }
                 }),
                 Ok(PolicyStep::Reclaimed) => {

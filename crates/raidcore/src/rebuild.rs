@@ -88,6 +88,26 @@ pub fn windows_in_flight(windows: usize, clients_busy: bool) -> usize {
     }
 }
 
+/// Cycles a pipelined rebuild keeps in flight, reading and writing together: `windows`
+/// windows (see [`windows_in_flight`]), each holding a batch of `batch_cycles` cycles or as
+/// much of it as `window_bytes` of buffers holds, where a cycle's plan reads and writes
+/// `cycle_bytes` (0 in either: no bound by bytes). At least 1. The engine's served rebuild
+/// lays its batches into windows so (`dev::pool::rebuild_windows`); the simulator, which
+/// hands out whole cycles, keeps this many.
+pub fn cycles_in_flight(
+    windows: usize,
+    batch_cycles: usize,
+    window_bytes: u64,
+    cycle_bytes: u64,
+) -> usize {
+    let per_window = if window_bytes > 0 && cycle_bytes > 0 {
+        (batch_cycles as f64).min(window_bytes as f64 / cycle_bytes as f64)
+    } else {
+        batch_cycles as f64
+    };
+    ((windows as f64 * per_window) as usize).max(1)
+}
+
 /// Rate measurement marks: one every `THROTTLE_STEP_NS`, the last `THROTTLE_MARKS` kept, and the
 /// rate measured from the oldest, so over the last 27 to 30 s. These are MD's `SYNC_MARK_STEP`
 /// (3 s) and `SYNC_MARKS` (10): a window long enough that a burst of rebuild plans handed out
@@ -432,6 +452,19 @@ mod tests {
         let mut q = RebuildScheduler::new(RebuildOrder::Sequential, SpeedLimits::default());
         q.set_max_in_flight(16);
         assert_eq!(q.max_in_flight(), 1);
+    }
+
+    /// RAID5 over 4 members with 64 KiB chunks: 1 MiB of buffers a cycle, so a 16 MiB window
+    /// holds a whole batch of 8; RAID+ n=13 k=4: 12 MiB a cycle, so a window holds 1.33.
+    #[test]
+    fn cycles_in_flight_are_the_batches_the_windows_hold() {
+        let mib = 1u64 << 20;
+        assert_eq!(cycles_in_flight(4, 8, 16 * mib, mib), 32);
+        assert_eq!(cycles_in_flight(2, 8, 16 * mib, mib), 16);
+        assert_eq!(cycles_in_flight(4, 8, 16 * mib, 12 * mib), 5);
+        assert_eq!(cycles_in_flight(2, 8, 16 * mib, 12 * mib), 2);
+        assert_eq!(cycles_in_flight(4, 8, 0, 12 * mib), 32);
+        assert_eq!(cycles_in_flight(4, 8, 64 << 10, mib), 1);
     }
 
     #[test]

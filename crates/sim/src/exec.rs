@@ -2620,16 +2620,12 @@ impl Simulator {
                                 (n.read_bytes + n.write_bytes).max(1)
                             });
                     }
-                    let windows =
-                        raidcore::rebuild::windows_in_flight(self.cfg.rebuild_windows, fg_busy);
-                    // A window holds a batch of `max_in_flight` cycles, or as much of it as
-                    // fits in its buffers.
-                    let per_window = match r.cycle_bytes {
-                        Some(cb) if self.cfg.rebuild_window_bytes > 0 => (max_in_flight as f64)
-                            .min(self.cfg.rebuild_window_bytes as f64 / cb as f64),
-                        _ => max_in_flight as f64,
-                    };
-                    let total = ((windows as f64 * per_window) as usize).max(1);
+                    let total = raidcore::rebuild::cycles_in_flight(
+                        raidcore::rebuild::windows_in_flight(self.cfg.rebuild_windows, fg_busy),
+                        max_in_flight,
+                        self.cfg.rebuild_window_bytes,
+                        r.cycle_bytes.unwrap_or(0),
+                    );
                     r.sched.set_max_in_flight(if self.cfg.rebuild_read_ahead {
                         (total / 2).max(1)
                     } else {

@@ -50,21 +50,18 @@ pub(super) fn ido_records(members: &[Option<Arc<dyn Member>>]) -> Vec<(usize, Ve
 impl Pool {
     /// Zones whose every cycle is in the target layout.
     pub(super) fn zones_rebuilt(&self) -> u64 {
-        let zc = self.ido.zone_cycles();
         (0..self.ido.zones())
-            .filter(|&z| {
-                (z * zc..((z + 1) * zc).min(self.geo.cycles())).all(|c| self.state.is_clean(c))
-            })
+            .filter(|&z| self.zone_clean(z))
             .count() as u64
     }
 
-    /// Unrebuilt cycles of every zone.
     /// Every cycle of IDO zone `zone` is in the target layout.
     pub(crate) fn zone_clean(&self, zone: u64) -> bool {
         let zc = self.ido.zone_cycles();
         (zone * zc..((zone + 1) * zc).min(self.geo.cycles())).all(|c| self.state.is_clean(c))
     }
 
+    /// Unrebuilt cycles of every zone.
     pub(crate) fn zone_cycles_left(&self) -> Vec<u32> {
         let zc = self.ido.zone_cycles();
         (0..self.ido.zones())

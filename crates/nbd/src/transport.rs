@@ -454,11 +454,19 @@ impl Server {
             if more {
                 scope.spawn(move || self.serve_requests(scope, c));
             }
+            // Small reads and writes come in streams of small requests, each quick: the
+            // reply may wait while the next ones run. After anything else (a large
+            // transfer, a flush) the next request may take long too: reply at once.
+            let quick = match &req.command {
+                Command::Read { len, .. } => *len as usize <= BATCH_PAYLOAD_MAX,
+                Command::Write { data, .. } => data.len() <= BATCH_PAYLOAD_MAX,
+                _ => false,
+            };
             let (header, payload) = execute(backend, replies, req, &mut rbuf, buffers);
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
             // A client that went away cannot get its reply; the requests received are still
             // executed.
-            let _ = ReplyBatch::reply(batch, writer, &header, payload);
+            let _ = ReplyBatch::reply(batch, writer, &header, payload, quick);
             backend.after_reply();
             rbuf.trim();
         }
@@ -655,9 +663,10 @@ const BATCH_BYTES_MAX: usize = 64 << 10;
 
 /// A connection's small replies that wait to be sent, and who sends them.
 ///
-/// A thread that finished a request adds its small reply here and goes on to the next
+/// A thread that finished a small read or write adds its reply here and goes on to the next
 /// request without sending it, as long as other requests are already received (parsed, not
-/// waiting for the socket). Whichever thread is about to read the socket sends the batch
+/// waiting for the socket). (After a large transfer or a flush the next request may take
+/// long too, and the reply would wait for all of it: those replies are sent at once.) Whichever thread is about to read the socket sends the batch
 /// first ([`ReplyBatch::before_reading`]): a client that waits for replies before it sends
 /// more is never kept waiting, and while requests arrive faster than they are executed one
 /// `write` carries the replies of many (4 KiB random writes at queue depth 32, fio over NBD on
@@ -683,15 +692,16 @@ struct ReplyBatch {
 
 impl ReplyBatch {
     /// Sends one reply, `header` then `payload`: a large one at once, alone; a small one
-    /// into the batch, sent now only if a thread is reading the socket or the batch is full
-    /// (see [`ReplyBatch`]). A socket error is returned to the thread that met it; replies
-    /// that other threads added fail with it silently, as they would for a client that went
-    /// away.
+    /// into the batch, sent now unless it may `wait` (see [`ReplyBatch`]: the request was
+    /// a small read or write), no thread is reading the socket and the batch is not full. A
+    /// socket error is returned to the thread that met it; replies that other threads added
+    /// fail with it silently, as they would for a client that went away.
     fn reply<W: Write>(
         batch: &Mutex<ReplyBatch>,
         writer: &Mutex<W>,
         header: &[u8],
         payload: &[u8],
+        wait: bool,
     ) -> io::Result<()> {
         if payload.len() > BATCH_PAYLOAD_MAX {
             let mut w = writer.lock().unwrap_or_else(|e| e.into_inner());
@@ -701,7 +711,8 @@ impl ReplyBatch {
         b.pending.extend_from_slice(header);
         b.pending.extend_from_slice(payload);
         b.count += 1;
-        if b.reading || b.count >= BATCH_REPLIES_MAX || b.pending.len() >= BATCH_BYTES_MAX {
+        if !wait || b.reading || b.count >= BATCH_REPLIES_MAX || b.pending.len() >= BATCH_BYTES_MAX
+        {
             Self::send(batch, b, writer)
         } else {
             Ok(())
@@ -1026,15 +1037,15 @@ mod tests {
         // A thread waits in the socket read: replies go out at once.
         ReplyBatch::reading(&batch, &writer, true).unwrap();
         std::thread::scope(|s| {
-            let first = s.spawn(|| ReplyBatch::reply(&batch, &writer, b"one-", b"1111"));
+            let first = s.spawn(|| ReplyBatch::reply(&batch, &writer, b"one-", b"1111", true));
             in_write.recv().unwrap();
             // The sender is blocked in its write: these return without writing (a thread
             // that waited for the socket here would never return).
             let (done, returned) = std::sync::mpsc::channel();
             let (w, b) = (&writer, &batch);
             s.spawn(move || {
-                ReplyBatch::reply(b, w, b"two-", b"22").unwrap();
-                ReplyBatch::reply(b, w, b"three-", b"").unwrap();
+                ReplyBatch::reply(b, w, b"two-", b"22", true).unwrap();
+                ReplyBatch::reply(b, w, b"three-", b"", true).unwrap();
                 done.send(()).unwrap();
             });
             let joined = returned.recv_timeout(Duration::from_secs(10)).is_ok();
@@ -1046,7 +1057,7 @@ mod tests {
                 "small replies waited for the socket instead of joining the batch"
             );
             assert_eq!(writes.lock().unwrap().len(), 0);
-            let large = s.spawn(|| ReplyBatch::reply(&batch, &writer, b"big-", &big));
+            let large = s.spawn(|| ReplyBatch::reply(&batch, &writer, b"big-", &big, true));
             open.send(()).unwrap();
             first.join().unwrap().unwrap();
             large.join().unwrap().unwrap();
@@ -1092,25 +1103,30 @@ mod tests {
         let writer = Mutex::new(Writes::default());
         let batch = Mutex::new(ReplyBatch::default());
         let writes = || writer.lock().unwrap().0.clone();
-        ReplyBatch::reply(&batch, &writer, b"a", b"1").unwrap();
-        ReplyBatch::reply(&batch, &writer, b"b", b"").unwrap();
+        ReplyBatch::reply(&batch, &writer, b"a", b"1", true).unwrap();
+        ReplyBatch::reply(&batch, &writer, b"b", b"", true).unwrap();
         assert!(writes().is_empty(), "replies left before a thread read");
-        ReplyBatch::reply(&batch, &writer, b"big", &[9u8; BATCH_PAYLOAD_MAX + 1]).unwrap();
+        ReplyBatch::reply(&batch, &writer, b"big", &[9u8; BATCH_PAYLOAD_MAX + 1], true).unwrap();
         assert_eq!(writes().len(), 1, "a large reply waited");
         ReplyBatch::reading(&batch, &writer, true).unwrap();
         assert_eq!(writes()[1], b"a1b");
-        ReplyBatch::reply(&batch, &writer, b"c", b"").unwrap();
+        ReplyBatch::reply(&batch, &writer, b"c", b"", true).unwrap();
         assert_eq!(writes()[2], b"c");
         ReplyBatch::reading(&batch, &writer, false).unwrap();
         for i in 0..BATCH_REPLIES_MAX {
             assert_eq!(writes().len(), 3, "sent before the batch was full");
-            ReplyBatch::reply(&batch, &writer, &[i as u8], b"").unwrap();
+            ReplyBatch::reply(&batch, &writer, &[i as u8], b"", true).unwrap();
         }
         assert_eq!(writes().len(), 4);
         assert_eq!(writes()[3].len(), BATCH_REPLIES_MAX);
-        ReplyBatch::reply(&batch, &writer, b"d", b"").unwrap();
+        ReplyBatch::reply(&batch, &writer, b"d", b"", true).unwrap();
         ReplyBatch::flush(&batch, &writer).unwrap();
         assert_eq!(writes()[4], b"d");
+        // A reply that may not wait (after a large transfer or a flush) leaves at once, with
+        // whatever waits beside it.
+        ReplyBatch::reply(&batch, &writer, b"e", b"", true).unwrap();
+        ReplyBatch::reply(&batch, &writer, b"f", b"", false).unwrap();
+        assert_eq!(writes()[5], b"ef");
     }
 
     /// Many threads sending replies of every size at once, with a reader coming and going:
@@ -1135,7 +1151,7 @@ mod tests {
                         let mut header = id.to_le_bytes().to_vec();
                         header.extend_from_slice(&(len as u32).to_le_bytes());
                         let payload = vec![id as u8; len];
-                        ReplyBatch::reply(batch, writer, &header, &payload).unwrap();
+                        ReplyBatch::reply(batch, writer, &header, &payload, id % 3 != 0).unwrap();
                     }
                 });
             }

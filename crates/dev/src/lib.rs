@@ -31,6 +31,7 @@ pub mod nbd_member;
 pub mod pool;
 pub mod scrub;
 pub mod serve_support;
+pub mod spread;
 #[cfg(test)]
 mod test_meeting;
 

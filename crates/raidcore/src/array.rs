@@ -81,12 +81,24 @@ impl Geometry {
         chunk_bytes: u64,
         member_bytes: u64,
     ) -> Result<Geometry, CoreError> {
+        Geometry::new_spread(scheme, chunk_bytes, member_bytes, &OneByOne)
+    }
+
+    /// [`Geometry::new`], sizing the stride (one relocation per failure set, most of the
+    /// time of opening a large declustered enclosure) through `spread`, which may share the
+    /// sets among threads: the result is the same.
+    pub fn new_spread(
+        scheme: Arc<dyn Scheme>,
+        chunk_bytes: u64,
+        member_bytes: u64,
+        spread: &dyn Spread,
+    ) -> Result<Geometry, CoreError> {
         if chunk_bytes == 0 || !chunk_bytes.is_multiple_of(512) {
             return Err(CoreError::BadChunk { chunk_bytes });
         }
         let healthy = scheme.cycle();
         healthy.assert_well_formed();
-        let stride_rows = stride_rows(&*scheme);
+        let stride_rows = stride_rows(&*scheme, spread);
         let cycle_bytes = stride_rows
             .checked_mul(chunk_bytes)
             .expect("cycle size overflows u64");
@@ -266,35 +278,54 @@ impl Geometry {
     }
 }
 
-/// The largest rows of any rebuilt cycle the scheme produces (see the module docs).
-fn stride_rows(scheme: &dyn Scheme) -> u64 {
+/// How a caller lets the core share independent work among threads. The core starts none
+/// (it touches nothing outside: `tests/tidy_pure_core.rs`); an engine that may passes an
+/// implementation that does.
+pub trait Spread: Sync {
+    /// The largest of `job(i)` for `i` in `0..jobs`, and `floor` if that is larger (or there
+    /// are no jobs). The calls are independent and may run in any order, on any threads.
+    fn max_of(&self, jobs: usize, floor: u64, job: &(dyn Fn(usize) -> u64 + Sync)) -> u64;
+}
+
+/// [`Spread`] on the calling thread, one job after the other.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OneByOne;
+
+impl Spread for OneByOne {
+    fn max_of(&self, jobs: usize, floor: u64, job: &(dyn Fn(usize) -> u64 + Sync)) -> u64 {
+        (0..jobs).map(job).fold(floor, u64::max)
+    }
+}
+
+/// The largest rows of any rebuilt cycle the scheme produces (see the module docs): the
+/// failure sets are relocated through `spread`.
+fn stride_rows(scheme: &dyn Scheme, spread: &dyn Spread) -> u64 {
     let n = scheme.cycle().disks as Disk;
-    let mut rows = scheme.cycle().rows;
+    let rows = scheme.cycle().rows;
     if scheme.relocation_keeps_offsets() {
         // Every rebuilt cycle has the healthy rows: nothing to relocate to know it (a pass
         // over every unit per failure set was most of opening a 255-member RAID6).
         return rows;
     }
-    let mut consider = |failed: &[Disk]| {
-        if let Ok(r) = layout::recovery_rows(scheme, failed) {
-            rows = rows.max(r);
-        }
-    };
-    for a in 0..n {
-        consider(&[a]);
-    }
+    // Every single failure, and pairs when the layout survives two (all of them in small
+    // enclosures, a sample in large ones); a single failure `a` is written `[a, a]`.
+    let mut sets: Vec<[Disk; 2]> = (0..n).map(|a| [a, a]).collect();
     if scheme.tolerance() >= 2 {
         let all = (n as usize) <= STRIDE_ALL_PAIRS_MAX_DISKS;
         for a in 0..n {
             for b in 0..n {
                 let sampled = b == (a + 1) % n || b == (a + n / 2) % n || b == n - 1 - a;
                 if a != b && (all || sampled) {
-                    consider(&[a, b]);
+                    sets.push([a, b]);
                 }
             }
         }
     }
-    rows
+    spread.max_of(sets.len(), rows, &|i| {
+        let [a, b] = sets[i];
+        let failed: &[Disk] = if a == b { &[a] } else { &[a, b] };
+        layout::recovery_rows(scheme, failed).unwrap_or(rows)
+    })
 }
 
 /// Whether moving places from positions `old` to `new` (indexed by place) writes some place
@@ -815,6 +846,42 @@ mod tests {
             ..Params::default()
         };
         Geometry::new(build(SchemeKind::Raid5, &p).unwrap(), 512, 1 << 16).unwrap()
+    }
+
+    /// Answers its jobs in reverse order, in two halves: any order must give the same
+    /// stride.
+    struct Backwards;
+
+    impl Spread for Backwards {
+        fn max_of(&self, jobs: usize, floor: u64, job: &(dyn Fn(usize) -> u64 + Sync)) -> u64 {
+            let half = jobs / 2;
+            let second = (half..jobs).rev().map(job).fold(floor, u64::max);
+            (0..half).rev().map(job).fold(second, u64::max)
+        }
+    }
+
+    /// The stride sized through another [`Spread`] is the one sized job after job, for
+    /// random and hash declustering with one and two parities (whose relocations add rows).
+    #[test]
+    fn stride_sized_in_any_order_is_the_same() {
+        for kind in [SchemeKind::Random, SchemeKind::Hash] {
+            for level in [5u8, 6] {
+                let p = Params {
+                    disks: Some(23),
+                    width: Some(7),
+                    level: Some(level),
+                    seed: 11,
+                    ..Params::default()
+                };
+                let scheme = build(kind, &p).unwrap();
+                let one = stride_rows(&*scheme, &OneByOne);
+                assert!(
+                    one > scheme.cycle().rows,
+                    "{kind:?} {level}: relocations add rows"
+                );
+                assert_eq!(stride_rows(&*scheme, &Backwards), one, "{kind:?} {level}");
+            }
+        }
     }
 
     /// A member back unchanged rejoins while nothing moved, and only then.

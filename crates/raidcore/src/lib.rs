@@ -129,7 +129,9 @@ pub mod verify;
 
 mod recon;
 
-pub use array::{ArrayState, FailOutcome, Generation, Geometry, PlaceId, StripeId};
+pub use array::{
+    ArrayState, FailOutcome, Generation, Geometry, OneByOne, PlaceId, Spread, StripeId,
+};
 pub use ido::{
     DMap, Ido, IdoConfig, IdoError, IdoStats, Phase as IdoPhase, RebuildPolicy, Route, ZoneFlag,
     ZoneTable,

@@ -221,7 +221,12 @@ impl CreatePlan {
         map: &MemberMap,
         size: u64,
     ) -> Result<Geometry> {
-        let geo = match Geometry::new(scheme, opts.chunk_bytes, map.data_bytes) {
+        let geo = match Geometry::new_spread(
+            scheme,
+            opts.chunk_bytes,
+            map.data_bytes,
+            &crate::spread::Cores,
+        ) {
             Err(raidcore::CoreError::MemberTooSmall { needed_bytes, .. }) => {
                 return Err(PoolError::Usage(format!(
                     "member size {size} bytes is too small: this layout needs at least {} bytes \

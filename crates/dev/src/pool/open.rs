@@ -437,7 +437,12 @@ impl Pool {
 fn recorded_geometry(best: &Superblock, align: bool) -> Result<(Geometry, SchemeKind, Params)> {
     let (kind, params) = layout::from_text(&best.layout)?;
     let scheme = layout::build(kind, &params)?;
-    let geo = Geometry::new(scheme, best.chunk_bytes, best.data_bytes)?;
+    let geo = Geometry::new_spread(
+        scheme,
+        best.chunk_bytes,
+        best.data_bytes,
+        &crate::spread::Cores,
+    )?;
     let geo = if align {
         geo.with_io_align(DIRECT_ALIGN_BYTES)?
     } else {

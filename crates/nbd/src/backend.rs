@@ -41,8 +41,8 @@ pub trait Backend: Send + Sync {
     /// transport reuses its read buffers, so `buf` may hold an earlier read's data.
     fn read(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
     /// Work the last request left for after its reply, run on the same thread once the reply
-    /// is sent, or is waiting in the connection's batch of small replies to leave with the
-    /// next write (a cache fill that the reply need not wait for). The default has none.
+    /// is sent (a cache fill that the reply need not wait for; a small write's reply may
+    /// still wait in the connection's batch then). The default has none.
     fn after_reply(&self) {}
     /// Writes `data` at `offset`. Returning means the data are visible to later reads (on any
     /// connection), not necessarily durable.

@@ -454,11 +454,12 @@ impl Server {
             if more {
                 scope.spawn(move || self.serve_requests(scope, c));
             }
-            // Small reads and writes come in streams of small requests, each quick: the
-            // reply may wait while the next ones run. After anything else (a large
-            // transfer, a flush) the next request may take long too: reply at once.
+            // Small writes come in streams of small requests, each quick: the reply may wait
+            // while the next ones run. After anything else (a large transfer, a flush) the
+            // next request may take long too, and a read may leave work for after its reply
+            // (`Backend::after_reply`, IDO's copies) that the reply must not wait for: reply
+            // at once.
             let quick = match &req.command {
-                Command::Read { len, .. } => *len as usize <= BATCH_PAYLOAD_MAX,
                 Command::Write { data, .. } => data.len() <= BATCH_PAYLOAD_MAX,
                 _ => false,
             };
@@ -663,10 +664,11 @@ const BATCH_BYTES_MAX: usize = 64 << 10;
 
 /// A connection's small replies that wait to be sent, and who sends them.
 ///
-/// A thread that finished a small read or write adds its reply here and goes on to the next
-/// request without sending it, as long as other requests are already received (parsed, not
-/// waiting for the socket). (After a large transfer or a flush the next request may take
-/// long too, and the reply would wait for all of it: those replies are sent at once.) Whichever thread is about to read the socket sends the batch
+/// A thread that finished a small write adds its reply here and goes on to the next request
+/// without sending it, as long as other requests are already received (parsed, not waiting
+/// for the socket). (After a large transfer or a flush the next request may take long too,
+/// and the reply would wait for all of it; after a read, the work the backend left for after
+/// the reply would: those replies are sent at once.) Whichever thread is about to read the socket sends the batch
 /// first ([`ReplyBatch::before_reading`]): a client that waits for replies before it sends
 /// more is never kept waiting, and while requests arrive faster than they are executed one
 /// `write` carries the replies of many (4 KiB random writes at queue depth 32, fio over NBD on

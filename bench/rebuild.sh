@@ -11,8 +11,10 @@
 #
 # Then the same rebuilds on members emulated at EMULATE (default ssd:100MB/s:0.1ms: what issue
 # 28 asks RAID5 to keep up with), 256 KiB chunks: RAID5 over 8 onto a replacement, and RAID+
-# n=13 k=4 into its spare space, with RAID+'s speedup beside its layout's (n-1)/k. Each pool
-# is filled at full speed and rebuilt after `assemble --emulate` (member files as they were).
+# n=13 k=4 and n=31 k=7 into their spare space, with RAID+'s speedup beside its layout's
+# (n-1)/k. Each pool is filled at full speed and rebuilt after `assemble --emulate` (member
+# files as they were). The first table's member I/O is derived from the layout: each unit
+# written was reconstructed from the width - 1 others of its stripe.
 #
 # Needs: python3, /usr/bin/time (apt-get install time).
 # Usage: bench/rebuild.sh [MEMBER_SIZE [EMULATE [EMULATED_MEMBER_SIZE]]]   (defaults 128M,
@@ -40,7 +42,7 @@ pools=(
   "raidplus-31-7|--scheme raidplus --disks 31 --width 7 --chunk 64K"
 )
 
-printf '%-16s %-8s %12s %10s %12s\n' pool window "rebuild MB/s" seconds "peak RSS MB"
+printf '%-16s %-8s %12s %14s %10s %12s\n' pool window "rebuild MB/s" "member I/O GB/s" seconds "peak RSS MB"
 for entry in "${pools[@]}"; do
   name=${entry%%|*}
   args=${entry#*|}
@@ -66,14 +68,18 @@ while size > 0:
     rm -f "$dir/m0.img"
     "$rf" replace "$dir/p.json" --member 0 --with "$dir/new0.img" >/dev/null
     /usr/bin/time -f '%M' -o "$dir/rss" "$rf" rebuild "$dir/p.json" --memory-window "$window" --json >"$dir/out.json"
-    python3 - "$dir/out.json" "$dir/rss" "$name" "$window" <<'PY'
+    # Member I/O: each unit written was reconstructed from the other units of its stripe
+    # (width - 1 reads, the width being --width, or --disks for raid5).
+    width=$(sed -E 's/.*--width ([0-9]+).*/\1/; t; s/.*--disks ([0-9]+).*/\1/' <<<"$args")
+    python3 - "$dir/out.json" "$dir/rss" "$name" "$window" "$width" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
 last = lines[-1]
 rss_mb = int(open(sys.argv[2]).read().split()[-1]) / 1024
 secs = last["elapsed_s"]
 mbs = last["bytes_written"] / 1e6 / max(secs, 1e-9)
-print(f"{sys.argv[3]:<16} {sys.argv[4]:<8} {mbs:>12.1f} {secs:>10.2f} {rss_mb:>12.0f}")
+io = mbs * int(sys.argv[5]) / 1e3
+print(f"{sys.argv[3]:<16} {sys.argv[4]:<8} {mbs:>12.1f} {io:>14.2f} {secs:>10.2f} {rss_mb:>12.0f}")
 PY
   done
 done
@@ -86,6 +92,7 @@ raid5_rate=
 emulated=(
   "raid5-8|--scheme raid5 --disks 8 --chunk 256K|8|1"
   "raidplus-13-4|--scheme raidplus --disks 13 --width 4 --chunk 256K|13|0"
+  "raidplus-31-7|--scheme raidplus --disks 31 --width 7 --chunk 256K|31|0"
 )
 for entry in "${emulated[@]}"; do
   IFS='|' read -r name args n replace <<<"$entry"

@@ -3,7 +3,7 @@
 //! Per connection in transmission: a few threads (nbdkit's model), each of which takes the
 //! next request itself (reading the socket under the session lock when none is parsed yet),
 //! executes it on the export's [`Backend`] and sends its reply as soon as it is ready: small
-//! replies in batches, one `write` for all that are waiting ([`ReplyBatch`]), reads' data alone
+//! replies in batches, one `write` for all that are waiting (`ReplyBatch`), reads' data alone
 //! under the connection's writer mutex. Replies therefore leave in completion order, not
 //! request order (the client matches them by handle), and a slow request does not hold up
 //! the others. A client that sends faster than the backend works stops being read: every
@@ -668,9 +668,9 @@ const BATCH_BYTES_MAX: usize = 64 << 10;
 /// without sending it, as long as other requests are already received (parsed, not waiting
 /// for the socket). (After a large transfer or a flush the next request may take long too,
 /// and the reply would wait for all of it; after a read, the work the backend left for after
-/// the reply would: those replies are sent at once.) Whichever thread is about to read the socket sends the batch
-/// first ([`ReplyBatch::before_reading`]): a client that waits for replies before it sends
-/// more is never kept waiting, and while requests arrive faster than they are executed one
+/// the reply would: those replies are sent at once.) Whichever thread is about to read the
+/// socket sends the batch first ([`ReplyBatch::reading`]): a client that waits for replies
+/// before it sends more is never kept waiting, and while requests arrive faster than they are executed one
 /// `write` carries the replies of many (4 KiB random writes at queue depth 32, fio over NBD on
 /// tmpfs: one `writev` per reply was a fifth of the server's samples, and `sendto` calls fell
 /// from one per request to about one per socket read). A reply added while a thread waits in
@@ -695,7 +695,7 @@ struct ReplyBatch {
 impl ReplyBatch {
     /// Sends one reply, `header` then `payload`: a large one at once, alone; a small one
     /// into the batch, sent now unless it may `wait` (see [`ReplyBatch`]: the request was
-    /// a small read or write), no thread is reading the socket and the batch is not full. A
+    /// a small write), no thread is reading the socket and the batch is not full. A
     /// socket error is returned to the thread that met it; replies that other threads added
     /// fail with it silently, as they would for a client that went away.
     fn reply<W: Write>(

@@ -860,25 +860,38 @@ mod tests {
         }
     }
 
-    /// The stride sized through another [`Spread`] is the one sized job after job, for
-    /// random and hash declustering with one and two parities (whose relocations add rows).
+    /// The stride is the most rows any single failure, or any pair the layout survives,
+    /// relocates to (every pair: 13 disks is a small enclosure), whichever [`Spread`] sizes
+    /// it, for random and hash declustering with one and two parities (whose relocations
+    /// add rows).
     #[test]
-    fn stride_sized_in_any_order_is_the_same() {
+    fn stride_is_the_most_rows_any_failure_set_needs_in_any_order() {
         for kind in [SchemeKind::Random, SchemeKind::Hash] {
             for level in [5u8, 6] {
                 let p = Params {
-                    disks: Some(23),
-                    width: Some(7),
+                    disks: Some(13),
+                    width: Some(5),
                     level: Some(level),
                     seed: 11,
                     ..Params::default()
                 };
                 let scheme = build(kind, &p).unwrap();
+                let n = scheme.cycle().disks as Disk;
+                let mut want = scheme.cycle().rows;
+                for a in 0..n {
+                    let pairs = (0..n).filter(|&b| level == 6 && b != a).map(|b| vec![a, b]);
+                    for failed in std::iter::once(vec![a]).chain(pairs) {
+                        if let Ok(r) = layout::recovery_rows(&*scheme, &failed) {
+                            want = want.max(r);
+                        }
+                    }
+                }
                 let one = stride_rows(&*scheme, &OneByOne);
                 assert!(
                     one > scheme.cycle().rows,
                     "{kind:?} {level}: relocations add rows"
                 );
+                assert_eq!(one, want, "{kind:?} {level}");
                 assert_eq!(stride_rows(&*scheme, &Backwards), one, "{kind:?} {level}");
             }
         }

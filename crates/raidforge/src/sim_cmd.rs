@@ -467,12 +467,7 @@ pub fn execute(a: &SimArgs) -> anyhow::Result<(Report, Value)> {
         let Some(fail) = cfg.failure.as_mut() else {
             bail!("--warmup-fraction needs --fail MEMBER");
         };
-        let geo = raidcore::Geometry::new_spread(
-            scheme.clone(),
-            chunk_bytes,
-            member_bytes,
-            &dev::spread::Cores,
-        )?;
+        let geo = raidcore::Geometry::new(scheme.clone(), chunk_bytes, member_bytes)?;
         let span = sim::run::workload_span_ns(&workload, geo.capacity_bytes(), &opts, cfg.stop_ns)?;
         fail.at_ns = (span as f64 * f).round() as u64;
     }

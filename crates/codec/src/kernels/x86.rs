@@ -661,7 +661,7 @@ unsafe fn pq_kernel<S: Simd, const U: usize>(job: &PqJob<'_>) {
     // streamed out at the same place modulo 4 KiB whenever the outputs sat
     // at a source's page offset (as page-aligned buffers always do): on AMD
     // EPYC (Zen 5, `raidforge bench parity`, GFNI path) 16+2 at 1 MiB ran at
-    // 0.44-0.56x ISA-L, 8+2 at 0.54x; in this order 1.04-1.25x and
+    // 0.44-0.56x ISA-L, 8+2 at 0.54-0.55x; in this order 1.04-1.27x and
     // 1.04-1.10x, page-aligned or staggered by 256 bytes, and no case lost.
     let mut present = Table::<*const u8, MAX_DATA>::new();
     let mut index = Table::<u8, MAX_DATA>::new();

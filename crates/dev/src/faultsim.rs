@@ -591,6 +591,9 @@ impl Member for FaultMember {
     fn merges_writes(&self) -> bool {
         self.merges_writes
     }
+    fn emulated_speed(&self) -> Option<crate::Speed> {
+        self.inner.emulated_speed()
+    }
 }
 
 /// What a sector of the volume may hold when its contents are not known exactly.

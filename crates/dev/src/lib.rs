@@ -80,6 +80,13 @@ pub trait Member: Send + Sync {
     fn merges_writes(&self) -> bool {
         !self.completes_in_memory()
     }
+    /// The speed this member is emulated at ([`Emulated`]): what a request costs in fixed
+    /// time and per byte, for the rebuild's packing of windows (`pool::pack_windows`), which
+    /// weighs a request that merges with the one before it against one that does not. `None`
+    /// (a real device, a file): unknown, every request counted alike. Wrappers pass it on.
+    fn emulated_speed(&self) -> Option<Speed> {
+        None
+    }
     /// Why the device behind this member is no longer there, if it is not: its file or
     /// device node vanished or names another file now, its NBD server cannot be reached. Asked
     /// when an I/O error fails the member, so that the failure says so (`Pool::DISAPPEARED_WHY`,
@@ -664,6 +671,9 @@ impl<M: Member> Member for Emulated<M> {
     fn allocation(&self, offset: u64) -> Allocation {
         self.inner.allocation(offset)
     }
+    fn emulated_speed(&self) -> Option<Speed> {
+        Some(self.speed)
+    }
 }
 
 /// Faults to inject into a member.
@@ -768,6 +778,9 @@ impl<M: Member> Member for Faulty<M> {
     fn merges_writes(&self) -> bool {
         self.inner.merges_writes()
     }
+    fn emulated_speed(&self) -> Option<Speed> {
+        self.inner.emulated_speed()
+    }
 }
 
 impl Member for Box<dyn Member> {
@@ -794,6 +807,9 @@ impl Member for Box<dyn Member> {
     }
     fn merges_writes(&self) -> bool {
         (**self).merges_writes()
+    }
+    fn emulated_speed(&self) -> Option<Speed> {
+        (**self).emulated_speed()
     }
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
         (**self).read_vectored_at(bufs, offset)
@@ -830,6 +846,9 @@ impl Member for std::sync::Arc<dyn Member> {
     }
     fn merges_writes(&self) -> bool {
         (**self).merges_writes()
+    }
+    fn emulated_speed(&self) -> Option<Speed> {
+        (**self).emulated_speed()
     }
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
         (**self).read_vectored_at(bufs, offset)

@@ -183,6 +183,9 @@ impl Member for MeteredMember {
     fn merges_writes(&self) -> bool {
         self.inner.merges_writes()
     }
+    fn emulated_speed(&self) -> Option<crate::Speed> {
+        self.inner.emulated_speed()
+    }
     fn allocation(&self, offset: u64) -> crate::Allocation {
         self.inner.allocation(offset)
     }

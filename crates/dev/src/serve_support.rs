@@ -1631,7 +1631,11 @@ impl SharedPool {
                             if !ran.is_empty() {
                                 let id = pipe.next_batch;
                                 pipe.next_batch += 1;
-                                let ws = crate::pool::rebuild_windows(&ran, opts.window_bytes);
+                                let ws = crate::pool::rebuild_windows(
+                                    &ran,
+                                    opts.window_bytes,
+                                    &crate::pool::member_speeds(&members),
+                                );
                                 let writes_seen: Vec<(u64, u64)> = self
                                     .zones_of(ran.iter().map(|&(c, _)| c))
                                     .into_iter()
@@ -2070,7 +2074,8 @@ impl SharedPool {
             me: Some(Arc::clone(self)),
             ..RebuildPipe::default()
         };
-        let pipelined = opts.windows_in_flight > 1 && self.mode != Concurrency::Serial;
+        let members = self.with_pool(|p| Ok(p.geo.disks())).unwrap_or(1);
+        let pipelined = opts.windows(false, members) > 1 && self.mode != Concurrency::Serial;
         // The policy is set before this thread starts and stays for the rebuild.
         let policy = ido_on.then(|| self.ido.policy());
         let staged_policy = pipelined && policy.is_some();
@@ -2090,7 +2095,7 @@ impl SharedPool {
                 return;
             }
             let t0 = Instant::now();
-            pipe.windows = opts.windows(self.clients_busy(self.now_ns()));
+            pipe.windows = opts.windows(self.clients_busy(self.now_ns()), members);
             let step = if staged_policy {
                 let ordered = matches!(policy, Some(RebuildPolicy::Pro | RebuildPolicy::Ido));
                 self.policy_stage(&opts, &mut cur, &mut pipe, ordered)

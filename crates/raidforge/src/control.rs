@@ -166,7 +166,11 @@ pub fn rebuild(l: &Live, a: &RebuildArgs, parallel: usize) -> anyhow::Result<()>
         parallel,
         a.speed_max.as_ref().map(|s| s.bytes_per_sec),
         a.speed_min.as_ref().map(|s| s.bytes_per_sec),
-        (a.memory_window, a.windows_in_flight),
+        (
+            a.memory_window,
+            a.windows_in_flight
+                .map_or(dev::pool::WINDOWS_IN_FLIGHT_BY_MEMBERS, |w| w as usize),
+        ),
         a.rebuild_policy.as_deref(),
         a.surrogate.as_deref(),
     );

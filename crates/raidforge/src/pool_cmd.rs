@@ -556,9 +556,11 @@ pub struct RebuildArgs {
     pub memory_window: u64,
     /// Windows (see --memory-window) read, computed and written at once, each on its own,
     /// so that every member has work queued while one window waits for its slowest member.
-    /// 1 runs them one after the other.
-    #[arg(long, default_value_t = dev::pool::DEFAULT_WINDOWS_IN_FLIGHT)]
-    pub windows_in_flight: usize,
+    /// 1 runs them one after the other. Default: a quarter of the pool's members, at least 4
+    /// and at most 16 (wider enclosures need more windows to keep every member busy; 16
+    /// windows of 16M hold 256 MiB).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub windows_in_flight: Option<u64>,
     /// Rebuild speed while clients are doing I/O (a served pool), bytes per second, like
     /// MD's sync_speed_min: the rebuild backs off to it under load and runs up to
     /// --speed-max when clients are idle. A rebuild run by this command has no clients, so it
@@ -643,7 +645,9 @@ pub fn rebuild(mut a: RebuildArgs) -> anyhow::Result<()> {
             speed_max_bytes_per_sec: a.speed_max.as_ref().map(|s| s.bytes_per_sec),
             speed_min_bytes_per_sec: a.speed_min.as_ref().map(|s| s.bytes_per_sec),
             window_bytes: usize::try_from(a.memory_window)?.max(1),
-            windows_in_flight: a.windows_in_flight.max(1),
+            windows_in_flight: a
+                .windows_in_flight
+                .map_or(dev::pool::WINDOWS_IN_FLIGHT_BY_MEMBERS, |w| w as usize),
             ..RebuildOpts::default()
         },
         |pr| {
@@ -825,7 +829,9 @@ fn policy_rebuild(
             speed_max_bytes_per_sec: a.speed_max.as_ref().map(|s| s.bytes_per_sec),
             speed_min_bytes_per_sec: a.speed_min.as_ref().map(|s| s.bytes_per_sec),
             window_bytes: usize::try_from(a.memory_window)?.max(1),
-            windows_in_flight: a.windows_in_flight.max(1),
+            windows_in_flight: a
+                .windows_in_flight
+                .map_or(dev::pool::WINDOWS_IN_FLIGHT_BY_MEMBERS, |w| w as usize),
             ..RebuildOpts::default()
         },
         policy,

@@ -807,9 +807,10 @@ fn rebuild_opts(req: &serde_json::Value) -> RebuildOpts {
         window_bytes: req["window_bytes"]
             .as_u64()
             .map_or(dev::pool::DEFAULT_REBUILD_WINDOW, |w| w.max(1) as usize),
+        // 0 (or none, from a client older than the option): by the pool's member count.
         windows_in_flight: req["windows_in_flight"]
             .as_u64()
-            .map_or(dev::pool::DEFAULT_WINDOWS_IN_FLIGHT, |w| w.max(1) as usize),
+            .map_or(dev::pool::WINDOWS_IN_FLIGHT_BY_MEMBERS, |w| w as usize),
         ..RebuildOpts::default()
     }
 }
@@ -843,7 +844,7 @@ mod tests {
         );
         assert_eq!(
             rebuild_opts(&old).windows_in_flight,
-            dev::pool::DEFAULT_WINDOWS_IN_FLIGHT
+            dev::pool::WINDOWS_IN_FLIGHT_BY_MEMBERS
         );
     }
 }

@@ -141,7 +141,7 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 4)]
     rebuild_window: usize,
     /// Windows of --rebuild-window cycles the rebuild keeps in flight, as the engine's
-    /// `raidforge rebuild --windows-in-flight` (whose default is 4): all of them while no
+    /// `raidforge rebuild --windows-in-flight` (whose default is 4 to 16 by the member count): all of them while no
     /// client is busy, two while clients are. 1, the default, keeps --rebuild-window cycles
     /// in flight whatever the load.
     #[arg(long, default_value_t = 1)]

@@ -44,12 +44,12 @@ pub(crate) use lazy::run_flush;
 pub use md::mdadm_data_offset;
 pub use opts::{
     default_journal_bytes, test_opts, CreateOpts, MemberWrap, Metadata, RebuildOpts, WriteHole,
-    DEFAULT_REBUILD_WINDOW, DEFAULT_WINDOWS_IN_FLIGHT, DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES,
+    DEFAULT_REBUILD_WINDOW, DIRECT_ALIGN_BYTES, JOURNAL_OFFSET_BYTES, WINDOWS_IN_FLIGHT_BY_MEMBERS,
 };
 pub(crate) use persist::flush_each;
 pub(crate) use rebuild::{
-    rebuild_windows, run_rebuild_windows, written_in_order, RebuildBatch, Step as WindowStep,
-    WindowFlow,
+    member_speeds, rebuild_windows, run_rebuild_windows, written_in_order, RebuildBatch,
+    Step as WindowStep, WindowFlow,
 };
 pub use rebuild::{RebuildCursor, RebuildProgress};
 pub use status::{MemberStatus, Status, VerifyReport};

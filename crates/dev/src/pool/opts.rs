@@ -163,7 +163,8 @@ pub struct RebuildOpts {
     /// Windows (of one batch or the next) read, computed and written at once, each on its
     /// own ([`crate::pool::WindowFlow`]): 1 runs them one after the other; more keep every
     /// member's queue full while one window waits for its slowest member. The buffers held
-    /// are about this many times `window_bytes`.
+    /// are about this many times `window_bytes`. 0 ([`WINDOWS_IN_FLIGHT_BY_MEMBERS`], the
+    /// default): [`raidcore::rebuild::default_windows_in_flight`] of the pool's members.
     pub windows_in_flight: usize,
     /// Stop after rebuilding this many cycles (None = rebuild everything). The progress made
     /// is recorded in the superblocks, so a later rebuild resumes where this one stopped.
@@ -176,12 +177,17 @@ pub struct RebuildOpts {
 }
 
 impl RebuildOpts {
-    /// Windows a rebuild keeps in flight: `windows_in_flight` at full speed; while clients
-    /// are busy (`busy`) or a speed limit holds, at most two (one read beside one written),
-    /// so that what a step starts before its pacing pause stays about one window.
-    pub fn windows(&self, busy: bool) -> usize {
+    /// Windows a rebuild over `members` members keeps in flight: `windows_in_flight` (or the
+    /// default for that many members) at full speed; while clients are busy (`busy`) or a
+    /// speed limit holds, at most two (one read beside one written), so that what a step
+    /// starts before its pacing pause stays about one window.
+    pub fn windows(&self, busy: bool, members: usize) -> usize {
+        let windows = match self.windows_in_flight {
+            WINDOWS_IN_FLIGHT_BY_MEMBERS => raidcore::rebuild::default_windows_in_flight(members),
+            w => w,
+        };
         raidcore::rebuild::windows_in_flight(
-            self.windows_in_flight,
+            windows,
             busy || self.speed_max_bytes_per_sec.is_some_and(|m| m > 0),
         )
     }
@@ -190,19 +196,22 @@ impl RebuildOpts {
 /// [`RebuildOpts::window_bytes`] by default.
 pub const DEFAULT_REBUILD_WINDOW: usize = 16 << 20;
 
-/// [`RebuildOpts::windows_in_flight`] by default: with [`DEFAULT_REBUILD_WINDOW`], 64 MiB
-/// of buffers. Windows of 8 MiB cut RAID+ n=13 k=4 cycles (12 MiB of buffers) in two and
-/// left runs unmerged (bench/calibrate.py: 4.4 s against 4.0 s with 16 MiB).
-pub const DEFAULT_WINDOWS_IN_FLIGHT: usize = 4;
+/// [`RebuildOpts::windows_in_flight`] by default: as many as
+/// [`raidcore::rebuild::default_windows_in_flight`] gives for the pool's members (4 up to 16
+/// members, one per four members above, 16 from 61 on): with [`DEFAULT_REBUILD_WINDOW`], 64
+/// to 256 MiB of buffers. Windows of 8 MiB cut RAID+ n=13 k=4 cycles (12 MiB of buffers) in
+/// two and left runs unmerged (bench/calibrate.py: 4.4 s against 4.0 s with 16 MiB).
+pub const WINDOWS_IN_FLIGHT_BY_MEMBERS: usize = 0;
 
 impl Default for RebuildOpts {
-    /// Eight cycles at a time, four windows of 16 MiB in flight, no speed limit, every cycle.
+    /// Eight cycles at a time, windows of 16 MiB in flight by the member count, no speed
+    /// limit, every cycle.
     fn default() -> RebuildOpts {
         RebuildOpts {
             parallel_cycles: 8,
             speed_max_bytes_per_sec: None,
             speed_min_bytes_per_sec: None,
-            windows_in_flight: DEFAULT_WINDOWS_IN_FLIGHT,
+            windows_in_flight: WINDOWS_IN_FLIGHT_BY_MEMBERS,
             max_cycles: None,
             window_bytes: DEFAULT_REBUILD_WINDOW,
         }

@@ -198,6 +198,9 @@ impl Member for MdMember {
     fn merges_writes(&self) -> bool {
         self.inner.merges_writes()
     }
+    fn emulated_speed(&self) -> Option<crate::Speed> {
+        self.inner.emulated_speed()
+    }
 }
 
 #[cfg(test)]

@@ -1256,8 +1256,35 @@ impl Pool {
     ) -> Result<()> {
         // Blocks of this cycle found lost: not repaired again, their stripes not re-checked.
         let mut lost: BTreeSet<(u32, u64)> = BTreeSet::new();
+        // A part of the cycle at a time (`crate::pool::VERIFY_PART_BYTES`), so that a wide
+        // layout's cycle is not held whole; the parts are planned again after each repair
+        // (a failure may change the layout the cycle is in).
+        let mut next_stripe = 0usize;
+        while next_stripe < self.state.layout_of(c).stripes.len() {
+            next_stripe = self.scrub_part(c, next_stripe, opts, r, &mut lost)?;
+        }
+        Ok(())
+    }
+
+    /// Scrubs the part of cycle `c` that starts at stripe `from` ([`raidcore::verify_parts`]);
+    /// returns the stripe after it.
+    fn scrub_part(
+        &mut self,
+        c: u64,
+        from: usize,
+        opts: &ScrubOpts,
+        r: &mut ScrubReport,
+        lost: &mut BTreeSet<(u32, u64)>,
+    ) -> Result<usize> {
         for _attempt in 0..8 {
-            let plan = plan_verify_cycle(&self.geo, &self.state, c);
+            let part =
+                raidcore::verify_parts(&self.geo, &self.state, c, crate::pool::VERIFY_PART_BYTES)
+                    .into_iter()
+                    .find(|p| p.contains(&from));
+            let Some(part) = part.map(|p| from..p.end) else {
+                return Ok(usize::MAX);
+            };
+            let plan = raidcore::plan_verify_stripes(&self.geo, &self.state, c, part.clone());
             let (bufs, bad) = match crate::exec::run_reads_flagged(&plan, &self.members_view()) {
                 Ok(x) => x,
                 Err(e) => {
@@ -1294,7 +1321,7 @@ impl Pool {
                 continue;
             }
             r.checked_bytes += plan.reads.iter().map(|io| io.data.len as u64).sum::<u64>();
-            let outcome = check_verify(&self.state, &plan, &bufs);
+            let outcome = raidcore::check_verify_stripes(&self.state, &plan, &bufs, part.clone());
             r.stripes_degraded += outcome.degraded as u64;
             for s in outcome.inconsistent {
                 if self.stripe_touches(c, s, &lost) {
@@ -1313,7 +1340,7 @@ impl Pool {
                     repaired,
                 });
             }
-            return Ok(());
+            return Ok(part.end);
         }
         Err(PoolError::Io(format!(
             "scrub: cycle {c} keeps reading wrong after repairs (a member failing?)"

@@ -148,7 +148,10 @@ pub use policy::{ModeCost, ModePolicy, StripeWrite, WriteMode, WritePolicy};
 pub use rebuild::{Progress, RebuildOrder, RebuildScheduler, SpeedLimits, Throttle};
 pub use repair::{locate_member_byte, logical_offset, lost_with, place_loc, plan_repair};
 pub use sources::{data_pieces, read_sources, DataPiece, MemberRange, Sources};
-pub use verify::{check_verify, plan_verify_cycle, resync_cycle, Resync, VerifyOutcome};
+pub use verify::{
+    check_verify, check_verify_stripes, plan_verify_cycle, plan_verify_stripes, resync_cycle,
+    verify_parts, Resync, VerifyOutcome,
+};
 
 use layout::{Disk, LayoutError};
 

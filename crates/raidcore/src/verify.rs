@@ -1,8 +1,11 @@
 //! Verification: read every unit of a cycle and check that each stripe's parity (or mirror
 //! copies) agrees with its data. An executor runs the reads of [`plan_verify_cycle`] and hands
-//! the buffers to [`check_verify`].
+//! the buffers to [`check_verify`]; or, to hold less than a cycle in memory (a cycle of a wide
+//! declustered layout is hundreds of MiB), the same for each run of stripes that
+//! [`verify_parts`] gives ([`plan_verify_stripes`], [`check_verify_stripes`]).
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use layout::{Code, Loc, Role};
 
@@ -20,13 +23,13 @@ pub struct VerifyOutcome {
     pub inconsistent: Vec<usize>,
 }
 
-/// The available places of cycle `c`, in stripe order, each once: buffer `i + 1` of the verify
-/// plan holds place `i`.
-fn places(state: &ArrayState, c: u64) -> Vec<Loc> {
+/// The available places of `stripes` of cycle `c`, in stripe order, each once: buffer `i + 1`
+/// of the verify plan holds place `i`.
+fn places(state: &ArrayState, c: u64, stripes: Range<usize>) -> Vec<Loc> {
     let gen = state.cycle_generation(c);
     let mut seen = HashMap::new();
     let mut out = Vec::new();
-    for s in &state.layout_of(c).stripes {
+    for s in &state.layout_of(c).stripes[stripes] {
         for u in &s.units {
             let l = u.loc();
             if state.member_available(l.disk, gen) && seen.insert(l, ()).is_none() {
@@ -40,8 +43,47 @@ fn places(state: &ArrayState, c: u64) -> Vec<Loc> {
 /// A plan that reads every available unit of cycle `c` in full (no ops, no writes; buffer 0 is
 /// empty).
 pub fn plan_verify_cycle(geo: &Geometry, state: &ArrayState, c: u64) -> Plan {
+    plan_verify_stripes(geo, state, c, 0..state.layout_of(c).stripes.len())
+}
+
+/// Cycle `c`'s stripes in consecutive runs whose units take at most `max_bytes` each (a stripe
+/// larger than that alone), covering every stripe once, in order: verified one run at a time
+/// ([`plan_verify_stripes`]), a cycle is held in memory a run at a time.
+pub fn verify_parts(
+    geo: &Geometry,
+    state: &ArrayState,
+    c: u64,
+    max_bytes: u64,
+) -> Vec<Range<usize>> {
+    let chunk = geo.chunk_bytes();
+    let stripes = &state.layout_of(c).stripes;
+    let mut out: Vec<Range<usize>> = Vec::new();
+    let mut start = 0;
+    let mut bytes = 0u64;
+    for (i, s) in stripes.iter().enumerate() {
+        let b = s.units.len() as u64 * chunk;
+        if i > start && bytes + b > max_bytes {
+            out.push(start..i);
+            start = i;
+            bytes = 0;
+        }
+        bytes += b;
+    }
+    if start < stripes.len() {
+        out.push(start..stripes.len());
+    }
+    out
+}
+
+/// [`plan_verify_cycle`] for `stripes` of cycle `c` only.
+pub fn plan_verify_stripes(
+    geo: &Geometry,
+    state: &ArrayState,
+    c: u64,
+    stripes: Range<usize>,
+) -> Plan {
     let chunk = geo.chunk_bytes() as usize;
-    let locs = places(state, c);
+    let locs = places(state, c, stripes);
     let mut buffers = vec![0usize];
     let mut reads = Vec::with_capacity(locs.len());
     for (i, l) in locs.iter().enumerate() {
@@ -71,13 +113,29 @@ pub fn plan_verify_cycle(geo: &Geometry, state: &ArrayState, c: u64) -> Plan {
 /// Checks the stripes of the cycle a [`plan_verify_cycle`] plan read. `bufs[i]` is the plan's
 /// buffer `i` after its reads.
 pub fn check_verify(state: &ArrayState, plan: &Plan, bufs: &[Vec<u8>]) -> VerifyOutcome {
+    check_verify_stripes(
+        state,
+        plan,
+        bufs,
+        0..state.layout_of(plan.cycle).stripes.len(),
+    )
+}
+
+/// [`check_verify`] of the `stripes` a [`plan_verify_stripes`] plan read; the inconsistent
+/// stripes are reported by their index in the cycle.
+pub fn check_verify_stripes(
+    state: &ArrayState,
+    plan: &Plan,
+    bufs: &[Vec<u8>],
+    stripes: Range<usize>,
+) -> VerifyOutcome {
     let c = plan.cycle;
     assert_eq!(
         plan.layout_generation,
         state.cycle_generation(c),
         "verify plan is stale"
     );
-    let index: HashMap<Loc, usize> = places(state, c)
+    let index: HashMap<Loc, usize> = places(state, c, stripes.clone())
         .into_iter()
         .enumerate()
         .map(|(i, l)| (l, i + 1))
@@ -88,7 +146,12 @@ pub fn check_verify(state: &ArrayState, plan: &Plan, bufs: &[Vec<u8>]) -> Verify
         "one buffer per available place"
     );
     let mut out = VerifyOutcome::default();
-    for (si, s) in state.layout_of(c).stripes.iter().enumerate() {
+    let first = stripes.start;
+    for (si, s) in state.layout_of(c).stripes[stripes]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (first + i, s))
+    {
         let got: Option<Vec<&[u8]>> = s
             .units
             .iter()
@@ -161,7 +224,7 @@ pub fn resync_cycle(geo: &Geometry, state: &ArrayState, plan: &Plan, bufs: &[Vec
         state.cycle_generation(c),
         "resync plan is stale"
     );
-    let locs = places(state, c);
+    let locs = places(state, c, 0..state.layout_of(c).stripes.len());
     assert_eq!(locs.len() + 1, bufs.len(), "one buffer per available place");
     let index: HashMap<Loc, usize> = locs.iter().enumerate().map(|(i, l)| (*l, i + 1)).collect();
     let mut out = Resync::default();

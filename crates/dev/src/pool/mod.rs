@@ -52,7 +52,7 @@ pub(crate) use rebuild::{
     Step as WindowStep, WindowFlow,
 };
 pub use rebuild::{RebuildCursor, RebuildProgress};
-pub use status::{MemberStatus, Status, VerifyReport};
+pub use status::{MemberStatus, Status, VerifyReport, VERIFY_PART_BYTES};
 
 use assembly::{
     judge_members, newest_superblock, probe_members, read_superblock, recorded_state, Probe,

@@ -98,6 +98,11 @@ pub struct Status {
     pub auto_heal: Option<crate::serve_support::HealStatus>,
 }
 
+/// Bytes of units `verify` and `scrub` read and check at a time: a cycle of a wide
+/// declustered layout (RAID+ over 31 members, random placement over 255) is hundreds of MiB,
+/// and verified whole it was held whole (a 255-member pool's verify peaked at 431 MB).
+pub const VERIFY_PART_BYTES: u64 = 64 << 20;
+
 /// Result of `verify`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct VerifyReport {
@@ -123,33 +128,36 @@ impl Pool {
     }
 
     /// Checks cycle `c`'s stripes into `r` (a served pool calls it under the cycle's stripe
-    /// locks). Stops, failing them, when members fail while reading, and at blocks that read
-    /// wrong: `verify` checks parity, `scrub` is what repairs blocks.
+    /// locks), [`VERIFY_PART_BYTES`] of units at a time. Stops, failing them, when members
+    /// fail while reading, and at blocks that read wrong: `verify` checks parity, `scrub` is
+    /// what repairs blocks.
     pub(crate) fn verify_cycle(&mut self, c: u64, r: &mut VerifyReport) -> Result<()> {
-        let plan = raidcore::plan_verify_cycle(&self.geo, &self.state, c);
-        let bufs = match crate::exec::run_reads(&plan, &self.members_view()) {
-            Ok(b) => b,
-            Err(e) if e.read_errors.is_empty() => {
-                return Err(PoolError::Io(format!(
-                    "verify stopped at cycle {c}: {} member blocks read wrong (checksum \
-                     mismatches or read errors); run `raidforge scrub` to repair them",
-                    e.bad.len()
-                )));
-            }
-            Err(e) => {
-                let failed = e.failed_members();
-                self.fail_members(&failed)?;
-                return Err(PoolError::Io(format!(
-                    "verify stopped: members {failed:?} failed while reading"
-                )));
-            }
-        };
-        let outcome = raidcore::check_verify(&self.state, &plan, &bufs);
+        for part in raidcore::verify_parts(&self.geo, &self.state, c, VERIFY_PART_BYTES) {
+            let plan = raidcore::plan_verify_stripes(&self.geo, &self.state, c, part.clone());
+            let bufs = match crate::exec::run_reads(&plan, &self.members_view()) {
+                Ok(b) => b,
+                Err(e) if e.read_errors.is_empty() => {
+                    return Err(PoolError::Io(format!(
+                        "verify stopped at cycle {c}: {} member blocks read wrong (checksum \
+                         mismatches or read errors); run `raidforge scrub` to repair them",
+                        e.bad.len()
+                    )));
+                }
+                Err(e) => {
+                    let failed = e.failed_members();
+                    self.fail_members(&failed)?;
+                    return Err(PoolError::Io(format!(
+                        "verify stopped: members {failed:?} failed while reading"
+                    )));
+                }
+            };
+            let outcome = raidcore::check_verify_stripes(&self.state, &plan, &bufs, part);
+            r.stripes_checked += outcome.checked as u64;
+            r.stripes_degraded += outcome.degraded as u64;
+            r.inconsistent
+                .extend(outcome.inconsistent.iter().map(|&s| (c, s)));
+        }
         r.cycles_checked += 1;
-        r.stripes_checked += outcome.checked as u64;
-        r.stripes_degraded += outcome.degraded as u64;
-        r.inconsistent
-            .extend(outcome.inconsistent.iter().map(|&s| (c, s)));
         Ok(())
     }
 

@@ -118,6 +118,16 @@ fn run_in(a: &DemoArgs, dir: &Path) -> anyhow::Result<()> {
             baseline: Some(0),
         },
         Case {
+            name: "raidplus n=31 k=7",
+            kind: SchemeKind::RaidPlus,
+            params: Params {
+                width: Some(7),
+                ..p(31)
+            },
+            match_capacity_of: Some(0),
+            baseline: Some(0),
+        },
+        Case {
             name: "raid5 9+1",
             kind: SchemeKind::Raid5,
             params: Params { spares: 1, ..p(10) },
@@ -134,7 +144,7 @@ fn run_in(a: &DemoArgs, dir: &Path) -> anyhow::Result<()> {
                 ..p(10)
             },
             match_capacity_of: None,
-            baseline: Some(2),
+            baseline: Some(3),
         },
     ];
     let quiet = a.json;

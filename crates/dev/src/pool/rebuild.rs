@@ -367,6 +367,9 @@ pub(crate) struct WindowFlow<T> {
     /// Whether the last window started writes members it also reads
     /// ([`raidcore::rebuild::reading_windows`]).
     writes_where_read: bool,
+    /// Whether windows that write where they read may all read at once
+    /// ([`WindowFlow::reading_by_writes`]); off, half of them read at most.
+    reading_by_writes: bool,
     free: Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
     /// What the windows started with `capture` read and wrote, once written.
     images: Vec<MemberImage>,
@@ -406,6 +409,7 @@ impl<T: Send + 'static> WindowFlow<T> {
             in_flight: 0,
             reading: 0,
             writes_where_read: false,
+            reading_by_writes: false,
             free: Default::default(),
             images: Vec::new(),
         }
@@ -424,15 +428,24 @@ impl<T: Send + 'static> WindowFlow<T> {
 
     /// A window may start now: fewer than `max` in flight, and fewer than
     /// [`raidcore::rebuild::reading_windows`] of them still reading: all of them when the
-    /// windows write members they also read (spare space on the survivors), otherwise half
-    /// (at least one). Windows started together read together and then write together,
+    /// windows write members they also read (spare space on the survivors) and the flow
+    /// allows it ([`WindowFlow::reading_by_writes`]), otherwise half (at least one). Windows started together read together and then write together,
     /// leaving the members that only read (or only write) idle in turn; starting the next
     /// window when one is done reading keeps the readers busy while it writes, as the
     /// simulator's rebuild read-ahead does (`sim::SimConfig::rebuild_read_ahead`).
     pub(crate) fn has_room(&self, max: usize) -> bool {
         let max = max.max(1);
-        self.in_flight < max
-            && self.reading < raidcore::rebuild::reading_windows(max, self.writes_where_read)
+        let all = self.reading_by_writes && self.writes_where_read;
+        self.in_flight < max && self.reading < raidcore::rebuild::reading_windows(max, all)
+    }
+
+    /// Lets every window read at once when the windows write members they also read (see
+    /// [`WindowFlow::has_room`]). The exclusive rebuild ([`Pool::rebuild`]) does; a served
+    /// pool's background rebuild keeps at most half reading, as before this was measured
+    /// (only unserved, on emulated members), beside clients and the surrogate policies.
+    pub(crate) fn reading_by_writes(mut self) -> WindowFlow<T> {
+        self.reading_by_writes = true;
+        self
     }
 
     /// Starts `plans` (one window) on `members`; [`WindowFlow::wait`] hands back `tag` with
@@ -922,7 +935,7 @@ impl Pool {
         let mut batches: std::collections::BTreeMap<u64, (RebuildBatch, usize)> =
             Default::default();
         let mut next_batch = 0u64;
-        let mut flow: WindowFlow<u64> = WindowFlow::new();
+        let mut flow: WindowFlow<u64> = WindowFlow::new().reading_by_writes();
         // A cycle that cannot be planned stops the rebuild; what was done before it is
         // still committed and recorded.
         let mut stop: Option<PoolError> = None;

@@ -1631,11 +1631,8 @@ impl SharedPool {
                             if !ran.is_empty() {
                                 let id = pipe.next_batch;
                                 pipe.next_batch += 1;
-                                let ws = crate::pool::rebuild_windows(
-                                    &ran,
-                                    opts.window_bytes,
-                                    &crate::pool::member_speeds(&members),
-                                );
+                                let ws =
+                                    crate::pool::rebuild_windows_in_order(&ran, opts.window_bytes);
                                 let writes_seen: Vec<(u64, u64)> = self
                                     .zones_of(ran.iter().map(|&(c, _)| c))
                                     .into_iter()

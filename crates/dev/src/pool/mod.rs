@@ -48,7 +48,7 @@ pub use opts::{
 };
 pub(crate) use persist::flush_each;
 pub(crate) use rebuild::{
-    member_speeds, rebuild_windows, run_rebuild_windows, written_in_order, RebuildBatch,
+    rebuild_windows_in_order, run_rebuild_windows, written_in_order, RebuildBatch,
     Step as WindowStep, WindowFlow,
 };
 pub use rebuild::{RebuildCursor, RebuildProgress};

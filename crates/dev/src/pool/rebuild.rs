@@ -88,6 +88,35 @@ pub(crate) fn rebuild_windows(
     window_bytes: usize,
     speeds: &[Option<crate::Speed>],
 ) -> Vec<Vec<raidcore::Plan>> {
+    pack_windows(rebuild_pieces(batch, window_bytes), window_bytes, speeds)
+}
+
+/// [`rebuild_windows`] in batch order: each window the next pieces that fit. What a served
+/// pool's rebuild runs, as before [`pack_windows`]: its windows run beside clients and the
+/// surrogate policies, where the spread was not measured.
+pub(crate) fn rebuild_windows_in_order(
+    batch: &[(u64, raidcore::Plan)],
+    window_bytes: usize,
+) -> Vec<Vec<raidcore::Plan>> {
+    let window_bytes = window_bytes.max(1);
+    let mut out: Vec<Vec<raidcore::Plan>> = Vec::new();
+    let mut used = 0usize;
+    for piece in rebuild_pieces(batch, window_bytes) {
+        let bytes: usize = piece.buffers.iter().sum();
+        match out.last_mut() {
+            Some(w) if used + bytes <= window_bytes => w.push(piece),
+            _ => {
+                out.push(vec![piece]);
+                used = 0;
+            }
+        }
+        used += bytes;
+    }
+    out
+}
+
+/// The plans of `batch`, each cut into its groups when larger than a window.
+fn rebuild_pieces(batch: &[(u64, raidcore::Plan)], window_bytes: usize) -> Vec<raidcore::Plan> {
     let window_bytes = window_bytes.max(1);
     let mut pieces: Vec<raidcore::Plan> = Vec::new();
     for (_, p) in batch {
@@ -104,7 +133,7 @@ pub(crate) fn rebuild_windows(
         };
         pieces.extend(p.windows(cut));
     }
-    pack_windows(pieces, window_bytes, speeds)
+    pieces
 }
 
 /// The members' [`crate::Member::emulated_speed`]s, by member index (`None` for a failed one).
@@ -635,7 +664,7 @@ pub(crate) fn run_rebuild_windows(
     window_bytes: usize,
     view: &crate::exec::Members<'_>,
 ) -> std::result::Result<(), crate::exec::BatchErrors> {
-    for w in rebuild_windows(batch, window_bytes, &member_speeds(view.members)) {
+    for w in rebuild_windows_in_order(batch, window_bytes) {
         let mut empty: Vec<Vec<u8>> = w.iter().map(|_| Vec::new()).collect();
         let mut users: Vec<&mut [u8]> = empty.iter_mut().map(|v| v.as_mut_slice()).collect();
         run_plans(&w, &mut users, view)?;

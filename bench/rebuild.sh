@@ -45,6 +45,18 @@ fi
 dir=$(mktemp -d "$base/raidforge-rebuild-bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 
+# filled_pool DIR N SIZE CREATE_ARGS...: a pool DIR/p.json over N members DIR/m<i>.img of SIZE,
+# every byte written once with random bytes, member 0 failed.
+filled_pool() {
+  local d=$1 n=$2 size=$3 ms=() i bytes
+  shift 3
+  for ((i = 0; i < n; i++)); do ms+=(--member "$d/m$i.img"); done
+  "$rf" create "$d/p.json" "$@" "${ms[@]}" --size "$size" >/dev/null
+  bytes=$("$rf" status "$d/p.json" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["size_bytes"])')
+  head -c "$bytes" /dev/urandom | "$rf" io write "$d/p.json" --offset 0 --input - >/dev/null 2>&1
+  "$rf" fail "$d/p.json" --member 0 >/dev/null
+}
+
 # name | create arguments
 pools=(
   "raid5-8|--scheme raid5 --disks 8 --chunk 64K"
@@ -112,13 +124,8 @@ emulated=(
 for entry in "${emulated[@]}"; do
   IFS='|' read -r name args n replace theory <<<"$entry"
   rm -f "$dir"/*.img "$dir"/*.json "$dir"/*.ctl
-  members=()
-  for ((i = 0; i < n; i++)); do members+=(--member "$dir/m$i.img"); done
   # shellcheck disable=SC2086
-  "$rf" create "$dir/p.json" $args "${members[@]}" --size "$emember" >/dev/null
-  size=$("$rf" status "$dir/p.json" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["size_bytes"])')
-  head -c "$size" /dev/urandom | "$rf" io write "$dir/p.json" --offset 0 --input - >/dev/null 2>&1
-  "$rf" fail "$dir/p.json" --member 0 >/dev/null
+  filled_pool "$dir" "$n" "$emember" $args
   rm -f "$dir/m0.img"
   kept=()
   if [ "$replace" = 1 ]; then
@@ -163,13 +170,8 @@ echo
 wmember=${WIDE_MEMBER_SIZE:-16M}
 echo "255 members of $wmember (random, level 6, width 10, 16 KiB chunks) and sim RAID+ n=251:"
 rm -f "$dir"/*.img "$dir"/*.json "$dir"/*.ctl
-members=()
-for ((i = 0; i < 255; i++)); do members+=(--member "$dir/m$i.img"); done
-"$rf" create "$dir/p.json" --scheme random --level 6 --width 10 --disks 255 --stripes 2550 \
-  --chunk 16K "${members[@]}" --size "$wmember" >/dev/null
-size=$("$rf" status "$dir/p.json" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["size_bytes"])')
-head -c "$size" /dev/urandom | "$rf" io write "$dir/p.json" --offset 0 --input - >/dev/null 2>&1
-"$rf" fail "$dir/p.json" --member 0 >/dev/null
+filled_pool "$dir" 255 "$wmember" --scheme random --level 6 --width 10 --disks 255 \
+  --stripes 2550 --chunk 16K
 for cmd in rebuild verify scrub status; do
   /usr/bin/time -f '%M %e' -o "$dir/rss" "$rf" "$cmd" "$dir/p.json" --json >/dev/null
   read -r kb secs <"$dir/rss"
@@ -198,12 +200,7 @@ if [ "$ddir" != none ]; then
   dd if=/dev/zero of="$ldir/dd.img" bs=1M count=$((bytes >> 20)) conv=fdatasync status=none
   t1=$(date +%s.%N)
   rm -f "$ldir/dd.img"
-  members=()
-  for ((i = 0; i < 8; i++)); do members+=(--member "$ldir/m$i.img"); done
-  "$rf" create "$ldir/p.json" --scheme raid5 --disks 8 --chunk 64K "${members[@]}" --size "$member" >/dev/null
-  size=$("$rf" status "$ldir/p.json" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["size_bytes"])')
-  head -c "$size" /dev/urandom | "$rf" io write "$ldir/p.json" --offset 0 --input - >/dev/null 2>&1
-  "$rf" fail "$ldir/p.json" --member 0 >/dev/null
+  filled_pool "$ldir" 8 "$member" --scheme raid5 --disks 8 --chunk 64K
   rm -f "$ldir/m0.img"
   "$rf" replace "$ldir/p.json" --member 0 --with "$ldir/new0.img" >/dev/null
   "$rf" rebuild "$ldir/p.json" --json >"$ldir/out.json"

@@ -458,10 +458,11 @@ impl<T: Send + 'static> WindowFlow<T> {
     /// A window may start now: fewer than `max` in flight, and fewer than
     /// [`raidcore::rebuild::reading_windows`] of them still reading: all of them when the
     /// windows write members they also read (spare space on the survivors) and the flow
-    /// allows it ([`WindowFlow::reading_by_writes`]), otherwise half (at least one). Windows started together read together and then write together,
-    /// leaving the members that only read (or only write) idle in turn; starting the next
-    /// window when one is done reading keeps the readers busy while it writes, as the
-    /// simulator's rebuild read-ahead does (`sim::SimConfig::rebuild_read_ahead`).
+    /// allows it ([`WindowFlow::reading_by_writes`]), otherwise half (at least one). Windows
+    /// started together read together and then write together, leaving the members that only
+    /// read (or only write) idle in turn; starting the next window when one is done reading
+    /// keeps the readers busy while it writes, as the simulator's rebuild read-ahead does
+    /// (`sim::SimConfig::rebuild_read_ahead`).
     pub(crate) fn has_room(&self, max: usize) -> bool {
         let max = max.max(1);
         let all = self.reading_by_writes && self.writes_where_read;
@@ -1097,6 +1098,25 @@ mod tests {
         (per.values().copied().max().unwrap_or(0), per.values().sum())
     }
 
+    /// The rebuild batch of the first two cycles of RAID+ n=31 k=7 with `chunk` byte chunks and
+    /// member 0 failed (rebuilt into spare space), and the pieces it is cut into.
+    fn raidplus_31_7_batch(chunk: u64, member_bytes: u64) -> (RebuildBatch, Vec<raidcore::Plan>) {
+        let params = layout::Params {
+            disks: Some(31),
+            width: Some(7),
+            ..layout::Params::default()
+        };
+        let scheme = layout::build(layout::SchemeKind::RaidPlus, &params).unwrap();
+        let geo = raidcore::Geometry::new(scheme, chunk, member_bytes).unwrap();
+        let mut state = raidcore::ArrayState::new(&geo);
+        state.fail(&geo, 0).unwrap();
+        let batch: RebuildBatch = (0..2)
+            .map(|c| (c, plan_rebuild_cycle(&geo, &state, c).unwrap().unwrap()))
+            .collect();
+        let pieces = batch.iter().flat_map(|(_, p)| p.windows(1)).collect();
+        (batch, pieces)
+    }
+
     /// A declustered rebuild (RAID+ n=31 k=7 into its spare space) packed into windows of
     /// nine stripes: every piece lands in exactly one window, every window but the last few
     /// is full, and the busiest member of each carries at most one I/O more than an even
@@ -1104,23 +1124,11 @@ mod tests {
     /// others had none: the window then lasts six I/Os while the spread needs three).
     #[test]
     fn windows_spread_a_declustered_rebuild_over_the_members() {
-        let params = layout::Params {
-            disks: Some(31),
-            width: Some(7),
-            ..layout::Params::default()
-        };
-        let scheme = layout::build(layout::SchemeKind::RaidPlus, &params).unwrap();
         let chunk = 4096u64;
-        let geo = raidcore::Geometry::new(scheme, chunk, 1 << 30).unwrap();
-        let mut state = raidcore::ArrayState::new(&geo);
-        state.fail(&geo, 0).unwrap();
-        let batch: RebuildBatch = (0..2)
-            .map(|c| (c, plan_rebuild_cycle(&geo, &state, c).unwrap().unwrap()))
-            .collect();
+        let (batch, pieces) = raidplus_31_7_batch(chunk, 1 << 30);
         let group = 7 * chunk as usize;
         let window = 9 * group;
         let ws = rebuild_windows(&batch, window, &[]);
-        let pieces: Vec<raidcore::Plan> = batch.iter().flat_map(|(_, p)| p.windows(1)).collect();
         assert!(pieces.len() > 100, "{} pieces", pieces.len());
         // Every piece once: the windows' pieces are the batch's, as a multiset.
         let key = |p: &raidcore::Plan| {
@@ -1158,8 +1166,8 @@ mod tests {
                 "window {i}: {busiest} I/Os on one member, {ios} in all"
             );
         }
-        for w in pieces.chunks(9) {
-            worst_in_order = worst_in_order.max(loads(w).0);
+        for w in rebuild_windows_in_order(&batch, window) {
+            worst_in_order = worst_in_order.max(loads(&w).0);
         }
         // The property above is not the layout's own: batch order is worse.
         assert!(
@@ -1175,19 +1183,8 @@ mod tests {
     /// sends consecutive bytes of a member as one request).
     #[test]
     fn windows_keep_runs_together_on_members_that_seek() {
-        let params = layout::Params {
-            disks: Some(31),
-            width: Some(7),
-            ..layout::Params::default()
-        };
-        let scheme = layout::build(layout::SchemeKind::RaidPlus, &params).unwrap();
         let chunk = 64u64 << 10;
-        let geo = raidcore::Geometry::new(scheme, chunk, 1 << 34).unwrap();
-        let mut state = raidcore::ArrayState::new(&geo);
-        state.fail(&geo, 0).unwrap();
-        let batch: RebuildBatch = (0..2)
-            .map(|c| (c, plan_rebuild_cycle(&geo, &state, c).unwrap().unwrap()))
-            .collect();
+        let (batch, _) = raidplus_31_7_batch(chunk, 1 << 34);
         let hdd = crate::Speed::parse("hdd:120MB/s:4ms").unwrap();
         let speeds = vec![Some(hdd); 31];
         let window = 36 * 7 * chunk as usize;
@@ -1215,9 +1212,8 @@ mod tests {
             .iter()
             .map(|w| requests(&w.iter().collect::<Vec<_>>()))
             .sum();
-        let pieces: Vec<raidcore::Plan> = batch.iter().flat_map(|(_, p)| p.windows(1)).collect();
-        let in_order: usize = pieces
-            .chunks(36)
+        let in_order: usize = rebuild_windows_in_order(&batch, window)
+            .iter()
             .map(|w| requests(&w.iter().collect::<Vec<_>>()))
             .sum();
         assert!(
